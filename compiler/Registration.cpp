@@ -1,0 +1,27 @@
+//===- Registration.cpp - Dialects and passes mlperfc tools load -*- C++ -*-===//
+
+#include "compiler/Registration.h"
+
+#include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/TG/IR/TGOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlperf {
+
+void registerMlperfcDialects(mlir::DialectRegistry &registry) {
+  registry.insert<tg::TGDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+}
+
+void registerMlperfcPassesAndPipelines() {
+  registerMlperfcTransformsPasses();
+  registerMlperfcPipelines();
+  // Generic MLIR passes that are exact and that our pipelines use.
+  mlir::registerCSEPass();
+  mlir::registerCanonicalizerPass();
+}
+
+} // namespace mlperf

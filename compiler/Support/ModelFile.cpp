@@ -1,0 +1,53 @@
+//===- ModelFile.cpp - Load and verify a model declaration ------*- C++ -*-===//
+
+#include "compiler/Support/ModelFile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+
+namespace mlperf {
+
+ModelFile::ModelFile(MLIRContext &context, llvm::StringRef path)
+    : context(context), path(path.str()),
+      diagnosticHandler(std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &context)) {
+  // Users read file:line:col and the message; a dump of the generic IR is for developers.
+  context.printOpOnDiagnostic(false);
+}
+
+ModelFile::~ModelFile() = default;
+
+OwningOpRef<ModuleOp> ModelFile::load() {
+  if (sourceMgr.getNumBuffers() != 0) {
+    llvm::report_fatal_error("ModelFile::load called twice for " + llvm::Twine(path));
+  }
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &errorMessage);
+  if (!buffer) {
+    // No buffer means no source location to point at; the message names the file.
+    llvm::WithColor::error(llvm::errs()) << errorMessage << "\n";
+    return nullptr;
+  }
+  unsigned bufferId = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  ParserConfig config(&context, /*verifyAfterParse=*/true);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, config);
+  if (!module) {
+    return nullptr;
+  }
+  if (module->getOps<func::FuncOp>().empty()) {
+    Location loc = FileLineColLoc::get(
+        &context, sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier(), 1, 1);
+    emitError(loc) << "model file declares no func.func: nothing to compile";
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace mlperf

@@ -1,0 +1,19 @@
+//===- Passes.h - mlperfc transformation passes ----------------*- C++ -*-===//
+
+#ifndef MLPERFC_COMPILER_TRANSFORMS_PASSES_H
+#define MLPERFC_COMPILER_TRANSFORMS_PASSES_H
+
+#include "dialects/TG/IR/TGOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlperf {
+
+#define GEN_PASS_DECL
+#include "compiler/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/Transforms/Passes.h.inc"
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_TRANSFORMS_PASSES_H

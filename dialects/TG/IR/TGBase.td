@@ -1,0 +1,32 @@
+//===- TGBase.td - Training-graph dialect definition -------*- tablegen -*-===//
+//
+// The `tg` dialect: tensor ops with value semantics that describe one training step of a
+// benchmark model (forward graph, loss, and later the backward graph and optimizer).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_DIALECTS_TG_IR_TGBASE_TD
+#define MLPERFC_DIALECTS_TG_IR_TGBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def TG_Dialect : Dialect {
+  let name = "tg";
+  let cppNamespace = "::mlperf::tg";
+  let summary = "Training-graph dialect: tensor ops with value semantics";
+  let description = [{
+    Ops in `tg` operate on ranked tensors of the MLPerf approved floating-point formats used
+    by the benchmarks: f32, bf16, f8E4M3FN and f8E5M2. Every op is pure; shapes are static and
+    verified, and result types are inferred from operands so that passes can build ops without
+    spelling shapes.
+  }];
+}
+
+// Element types a tg compute op accepts.
+def TG_Float : AnyTypeOf<[F32, BF16, F8E4M3FN, F8E5M2], "f32, bf16, f8E4M3FN or f8E5M2">;
+def TG_Tensor : RankedTensorOf<[TG_Float]>;
+
+class TG_Op<string mnemonic, list<Trait> traits = []> : Op<TG_Dialect, mnemonic, traits>;
+
+#endif // MLPERFC_DIALECTS_TG_IR_TGBASE_TD

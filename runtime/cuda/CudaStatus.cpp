@@ -1,0 +1,19 @@
+//===- CudaStatus.cpp - CUDA runtime errors as Status ---------*- C++ -*-===//
+
+#include "runtime/cuda/CudaStatus.h"
+
+namespace mlperf::rt::cuda {
+
+Status statusFromCudaError(cudaError_t error, const char *expr, const char *file, int line) {
+  if (error == cudaSuccess) {
+    return Status::ok();
+  }
+  // A machine without a GPU or driver is a configuration fact, not a library failure.
+  bool unavailable = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver;
+  std::string message = std::string(expr) + " failed: " + cudaGetErrorName(error) + ": " +
+                        cudaGetErrorString(error);
+  return Status(unavailable ? StatusCode::kUnavailable : StatusCode::kInternal,
+                std::move(message), file, line);
+}
+
+} // namespace mlperf::rt::cuda

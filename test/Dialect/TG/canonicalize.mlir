@@ -1,0 +1,65 @@
+// RUN: mlperf-opt %s --split-input-file --canonicalize | FileCheck %s
+
+// Tests that an identity transpose folds away.
+// CHECK-LABEL: func.func @identity_transpose
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>)
+// CHECK-NOT: tg.transpose
+// CHECK: return %[[X]]
+func.func @identity_transpose(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %t = tg.transpose %x {permutation = array<i64: 0, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %t : tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that two transposes compose into one with the composed permutation.
+// CHECK-LABEL: func.func @compose_transposes
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x5xf32>)
+// CHECK: %[[T:.+]] = tg.transpose %[[X]] {permutation = array<i64: 1, 2, 0>} : tensor<2x3x5xf32> -> tensor<3x5x2xf32>
+// CHECK-NOT: tg.transpose
+// CHECK: return %[[T]]
+func.func @compose_transposes(%x: tensor<2x3x5xf32>) -> tensor<3x5x2xf32> {
+  %a = tg.transpose %x {permutation = array<i64: 2, 0, 1>} : tensor<2x3x5xf32> -> tensor<5x2x3xf32>
+  %b = tg.transpose %a {permutation = array<i64: 2, 0, 1>} : tensor<5x2x3xf32> -> tensor<3x5x2xf32>
+  return %b : tensor<3x5x2xf32>
+}
+
+// -----
+
+// Tests that a transpose and its inverse cancel.
+// CHECK-LABEL: func.func @inverse_transposes
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xbf16>)
+// CHECK-NOT: tg.transpose
+// CHECK: return %[[X]]
+func.func @inverse_transposes(%x: tensor<2x3xbf16>) -> tensor<2x3xbf16> {
+  %a = tg.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3xbf16> -> tensor<3x2xbf16>
+  %b = tg.transpose %a {permutation = array<i64: 1, 0>} : tensor<3x2xbf16> -> tensor<2x3xbf16>
+  return %b : tensor<2x3xbf16>
+}
+
+// -----
+
+// Tests that a matrix transpose of a matmul operand becomes the operand's flag, and that a
+// flag already set is toggled off.
+// CHECK-LABEL: func.func @absorb_into_matmul
+// CHECK-SAME: (%[[A:.+]]: tensor<4x64x32xf32>, %[[B:.+]]: tensor<4x64x16xf32>)
+// CHECK: %[[C:.+]] = tg.matmul %[[A]], %[[B]] {transpose_lhs} : tensor<4x64x32xf32>, tensor<4x64x16xf32> -> tensor<4x32x16xf32>
+// CHECK: return %[[C]]
+func.func @absorb_into_matmul(%a: tensor<4x64x32xf32>, %b: tensor<4x64x16xf32>) -> tensor<4x32x16xf32> {
+  %at = tg.transpose %a {permutation = array<i64: 0, 2, 1>} : tensor<4x64x32xf32> -> tensor<4x32x64xf32>
+  %bt = tg.transpose %b {permutation = array<i64: 0, 2, 1>} : tensor<4x64x16xf32> -> tensor<4x16x64xf32>
+  %c = tg.matmul %at, %bt {transpose_rhs} : tensor<4x32x64xf32>, tensor<4x16x64xf32> -> tensor<4x32x16xf32>
+  return %c : tensor<4x32x16xf32>
+}
+
+// -----
+
+// Tests that a transpose that moves a batch dimension is not a matmul flag and stays.
+// CHECK-LABEL: func.func @batch_transpose_stays
+// CHECK: %[[T:.+]] = tg.transpose %{{.+}} {permutation = array<i64: 1, 0, 2>}
+// CHECK: tg.matmul %[[T]], %{{.+}} :
+func.func @batch_transpose_stays(%a: tensor<4x8x16xf32>, %b: tensor<16x2xf32>) -> tensor<8x4x2xf32> {
+  %at = tg.transpose %a {permutation = array<i64: 1, 0, 2>} : tensor<4x8x16xf32> -> tensor<8x4x16xf32>
+  %c = tg.matmul %at, %b : tensor<8x4x16xf32>, tensor<16x2xf32> -> tensor<8x4x2xf32>
+  return %c : tensor<8x4x2xf32>
+}

@@ -1,0 +1,23 @@
+# lit configuration for mlperfc: FileCheck tests of dialects, passes and tools.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "mlperfc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mlperfc_obj_root, "test")
+
+# Captured FileCheck variables are scoped to a CHECK-LABEL block (design convention 5).
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+
+llvm_config.use_default_substitutions()
+# Our tools first, then FileCheck/not/count from LLVM 22.
+llvm_config.with_environment("PATH", config.mlperfc_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+config.substitutions.append(("%models", os.path.join(config.mlperfc_src_root, "models")))
+llvm_config.add_tool_substitutions(
+    ["mlperf-opt", "mlperfc"], [config.mlperfc_tools_dir])

@@ -1,0 +1,3 @@
+// An empty module: valid MLIR, but no model.
+module {
+}

@@ -1,0 +1,24 @@
+//===- Commands.h - mlperfc subcommands -----------------------*- C++ -*-===//
+//
+// Each subcommand lives in its own file with its llvm::cl options bound to its
+// llvm::cl::SubCommand; mlperfc.cpp dispatches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_TOOLS_MLPERFC_COMMANDS_H
+#define MLPERFC_TOOLS_MLPERFC_COMMANDS_H
+
+#include "llvm/Support/CommandLine.h"
+
+namespace mlperf::cli {
+
+/// The option category every mlperfc option belongs to; --help shows only these.
+llvm::cl::OptionCategory &mlperfcCategory();
+
+extern llvm::cl::SubCommand checkCommand;
+/// `mlperfc check MODEL.mlir...`: exit 0 when every file parses and verifies.
+int runCheck();
+
+} // namespace mlperf::cli
+
+#endif // MLPERFC_TOOLS_MLPERFC_COMMANDS_H

@@ -1,0 +1,67 @@
+//===- mlperfc.cpp - The mlperfc command-line interface -------*- C++ -*-===//
+//
+// `mlperfc <command> [options]`. Exit status: 0 success, 1 bad input or failed check.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+#include "Version.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+namespace mlperf::cli {
+
+cl::OptionCategory &mlperfcCategory() {
+  static cl::OptionCategory category("mlperfc options");
+  return category;
+}
+
+static void printVersion(llvm::raw_ostream &os) {
+  os << "mlperfc " << MLPERFC_VERSION << "\n"
+     << "  MLIR/LLVM " << MLPERFC_MLIR_VERSION << ", " << MLPERFC_BUILD_TYPE << " build\n"
+     << "  CUDA backend: "
+     << (MLPERFC_CUDA_ENABLED ? "built (sm_90a, sm_100a)" : "not built (no CUDA toolkit)")
+     << "\n";
+}
+
+static constexpr llvm::StringLiteral kOverview =
+    "mlperfc: ahead-of-time compiler for MLPerf Training graphs\n\n"
+    "  mlperfc check MODEL.mlir...   parse and verify model declarations\n\n"
+    "Run 'mlperfc <command> --help' for a command's options.\n";
+
+} // namespace mlperf::cli
+
+int main(int argc, char **argv) {
+  using namespace mlperf::cli;
+  cl::SetVersionPrinter(printVersion);
+  // Only our options in --help: libLLVM registers hundreds of its own at load time.
+  cl::HideUnrelatedOptions(mlperfcCategory());
+  cl::HideUnrelatedOptions(mlperfcCategory(), checkCommand);
+
+  // llvm::cl would read an unknown command as a stray positional argument; say what it is.
+  if (argc >= 2 && argv[1][0] != '-') {
+    llvm::StringRef command = argv[1];
+    bool known = false;
+    for (cl::SubCommand *sub : cl::getRegisteredSubcommands()) {
+      known |= sub->getName() == command;
+    }
+    if (!known) {
+      llvm::WithColor::error(llvm::errs(), "mlperfc")
+          << "unknown command '" << command << "' (run 'mlperfc --help' for the list)\n";
+      return 1;
+    }
+  }
+  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &llvm::errs())) {
+    return 1;
+  }
+  if (checkCommand) {
+    return runCheck();
+  }
+  llvm::WithColor::error(llvm::errs(), "mlperfc")
+      << "no command given (run 'mlperfc --help' for the list)\n";
+  return 1;
+}
