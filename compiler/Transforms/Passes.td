@@ -23,7 +23,9 @@ def TGSimplifyPass : Pass<"tg-simplify"> {
     - `tg.transpose` of a `tg.transpose` becomes one transpose with the composed permutation;
     - a `tg.transpose` that swaps the last two dimensions of a `tg.matmul` operand becomes the
       matmul's `transpose_lhs` / `transpose_rhs` flag (GEMM libraries read transposed operands
-      at no cost).
+      at no cost);
+    - `tg.scale` by 1.0, `tg.repeat` once and a same-type `tg.reshape` are removed;
+    - `tg.reshape` of a `tg.reshape` becomes one reshape.
 
     Before:
 

@@ -26,6 +26,10 @@ def TG_Dialect : Dialect {
 // Element types a tg compute op accepts.
 def TG_Float : AnyTypeOf<[F32, BF16, F8E4M3FN, F8E5M2], "f32, bf16, f8E4M3FN or f8E5M2">;
 def TG_Tensor : RankedTensorOf<[TG_Float]>;
+// Token ids and labels.
+def TG_IndexTensor : RankedTensorOf<[I32, I64]>;
+// Scalars such as the loss are f32 whatever the compute precision.
+def TG_F32Scalar : 0DTensorOf<[F32]>;
 
 class TG_Op<string mnemonic, list<Trait> traits = []> : Op<TG_Dialect, mnemonic, traits>;
 

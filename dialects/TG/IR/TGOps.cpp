@@ -35,6 +35,56 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
   return out;
 }
 
+/// Checks that `dim` names a dimension of a rank-`rank` tensor (no negative indexing: the IR
+/// says which dimension it means).
+static LogicalResult checkDimension(std::optional<Location> location, StringRef opName,
+                                    int64_t dim, int64_t rank) {
+  if (dim < 0 || dim >= rank) {
+    return emitOptionalError(location, "'", opName, "' op dim ", dim,
+                             " is out of range for a tensor of rank ", rank);
+  }
+  return success();
+}
+
+static bool isFiniteAndPositive(double value) { return std::isfinite(value) && value > 0.0; }
+
+//===----------------------------------------------------------------------===//
+// ScaleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScaleOp::verify() {
+  if (!std::isfinite(getFactor().convertToDouble())) {
+    return emitOpError() << "factor must be finite";
+  }
+  return success();
+}
+
+OpFoldResult ScaleOp::fold(FoldAdaptor adaptor) {
+  if (getFactor().convertToDouble() == 1.0) {
+    return getInput();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> location, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto tableType = cast<RankedTensorType>(adaptor.getTable().getType());
+  auto idsType = cast<RankedTensorType>(adaptor.getIds().getType());
+  if (tableType.getRank() != 2) {
+    return emitOptionalError(location, "'tg.embedding' op table must be [vocab, hidden], got rank ",
+                             tableType.getRank());
+  }
+  SmallVector<int64_t> shape(idsType.getShape());
+  shape.push_back(tableType.getDimSize(1));
+  inferredReturnTypes.push_back(RankedTensorType::get(shape, tableType.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // RMSNormOp
 //===----------------------------------------------------------------------===//
@@ -62,6 +112,131 @@ LogicalResult RMSNormOp::verify() {
   if (!(epsilon > 0.0) || !std::isfinite(epsilon)) {
     return emitOpError() << "epsilon must be a finite positive number, got " << epsilon;
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  auto type = getInput().getType();
+  if (type.getRank() != 4) {
+    return emitOpError() << "input must be [batch, seq, heads, head_dim], got rank "
+                         << type.getRank();
+  }
+  int64_t headDim = type.getDimSize(3);
+  if (headDim % 2 != 0) {
+    return emitOpError() << "head_dim must be even to rotate halves, got " << headDim;
+  }
+  if (!isFiniteAndPositive(getTheta().convertToDouble())) {
+    return emitOpError() << "theta must be a finite positive number, got "
+                         << getTheta().convertToDouble();
+  }
+  bool hasFactor = getScalingFactor().has_value();
+  bool hasLow = getLowFreqFactor().has_value();
+  bool hasHigh = getHighFreqFactor().has_value();
+  bool hasOriginal = getOriginalMaxPosition().has_value();
+  if (!hasFactor && !hasLow && !hasHigh && !hasOriginal) {
+    return success();
+  }
+  if (!hasFactor || !hasLow || !hasHigh || !hasOriginal) {
+    return emitOpError() << "Llama 3.1 RoPE scaling needs all of scaling_factor, "
+                            "low_freq_factor, high_freq_factor and original_max_position";
+  }
+  double factor = getScalingFactor()->convertToDouble();
+  double low = getLowFreqFactor()->convertToDouble();
+  double high = getHighFreqFactor()->convertToDouble();
+  if (!isFiniteAndPositive(factor) || !isFiniteAndPositive(low) || !isFiniteAndPositive(high)) {
+    return emitOpError() << "RoPE scaling factors must be finite and positive";
+  }
+  if (!(high > low)) {
+    return emitOpError() << "high_freq_factor (" << high << ") must exceed low_freq_factor ("
+                         << low << ") for the smooth interpolation between them";
+  }
+  if (*getOriginalMaxPosition() <= 0) {
+    return emitOpError() << "original_max_position must be positive, got "
+                         << *getOriginalMaxPosition();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CausalMaskOp, SoftmaxOp, RepeatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CausalMaskOp::verify() {
+  auto type = getInput().getType();
+  if (type.getRank() < 2) {
+    return emitOpError() << "input must be [..., queries, keys], got rank " << type.getRank();
+  }
+  int64_t queries = type.getDimSize(type.getRank() - 2);
+  int64_t keys = type.getDimSize(type.getRank() - 1);
+  if (queries != keys) {
+    return emitOpError() << "causal masking needs as many queries as keys, got " << queries
+                         << " queries and " << keys << " keys";
+  }
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return checkDimension(getLoc(), getOperationName(), getDim(), getInput().getType().getRank());
+}
+
+LogicalResult RepeatOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t dim = adaptor.getDim();
+  int64_t times = adaptor.getTimes();
+  if (failed(checkDimension(location, "tg.repeat", dim, type.getRank()))) {
+    return failure();
+  }
+  if (times < 1) {
+    return emitOptionalError(location, "'tg.repeat' op times must be >= 1, got ", times);
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] *= times;
+  inferredReturnTypes.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+OpFoldResult RepeatOp::fold(FoldAdaptor adaptor) {
+  if (getTimes() == 1) {
+    return getInput();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
+                                               std::optional<Location> location,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto logitsType = cast<RankedTensorType>(adaptor.getLogits().getType());
+  auto labelsType = cast<RankedTensorType>(adaptor.getLabels().getType());
+  if (logitsType.getRank() < 1) {
+    return emitOptionalError(location, "'tg.cross_entropy' op logits must be [..., vocab]");
+  }
+  ArrayRef<int64_t> tokenShape = logitsType.getShape().drop_back();
+  if (labelsType.getShape() != tokenShape) {
+    return emitOptionalError(location, "'tg.cross_entropy' op labels shape ",
+                             shapeString(labelsType.getShape()),
+                             " must equal the logits shape without vocab, ",
+                             shapeString(tokenShape));
+  }
+  if (Value mask = adaptor.getLossMask()) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    if (maskType.getShape() != tokenShape || !maskType.getElementType().isF32()) {
+      return emitOptionalError(location, "'tg.cross_entropy' op loss_mask must be an f32 tensor ",
+                               "of the labels' shape ", shapeString(tokenShape), ", got ",
+                               maskType);
+    }
+  }
+  inferredReturnTypes.push_back(RankedTensorType::get({}, Float32Type::get(context)));
   return success();
 }
 
@@ -214,6 +389,104 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     return getResult();
   }
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp, SplitOp, ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto inputType = getInput().getType();
+  auto resultType = getResult().getType();
+  if (inputType.getElementType() != resultType.getElementType()) {
+    return emitOpError() << "cannot change the element type (" << inputType.getElementType()
+                         << " to " << resultType.getElementType() << "); reshape only";
+  }
+  if (inputType.getNumElements() != resultType.getNumElements()) {
+    return emitOpError() << "element counts differ: " << shapeString(inputType.getShape())
+                         << " has " << inputType.getNumElements() << ", "
+                         << shapeString(resultType.getShape()) << " has "
+                         << resultType.getNumElements();
+  }
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType()) {
+    return getInput();
+  }
+  // reshape(reshape(x)) == reshape(x): row-major order is preserved by both.
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t dim = adaptor.getDim();
+  if (failed(checkDimension(location, "tg.split", dim, type.getRank()))) {
+    return failure();
+  }
+  ArrayRef<int64_t> sizes = adaptor.getSizes();
+  if (sizes.empty()) {
+    return emitOptionalError(location, "'tg.split' op needs at least one size");
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size <= 0) {
+      return emitOptionalError(location, "'tg.split' op sizes must be positive, got ", size);
+    }
+    total += size;
+  }
+  if (total != type.getDimSize(dim)) {
+    return emitOptionalError(location, "'tg.split' op sizes add up to ", total,
+                             " but dimension ", dim, " has size ", type.getDimSize(dim));
+  }
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = size;
+    inferredReturnTypes.push_back(RankedTensorType::get(shape, type.getElementType()));
+  }
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferredReturnTypes) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty()) {
+    return emitOptionalError(location, "'tg.concat' op needs at least one input");
+  }
+  auto firstType = cast<RankedTensorType>(inputs.front().getType());
+  int64_t dim = adaptor.getDim();
+  if (failed(checkDimension(location, "tg.concat", dim, firstType.getRank()))) {
+    return failure();
+  }
+  SmallVector<int64_t> shape(firstType.getShape());
+  for (auto [index, input] : llvm::enumerate(inputs.drop_front())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getElementType() != firstType.getElementType() ||
+        type.getRank() != firstType.getRank()) {
+      return emitOptionalError(location, "'tg.concat' op input ", index + 1, " (", type,
+                               ") does not match input 0 (", firstType,
+                               ") in rank or element type");
+    }
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (d != dim && type.getDimSize(d) != firstType.getDimSize(d)) {
+        return emitOptionalError(location, "'tg.concat' op input ", index + 1,
+                                 " differs from input 0 in dimension ", d, " (",
+                                 type.getDimSize(d), " vs ", firstType.getDimSize(d),
+                                 "); only dimension ", dim, " may differ");
+      }
+    }
+    shape[dim] += type.getDimSize(dim);
+  }
+  inferredReturnTypes.push_back(RankedTensorType::get(shape, firstType.getElementType()));
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -26,6 +26,70 @@ def TG_AddOp : TG_Op<"add", [Pure, Elementwise, Commutative, SameOperandsAndResu
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
+def TG_MulOp : TG_Op<"mul", [Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
+  let summary = "Elementwise multiplication (SwiGLU gating)";
+  let description = [{
+    `result[i] = lhs[i] * rhs[i]`, same shapes and element type, no implicit broadcasting.
+
+    ```mlir
+    %h = tg.mul %gate, %up : tensor<8x32x160xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$lhs, TG_Tensor:$rhs);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def TG_ScaleOp : TG_Op<"scale", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Multiplies every element by a constant";
+  let description = [{
+    `result[i] = input[i] * factor`, the product computed in f32 and rounded once to the
+    element type (attention's `1/sqrt(head_dim)`).
+
+    ```mlir
+    %s = tg.scale %scores {factor = 0.125 : f64} : tensor<8x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, F64Attr:$factor);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_SiluOp : TG_Op<"silu", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Sigmoid linear unit, x * sigmoid(x)";
+  let description = [{
+    `result[i] = x / (1 + exp(-x))`, computed in f32 (the SwiGLU activation).
+
+    ```mlir
+    %a = tg.silu %gate : tensor<8x32x160xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+def TG_EmbeddingOp : TG_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Token embedding lookup";
+  let description = [{
+    `result[..., :] = table[ids[...], :]` for a table of shape `[vocab, hidden]`. An id outside
+    `[0, vocab)` is a data error the runtime reports; it is not clamped.
+
+    ```mlir
+    %h = tg.embedding %table, %ids : tensor<256x64xbf16>, tensor<8x32xi32> -> tensor<8x32x64xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$table, TG_IndexTensor:$ids);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
@@ -46,6 +110,118 @@ def TG_RMSNormOp : TG_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]>
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
   let hasVerifier = 1;
+}
+
+def TG_RopeOp : TG_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding, rotate-half form, with optional Llama 3.1 scaling";
+  let description = [{
+    The input is `[batch, seq, heads, head_dim]`; token `s` has position `s` (positions are not
+    reset at document boundaries, as in the reference). For `i < head_dim/2`, with
+    `x1 = x[..., i]`, `x2 = x[..., i + head_dim/2]` and angle `a = s * f_i`:
+    `out[..., i] = x1 cos a - x2 sin a`, `out[..., i + head_dim/2] = x2 cos a + x1 sin a`
+    (the non-interleaved form of Hugging Face Llama and NeMo `rotary_interleaved=False`).
+
+    Base frequencies `f_i = theta^(-2i/head_dim)`. With the Llama 3.1 scaling attributes
+    (`scaling_factor`, `low_freq_factor`, `high_freq_factor`, `original_max_position`, all or
+    none), each `f_i` with wavelength `w = 2π/f_i` becomes: `f_i` if
+    `w < original_max_position / high_freq_factor`; `f_i / scaling_factor` if
+    `w > original_max_position / low_freq_factor`; otherwise `(1 - t) f_i / scaling_factor + t f_i`
+    with `t = (original_max_position / w - low_freq_factor) / (high_freq_factor - low_freq_factor)`.
+    Angles are computed in f32.
+
+    ```mlir
+    %q = tg.rope %x {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
+                     high_freq_factor = 4.0 : f64, original_max_position = 8192 : i64}
+        : tensor<1x8192x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, F64Attr:$theta,
+                       OptionalAttr<F64Attr>:$scaling_factor,
+                       OptionalAttr<F64Attr>:$low_freq_factor,
+                       OptionalAttr<F64Attr>:$high_freq_factor,
+                       OptionalAttr<I64Attr>:$original_max_position);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention primitives
+//===----------------------------------------------------------------------===//
+
+def TG_CausalMaskOp : TG_Op<"causal_mask", [Pure, SameOperandsAndResultType]> {
+  let summary = "Masks attention scores of future keys with -infinity";
+  let description = [{
+    On `[..., queries, keys]` scores with `queries == keys`: `result[..., q, k] = -inf` when
+    `k > q`, else `input[..., q, k]`.
+
+    ```mlir
+    %m = tg.causal_mask %scores : tensor<8x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_SoftmaxOp : TG_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "Softmax along one dimension";
+  let description = [{
+    `result = exp(x - max(x)) / sum(exp(x - max(x)))` along `dim`, computed in f32 and rounded
+    once to the element type. A row of only -inf is an error the runtime reports.
+
+    ```mlir
+    %p = tg.softmax %scores {dim = 3 : i64} : tensor<8x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, I64Attr:$dim);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_RepeatOp : TG_Op<"repeat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Repeats each slice along a dimension (grouped-query attention's KV sharing)";
+  let description = [{
+    Size `n` along `dim` becomes `n * times`; `result[..., j, ...] = input[..., j / times, ...]`
+    (each slice repeated `times` times in place, as Hugging Face `repeat_kv`). Query head `h`
+    thereby reads KV head `h / (heads / kv_heads)`.
+
+    ```mlir
+    %k = tg.repeat %kv {dim = 1 : i64, times = 4 : i64} : tensor<8x2x32x16xbf16> -> tensor<8x8x32x16xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, I64Attr:$dim, I64Attr:$times);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Mean token cross-entropy of logits against labels";
+  let description = [{
+    With `logits` `[..., vocab]` and integer `labels` `[...]`, per token
+    `l = logsumexp(logits) - logits[label]`, computed in f32. The result (an f32 scalar) is the
+    mean of `l` over all tokens, or, with the optional f32 `loss_mask` of the labels' shape,
+    `sum(l * mask) / sum(mask)`. A label outside `[0, vocab)` is a data error the runtime
+    reports.
+
+    ```mlir
+    %loss = tg.cross_entropy %logits, %labels : tensor<8x32x256xf32>, tensor<8x32xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels,
+                       Optional<TG_Tensor>:$loss_mask);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels (`,` $loss_mask^)? attr-dict `:` type($logits) `,` type($labels)
+    (`,` type($loss_mask)^)? `->` type($result)
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -90,6 +266,54 @@ def TG_TransposeOp : TG_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
+}
+
+def TG_ReshapeOp : TG_Op<"reshape", [Pure]> {
+  let summary = "Reinterprets a tensor's shape in row-major order";
+  let description = [{
+    Same elements in the same row-major order, new shape: the element counts must be equal
+    (e.g. splitting `[batch, seq, heads * head_dim]` into `[batch, seq, heads, head_dim]`).
+
+    ```mlir
+    %q = tg.reshape %x : tensor<8x32x64xbf16> -> tensor<8x32x4x16xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_SplitOp : TG_Op<"split", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Splits a tensor into consecutive pieces along one dimension";
+  let description = [{
+    Result `j` holds the `sizes[j]` slices along `dim` that follow those of results `0..j-1`;
+    the sizes add up to the dimension's size (a fused QKV projection split into Q, K, V).
+
+    ```mlir
+    %q, %k, %v = tg.split %qkv {dim = 2 : i64, sizes = array<i64: 64, 32, 32>}
+        : tensor<8x32x128xbf16> -> tensor<8x32x64xbf16>, tensor<8x32x32xbf16>, tensor<8x32x32xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, I64Attr:$dim, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<TG_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+}
+
+def TG_ConcatOp : TG_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Concatenates tensors along one dimension";
+  let description = [{
+    The inverse of `tg.split`: inputs agree on every dimension but `dim` and on element type.
+
+    ```mlir
+    %qkv = tg.concat %q, %k, %v {dim = 2 : i64}
+        : tensor<8x32x64xbf16>, tensor<8x32x32xbf16>, tensor<8x32x32xbf16> -> tensor<8x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
 }
 
 #endif // MLPERFC_DIALECTS_TG_IR_TGOPS_TD

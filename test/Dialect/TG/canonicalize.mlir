@@ -63,3 +63,43 @@ func.func @batch_transpose_stays(%a: tensor<4x8x16xf32>, %b: tensor<16x2xf32>) -
   %c = tg.matmul %at, %b : tensor<8x4x16xf32>, tensor<16x2xf32> -> tensor<8x4x2xf32>
   return %c : tensor<8x4x2xf32>
 }
+
+// -----
+
+// Tests that scaling by exactly one folds away and other factors stay.
+// CHECK-LABEL: func.func @scale_by_one
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>)
+// CHECK: %[[S:.+]] = tg.scale %[[X]] {factor = 5.000000e-01 : f64}
+// CHECK: return %[[X]], %[[S]]
+func.func @scale_by_one(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = tg.scale %x {factor = 1.0 : f64} : tensor<4xf32>
+  %b = tg.scale %x {factor = 0.5 : f64} : tensor<4xf32>
+  return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that repeating once (kv_heads == heads: plain multi-head attention) folds away.
+// CHECK-LABEL: func.func @repeat_once
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4x8xf32>)
+// CHECK-NOT: tg.repeat
+// CHECK: return %[[X]]
+func.func @repeat_once(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %r = tg.repeat %x {dim = 1 : i64, times = 1 : i64} : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  return %r : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Tests that a reshape to the same shape folds away and that reshape chains collapse.
+// CHECK-LABEL: func.func @reshapes
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x64xf32>)
+// CHECK: %[[R:.+]] = tg.reshape %[[X]] : tensor<2x8x64xf32> -> tensor<16x64xf32>
+// CHECK-NOT: tg.reshape
+// CHECK: return %[[X]], %[[R]]
+func.func @reshapes(%x: tensor<2x8x64xf32>) -> (tensor<2x8x64xf32>, tensor<16x64xf32>) {
+  %same = tg.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x64xf32>
+  %a = tg.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %b = tg.reshape %a : tensor<2x8x4x16xf32> -> tensor<16x64xf32>
+  return %same, %b : tensor<2x8x64xf32>, tensor<16x64xf32>
+}

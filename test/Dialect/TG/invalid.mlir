@@ -158,3 +158,278 @@ func.func @unknown_op(%x: tensor<2xf32>) {
   %y = tg.frobnicate %x : tensor<2xf32>
   return
 }
+
+// -----
+
+// Tests that scale rejects a non-finite factor.
+func.func @scale_inf(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.scale' op factor must be finite}}
+  %y = tg.scale %x {factor = 0x7FF0000000000000 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the embedding table must be a matrix.
+func.func @embedding_table(%t: tensor<4x8x2xf32>, %ids: tensor<3xi32>) {
+  // expected-error @+2 {{'tg.embedding' op table must be [vocab, hidden], got rank 3}}
+  // expected-error @+1 {{'tg.embedding' op failed to infer returned types}}
+  %h = "tg.embedding"(%t, %ids) : (tensor<4x8x2xf32>, tensor<3xi32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+// Tests that token ids are integers.
+func.func @embedding_ids(%t: tensor<4x8xf32>, %ids: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.embedding' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
+  %h = "tg.embedding"(%t, %ids) : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+// Tests that rope needs a [batch, seq, heads, head_dim] input.
+func.func @rope_rank(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tg.rope' op input must be [batch, seq, heads, head_dim], got rank 2}}
+  %y = tg.rope %x {theta = 1.0e+04 : f64} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Tests that rope rotates halves of an even head_dim.
+func.func @rope_odd(%x: tensor<1x8x2x15xf32>) {
+  // expected-error @+1 {{'tg.rope' op head_dim must be even to rotate halves, got 15}}
+  %y = tg.rope %x {theta = 1.0e+04 : f64} : tensor<1x8x2x15xf32>
+  return
+}
+
+// -----
+
+// Tests that rope needs a positive theta.
+func.func @rope_theta(%x: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'tg.rope' op theta must be a finite positive number, got -1}}
+  %y = tg.rope %x {theta = -1.0 : f64} : tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// Tests that Llama 3.1 scaling is all four attributes or none.
+func.func @rope_partial(%x: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'tg.rope' op Llama 3.1 RoPE scaling needs all of scaling_factor, low_freq_factor, high_freq_factor and original_max_position}}
+  %y = tg.rope %x {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64} : tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// Tests that the high frequency factor exceeds the low one.
+func.func @rope_factors(%x: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'tg.rope' op high_freq_factor (1.000000e+00) must exceed low_freq_factor (4.000000e+00) for the smooth interpolation between them}}
+  %y = tg.rope %x {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 4.0 : f64, high_freq_factor = 1.0 : f64, original_max_position = 8192 : i64} : tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// Tests that RoPE scaling factors are positive.
+func.func @rope_negative(%x: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'tg.rope' op RoPE scaling factors must be finite and positive}}
+  %y = tg.rope %x {theta = 5.0e+05 : f64, scaling_factor = 0.0 : f64, low_freq_factor = 1.0 : f64, high_freq_factor = 4.0 : f64, original_max_position = 8192 : i64} : tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// Tests that the original context length is positive.
+func.func @rope_original(%x: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'tg.rope' op original_max_position must be positive, got 0}}
+  %y = tg.rope %x {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64, high_freq_factor = 4.0 : f64, original_max_position = 0 : i64} : tensor<1x8x2x16xf32>
+  return
+}
+
+// -----
+
+// Tests that causal masking needs [..., queries, keys].
+func.func @mask_rank(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.causal_mask' op input must be [..., queries, keys], got rank 1}}
+  %y = tg.causal_mask %x : tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that causal masking needs square scores.
+func.func @mask_square(%x: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'tg.causal_mask' op causal masking needs as many queries as keys, got 8 queries and 4 keys}}
+  %y = tg.causal_mask %x : tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that softmax's dim is in range.
+func.func @softmax_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'tg.softmax' op dim 2 is out of range for a tensor of rank 2}}
+  %y = tg.softmax %x {dim = 2 : i64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that repeat's dim is in range.
+func.func @repeat_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'tg.repeat' op dim -1 is out of range for a tensor of rank 2}}
+  // expected-error @+1 {{'tg.repeat' op failed to infer returned types}}
+  %y = tg.repeat %x {dim = -1 : i64, times = 2 : i64} : tensor<2x8xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+// Tests that repeat's count is at least one.
+func.func @repeat_times(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'tg.repeat' op times must be >= 1, got 0}}
+  // expected-error @+1 {{'tg.repeat' op failed to infer returned types}}
+  %y = tg.repeat %x {dim = 1 : i64, times = 0 : i64} : tensor<2x8xf32> -> tensor<2x0xf32>
+  return
+}
+
+// -----
+
+// Tests that labels match the logits without the vocab dimension.
+func.func @ce_labels(%l: tensor<2x8x16xf32>, %y: tensor<2x4xi32>) {
+  // expected-error @+2 {{'tg.cross_entropy' op labels shape 2x4 must equal the logits shape without vocab, 2x8}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %c = tg.cross_entropy %l, %y : tensor<2x8x16xf32>, tensor<2x4xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that the loss mask is f32 with the labels' shape.
+func.func @ce_mask(%l: tensor<2x8x16xf32>, %y: tensor<2x8xi32>, %m: tensor<2x8xbf16>) {
+  // expected-error @+2 {{'tg.cross_entropy' op loss_mask must be an f32 tensor of the labels' shape 2x8, got 'tensor<2x8xbf16>'}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %c = tg.cross_entropy %l, %y, %m : tensor<2x8x16xf32>, tensor<2x8xi32>, tensor<2x8xbf16> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that logits are not a scalar.
+func.func @ce_scalar(%l: tensor<f32>, %y: tensor<i32>) {
+  // expected-error @+2 {{'tg.cross_entropy' op logits must be [..., vocab]}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %c = tg.cross_entropy %l, %y : tensor<f32>, tensor<i32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that the loss is an f32 scalar.
+func.func @ce_result(%l: tensor<2x8x16xf32>, %y: tensor<2x8xi32>) {
+  // expected-error @+1 {{'tg.cross_entropy' op result #0 must be 0D tensor of 32-bit float values, but got 'tensor<2x8xf32>'}}
+  %c = "tg.cross_entropy"(%l, %y) : (tensor<2x8x16xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that reshape keeps the element count.
+func.func @reshape_count(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'tg.reshape' op element counts differ: 2x8 has 16, 4x5 has 20}}
+  %y = tg.reshape %x : tensor<2x8xf32> -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+// Tests that reshape does not convert element types.
+func.func @reshape_type(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'tg.reshape' op cannot change the element type ('f32' to 'bf16'); reshape only}}
+  %y = tg.reshape %x : tensor<2x8xf32> -> tensor<16xbf16>
+  return
+}
+
+// -----
+
+// Tests that split's dim is in range.
+func.func @split_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'tg.split' op dim 3 is out of range for a tensor of rank 2}}
+  // expected-error @+1 {{'tg.split' op failed to infer returned types}}
+  %a, %b = tg.split %x {dim = 3 : i64, sizes = array<i64: 4, 4>} : tensor<2x8xf32> -> tensor<2x4xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Tests that split's sizes add up to the dimension.
+func.func @split_sum(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'tg.split' op sizes add up to 7 but dimension 1 has size 8}}
+  // expected-error @+1 {{'tg.split' op failed to infer returned types}}
+  %a, %b = tg.split %x {dim = 1 : i64, sizes = array<i64: 4, 3>} : tensor<2x8xf32> -> tensor<2x4xf32>, tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Tests that split's sizes are positive.
+func.func @split_zero(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'tg.split' op sizes must be positive, got 0}}
+  // expected-error @+1 {{'tg.split' op failed to infer returned types}}
+  %a, %b = tg.split %x {dim = 1 : i64, sizes = array<i64: 8, 0>} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x0xf32>
+  return
+}
+
+// -----
+
+// Tests that split needs a size.
+func.func @split_empty(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'tg.split' op needs at least one size}}
+  // expected-error @+1 {{'tg.split' op failed to infer returned types}}
+  "tg.split"(%x) {dim = 1 : i64, sizes = array<i64>} : (tensor<2x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// Tests that concat inputs agree outside the concatenated dimension.
+func.func @concat_dims(%a: tensor<2x8xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+2 {{'tg.concat' op input 1 differs from input 0 in dimension 0 (3 vs 2); only dimension 1 may differ}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %c = tg.concat %a, %b {dim = 1 : i64} : tensor<2x8xf32>, tensor<3x4xf32> -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
+// Tests that concat inputs share rank and element type.
+func.func @concat_types(%a: tensor<2x8xf32>, %b: tensor<2x8xbf16>) {
+  // expected-error @+2 {{'tg.concat' op input 1 ('tensor<2x8xbf16>') does not match input 0 ('tensor<2x8xf32>') in rank or element type}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %c = tg.concat %a, %b {dim = 1 : i64} : tensor<2x8xf32>, tensor<2x8xbf16> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+// Tests that concat's dim is in range.
+func.func @concat_dim(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{'tg.concat' op dim 2 is out of range for a tensor of rank 2}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %c = tg.concat %a, %a {dim = 2 : i64} : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Tests that concat needs an input.
+func.func @concat_none() {
+  // expected-error @+2 {{'tg.concat' op needs at least one input}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %c = "tg.concat"() {dim = 0 : i64} : () -> tensor<2xf32>
+  return
+}

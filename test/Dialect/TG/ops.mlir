@@ -66,3 +66,75 @@ func.func @generic(%a: tensor<4xf32>) -> tensor<4xf32> {
   %b = "tg.add"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %b : tensor<4xf32>
 }
+
+// -----
+
+// Tests grouped-query attention in primitive ops (4 query heads, 2 KV heads, head_dim 16): the
+// pattern tg-fuse-attention will look for. RoPE uses the Llama 3.1 scaling attributes.
+// CHECK-LABEL: func.func @gqa_attention
+// CHECK: %[[Q:.+]] = tg.reshape %{{.+}} : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+// CHECK: %[[QR:.+]] = tg.rope %[[Q]] {high_freq_factor = 4.000000e+00 : f64, low_freq_factor = 1.000000e+00 : f64, original_max_position = 8192 : i64, scaling_factor = 8.000000e+00 : f64, theta = 5.000000e+05 : f64} : tensor<2x8x4x16xf32>
+// CHECK: %[[KR:.+]] = tg.rope %{{.+}} {theta = 5.000000e+05 : f64} : tensor<2x8x2x16xf32>
+// CHECK: tg.repeat %{{.+}} {dim = 1 : i64, times = 2 : i64} : tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+// CHECK: %[[S:.+]] = tg.matmul %{{.+}}, %{{.+}} {transpose_rhs} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x8xf32>
+// CHECK: %[[SS:.+]] = tg.scale %[[S]] {factor = 2.500000e-01 : f64} : tensor<2x4x8x8xf32>
+// CHECK: %[[M:.+]] = tg.causal_mask %[[SS]] : tensor<2x4x8x8xf32>
+// CHECK: %[[P:.+]] = tg.softmax %[[M]] {dim = 3 : i64} : tensor<2x4x8x8xf32>
+// CHECK: tg.matmul %[[P]], %{{.+}} : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+func.func @gqa_attention(%xq: tensor<2x8x64xf32>, %xk: tensor<2x8x32xf32>, %xv: tensor<2x8x32xf32>) -> tensor<2x4x8x16xf32> {
+  %q0 = tg.reshape %xq : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %k0 = tg.reshape %xk : tensor<2x8x32xf32> -> tensor<2x8x2x16xf32>
+  %v0 = tg.reshape %xv : tensor<2x8x32xf32> -> tensor<2x8x2x16xf32>
+  %q1 = tg.rope %q0 {theta = 500000.0 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
+                     high_freq_factor = 4.0 : f64, original_max_position = 8192 : i64} : tensor<2x8x4x16xf32>
+  %k1 = tg.rope %k0 {theta = 500000.0 : f64} : tensor<2x8x2x16xf32>
+  %q = tg.transpose %q1 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %k2 = tg.transpose %k1 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x2x16xf32> -> tensor<2x2x8x16xf32>
+  %v2 = tg.transpose %v0 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x8x2x16xf32> -> tensor<2x2x8x16xf32>
+  %k = tg.repeat %k2 {dim = 1 : i64, times = 2 : i64} : tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+  %v = tg.repeat %v2 {dim = 1 : i64, times = 2 : i64} : tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+  %s = tg.matmul %q, %k {transpose_rhs} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x8xf32>
+  %ss = tg.scale %s {factor = 0.25 : f64} : tensor<2x4x8x8xf32>
+  %m = tg.causal_mask %ss : tensor<2x4x8x8xf32>
+  %p = tg.softmax %m {dim = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = tg.matmul %p, %v : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Tests the SwiGLU MLP parts, the embedding lookup and the loss with and without a mask.
+// CHECK-LABEL: func.func @embedding_mlp_loss
+// CHECK: %[[H:.+]] = tg.embedding %{{.+}}, %{{.+}} : tensor<256x64xbf16>, tensor<2x8xi32> -> tensor<2x8x64xbf16>
+// CHECK: %[[G:.+]] = tg.silu %{{.+}} : tensor<2x8x160xbf16>
+// CHECK: tg.mul %[[G]], %{{.+}} : tensor<2x8x160xbf16>
+// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} : tensor<2x8x256xbf16>, tensor<2x8xi32> -> tensor<f32>
+// CHECK: tg.cross_entropy %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x8x256xbf16>, tensor<2x8xi32>, tensor<2x8xf32> -> tensor<f32>
+func.func @embedding_mlp_loss(%table: tensor<256x64xbf16>, %ids: tensor<2x8xi32>, %wg: tensor<160x64xbf16>,
+                              %wu: tensor<160x64xbf16>, %wd: tensor<64x160xbf16>, %head: tensor<256x64xbf16>,
+                              %labels: tensor<2x8xi32>, %mask: tensor<2x8xf32>) -> (tensor<f32>, tensor<f32>) {
+  %h = tg.embedding %table, %ids : tensor<256x64xbf16>, tensor<2x8xi32> -> tensor<2x8x64xbf16>
+  %gate = tg.matmul %h, %wg {transpose_rhs} : tensor<2x8x64xbf16>, tensor<160x64xbf16> -> tensor<2x8x160xbf16>
+  %up = tg.matmul %h, %wu {transpose_rhs} : tensor<2x8x64xbf16>, tensor<160x64xbf16> -> tensor<2x8x160xbf16>
+  %g = tg.silu %gate : tensor<2x8x160xbf16>
+  %gu = tg.mul %g, %up : tensor<2x8x160xbf16>
+  %down = tg.matmul %gu, %wd {transpose_rhs} : tensor<2x8x160xbf16>, tensor<64x160xbf16> -> tensor<2x8x64xbf16>
+  %logits = tg.matmul %down, %head {transpose_rhs} : tensor<2x8x64xbf16>, tensor<256x64xbf16> -> tensor<2x8x256xbf16>
+  %loss = tg.cross_entropy %logits, %labels : tensor<2x8x256xbf16>, tensor<2x8xi32> -> tensor<f32>
+  %masked = tg.cross_entropy %logits, %labels, %mask : tensor<2x8x256xbf16>, tensor<2x8xi32>, tensor<2x8xf32> -> tensor<f32>
+  return %loss, %masked : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// Tests split and concat (a fused QKV projection and its inverse).
+// CHECK-LABEL: func.func @split_concat
+// CHECK: %[[P:.+]]:3 = tg.split %{{.+}} {dim = 2 : i64, sizes = array<i64: 64, 32, 32>} : tensor<2x8x128xbf16> -> tensor<2x8x64xbf16>, tensor<2x8x32xbf16>, tensor<2x8x32xbf16>
+// CHECK: tg.concat %[[P]]#0, %[[P]]#1, %[[P]]#2 {dim = 2 : i64} : tensor<2x8x64xbf16>, tensor<2x8x32xbf16>, tensor<2x8x32xbf16> -> tensor<2x8x128xbf16>
+func.func @split_concat(%qkv: tensor<2x8x128xbf16>) -> tensor<2x8x128xbf16> {
+  %q, %k, %v = tg.split %qkv {dim = 2 : i64, sizes = array<i64: 64, 32, 32>}
+      : tensor<2x8x128xbf16> -> tensor<2x8x64xbf16>, tensor<2x8x32xbf16>, tensor<2x8x32xbf16>
+  %r = tg.concat %q, %k, %v {dim = 2 : i64}
+      : tensor<2x8x64xbf16>, tensor<2x8x32xbf16>, tensor<2x8x32xbf16> -> tensor<2x8x128xbf16>
+  return %r : tensor<2x8x128xbf16>
+}
