@@ -17,9 +17,9 @@ void buildTGCleanupPipeline(mlir::OpPassManager &pm) {
 }
 
 void registerMlperfcPipelines() {
-  mlir::PassPipelineRegistration<>(
-      "tg-cleanup-pipeline", "Exact clean-up of tg IR: tg-simplify, then CSE",
-      [](mlir::OpPassManager &pm) { buildTGCleanupPipeline(pm); });
+  mlir::PassPipelineRegistration<>("tg-cleanup-pipeline",
+                                   "Exact clean-up of tg IR: tg-simplify, then CSE",
+                                   [](mlir::OpPassManager &pm) { buildTGCleanupPipeline(pm); });
 }
 
 } // namespace mlperf

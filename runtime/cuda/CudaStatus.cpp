@@ -10,10 +10,10 @@ Status statusFromCudaError(cudaError_t error, const char *expr, const char *file
   }
   // A machine without a GPU or driver is a configuration fact, not a library failure.
   bool unavailable = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver;
-  std::string message = std::string(expr) + " failed: " + cudaGetErrorName(error) + ": " +
-                        cudaGetErrorString(error);
-  return Status(unavailable ? StatusCode::kUnavailable : StatusCode::kInternal,
-                std::move(message), file, line);
+  std::string message =
+      std::string(expr) + " failed: " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error);
+  return Status(unavailable ? StatusCode::kUnavailable : StatusCode::kInternal, std::move(message),
+                file, line);
 }
 
 } // namespace mlperf::rt::cuda

@@ -20,8 +20,7 @@ Status statusFromCudaError(cudaError_t error, const char *expr, const char *file
 
 } // namespace mlperf::rt::cuda
 
-#define MLPERF_CUDA_RETURN_IF_ERROR(expr)                                                      \
-  MLPERF_RETURN_IF_ERROR(                                                                      \
-      ::mlperf::rt::cuda::statusFromCudaError((expr), #expr, __FILE__, __LINE__))
+#define MLPERF_CUDA_RETURN_IF_ERROR(expr)                                                          \
+  MLPERF_RETURN_IF_ERROR(::mlperf::rt::cuda::statusFromCudaError((expr), #expr, __FILE__, __LINE__))
 
 #endif // MLPERFC_RUNTIME_CUDA_CUDASTATUS_H

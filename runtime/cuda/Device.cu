@@ -64,7 +64,7 @@ Status runDeviceSelfTest(int ordinal) {
   MLPERF_CUDA_RETURN_IF_ERROR(cudaMemset(buffer.ptr, 0xff, kCount * sizeof(float)));
   constexpr int kThreads = 256;
   affineIotaKernel<<<(kCount + kThreads - 1) / kThreads, kThreads>>>(buffer.ptr, kCount, kScale,
-                                                                       kOffset);
+                                                                     kOffset);
   MLPERF_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   std::vector<float> host(kCount);
   MLPERF_CUDA_RETURN_IF_ERROR(

@@ -16,11 +16,11 @@ namespace mlperf::rt {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // the caller passed something malformed (a plan, an option, a file)
-  kNotFound,         // a file, device or symbol that should exist does not
-  kUnavailable,      // a resource that may exist elsewhere is missing here (e.g. no GPU)
-  kInternal,         // a library call failed (CUDA, NCCL, MPI, ...)
-  kDataLoss,         // a file is truncated or corrupt
+  kInvalidArgument, // the caller passed something malformed (a plan, an option, a file)
+  kNotFound,        // a file, device or symbol that should exist does not
+  kUnavailable,     // a resource that may exist elsewhere is missing here (e.g. no GPU)
+  kInternal,        // a library call failed (CUDA, NCCL, MPI, ...)
+  kDataLoss,        // a file is truncated or corrupt
 };
 
 const char *statusCodeName(StatusCode code);
@@ -51,12 +51,12 @@ private:
 } // namespace mlperf::rt
 
 /// Propagates a non-ok Status to the caller.
-#define MLPERF_RETURN_IF_ERROR(expr)                                                           \
-  do {                                                                                         \
-    ::mlperf::rt::Status mlperfStatus_ = (expr);                                               \
-    if (!mlperfStatus_.isOk()) {                                                               \
-      return mlperfStatus_;                                                                    \
-    }                                                                                          \
+#define MLPERF_RETURN_IF_ERROR(expr)                                                               \
+  do {                                                                                             \
+    ::mlperf::rt::Status mlperfStatus_ = (expr);                                                   \
+    if (!mlperfStatus_.isOk()) {                                                                   \
+      return mlperfStatus_;                                                                        \
+    }                                                                                              \
   } while (false)
 
 #endif // MLPERFC_RUNTIME_SUPPORT_STATUS_H

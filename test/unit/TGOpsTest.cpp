@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/TG/IR/TGOps.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
-#include "dialects/TG/IR/TGOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -66,8 +66,8 @@ TEST_F(TGOpsTest, MatmulInfersBatchedTransposedLhs) {
   tg::MatmulOp::Properties props;
   props.transpose_lhs = builder.getUnitAttr();
   tg::MatmulOp::Adaptor adaptor(ValueRange{a, b}, builder.getDictionaryAttr({}), props);
-  ASSERT_TRUE(succeeded(tg::MatmulOp::inferReturnTypes(&context, builder.getUnknownLoc(),
-                                                       adaptor, inferred)));
+  ASSERT_TRUE(succeeded(
+      tg::MatmulOp::inferReturnTypes(&context, builder.getUnknownLoc(), adaptor, inferred)));
   EXPECT_EQ(cast<RankedTensorType>(inferred[0]).getShape(), ArrayRef<int64_t>({4, 8, 5}));
 }
 
@@ -82,8 +82,8 @@ TEST_F(TGOpsTest, MatmulContractionMismatchIsDiagnosed) {
   SmallVector<Type> inferred;
   tg::MatmulOp::Adaptor adaptor(ValueRange{a, b}, builder.getDictionaryAttr({}),
                                 tg::MatmulOp::Properties{});
-  EXPECT_TRUE(failed(tg::MatmulOp::inferReturnTypes(&context, builder.getUnknownLoc(), adaptor,
-                                                    inferred)));
+  EXPECT_TRUE(
+      failed(tg::MatmulOp::inferReturnTypes(&context, builder.getUnknownLoc(), adaptor, inferred)));
   EXPECT_NE(message.find("contraction dimensions differ"), std::string::npos) << message;
   EXPECT_NE(message.find("K = 64"), std::string::npos) << message;
   EXPECT_NE(message.find("K = 32"), std::string::npos) << message;
@@ -94,8 +94,7 @@ TEST_F(TGOpsTest, CleanupPipelineAbsorbsWeightTranspose) {
   Value w = makeValue({160, 64}, builder.getF32Type());
   Location loc = builder.getUnknownLoc();
   auto transposed = tg::TransposeOp::create(builder, loc, w, ArrayRef<int64_t>{1, 0});
-  EXPECT_EQ(cast<RankedTensorType>(transposed.getType()).getShape(),
-            ArrayRef<int64_t>({64, 160}));
+  EXPECT_EQ(cast<RankedTensorType>(transposed.getType()).getShape(), ArrayRef<int64_t>({64, 160}));
   auto matmul = tg::MatmulOp::create(builder, loc, x, transposed, /*transpose_lhs=*/false,
                                      /*transpose_rhs=*/false);
   // Returned, so that the greedy driver does not erase it as dead code.

@@ -17,8 +17,7 @@ namespace mlperf::cli {
 cl::SubCommand checkCommand("check", "Parse and verify model files; print what was checked");
 
 static cl::list<std::string> checkInputs(cl::Positional, cl::OneOrMore, cl::sub(checkCommand),
-                                         cl::desc("<model.mlir>..."),
-                                         cl::cat(mlperfcCategory()));
+                                         cl::desc("<model.mlir>..."), cl::cat(mlperfcCategory()));
 
 /// One line per verified file: how many functions and ops of which kind it declares, so the
 /// user sees that the checker looked at what they think it looked at.
@@ -41,8 +40,9 @@ static void printCheckSummary(llvm::StringRef path, mlir::ModuleOp module) {
                << ops << (ops == 1 ? " op" : " ops");
   if (!opCounts.empty()) {
     llvm::outs() << " (";
-    llvm::interleaveComma(opCounts, llvm::outs(),
-                          [](const auto &entry) { llvm::outs() << entry.first << " " << entry.second; });
+    llvm::interleaveComma(opCounts, llvm::outs(), [](const auto &entry) {
+      llvm::outs() << entry.first << " " << entry.second;
+    });
     llvm::outs() << ")";
   }
   llvm::outs() << "\n";

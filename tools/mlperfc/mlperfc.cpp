@@ -24,8 +24,7 @@ static void printVersion(llvm::raw_ostream &os) {
   os << "mlperfc " << MLPERFC_VERSION << "\n"
      << "  MLIR/LLVM " << MLPERFC_MLIR_VERSION << ", " << MLPERFC_BUILD_TYPE << " build\n"
      << "  CUDA backend: "
-     << (MLPERFC_CUDA_ENABLED ? "built (sm_90a, sm_100a)" : "not built (no CUDA toolkit)")
-     << "\n";
+     << (MLPERFC_CUDA_ENABLED ? "built (sm_90a, sm_100a)" : "not built (no CUDA toolkit)") << "\n";
 }
 
 static constexpr llvm::StringLiteral kOverview =

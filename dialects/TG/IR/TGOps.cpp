@@ -37,8 +37,8 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
 
 /// Checks that `dim` names a dimension of a rank-`rank` tensor (no negative indexing: the IR
 /// says which dimension it means).
-static LogicalResult checkDimension(std::optional<Location> location, StringRef opName,
-                                    int64_t dim, int64_t rank) {
+static LogicalResult checkDimension(std::optional<Location> location, StringRef opName, int64_t dim,
+                                    int64_t rank) {
   if (dim < 0 || dim >= rank) {
     return emitOptionalError(location, "'", opName, "' op dim ", dim,
                              " is out of range for a tensor of rank ", rank);
@@ -70,8 +70,8 @@ OpFoldResult ScaleOp::fold(FoldAdaptor adaptor) {
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *context,
-                                            std::optional<Location> location, Adaptor adaptor,
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                            Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferredReturnTypes) {
   auto tableType = cast<RankedTensorType>(adaptor.getTable().getType());
   auto idsType = cast<RankedTensorType>(adaptor.getIds().getType());
@@ -151,8 +151,8 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "RoPE scaling factors must be finite and positive";
   }
   if (!(high > low)) {
-    return emitOpError() << "high_freq_factor (" << high << ") must exceed low_freq_factor ("
-                         << low << ") for the smooth interpolation between them";
+    return emitOpError() << "high_freq_factor (" << high << ") must exceed low_freq_factor (" << low
+                         << ") for the smooth interpolation between them";
   }
   if (*getOriginalMaxPosition() <= 0) {
     return emitOpError() << "original_max_position must be positive, got "
@@ -213,8 +213,7 @@ OpFoldResult RepeatOp::fold(FoldAdaptor adaptor) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
-                                               std::optional<Location> location,
-                                               Adaptor adaptor,
+                                               std::optional<Location> location, Adaptor adaptor,
                                                SmallVectorImpl<Type> &inferredReturnTypes) {
   auto logitsType = cast<RankedTensorType>(adaptor.getLogits().getType());
   auto labelsType = cast<RankedTensorType>(adaptor.getLabels().getType());
@@ -223,10 +222,9 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
   }
   ArrayRef<int64_t> tokenShape = logitsType.getShape().drop_back();
   if (labelsType.getShape() != tokenShape) {
-    return emitOptionalError(location, "'tg.cross_entropy' op labels shape ",
-                             shapeString(labelsType.getShape()),
-                             " must equal the logits shape without vocab, ",
-                             shapeString(tokenShape));
+    return emitOptionalError(
+        location, "'tg.cross_entropy' op labels shape ", shapeString(labelsType.getShape()),
+        " must equal the logits shape without vocab, ", shapeString(tokenShape));
   }
   if (Value mask = adaptor.getLossMask()) {
     auto maskType = cast<RankedTensorType>(mask.getType());
@@ -254,8 +252,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   };
 
   if (lhsType.getRank() < 2 || rhsType.getRank() < 2) {
-    return fail("operands must have rank >= 2, got lhs rank ", lhsType.getRank(),
-                " and rhs rank ", rhsType.getRank());
+    return fail("operands must have rank >= 2, got lhs rank ", lhsType.getRank(), " and rhs rank ",
+                rhsType.getRank());
   }
   if (lhsType.getElementType() != rhsType.getElementType()) {
     return fail("operand element types differ: lhs ", lhsType.getElementType(), ", rhs ",
@@ -347,8 +345,8 @@ void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRConte
 // TransposeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *context,
-                                            std::optional<Location> location, Adaptor adaptor,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                            Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferredReturnTypes) {
   auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
   ArrayRef<int64_t> perm = adaptor.getPermutation();
@@ -443,8 +441,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
     total += size;
   }
   if (total != type.getDimSize(dim)) {
-    return emitOptionalError(location, "'tg.split' op sizes add up to ", total,
-                             " but dimension ", dim, " has size ", type.getDimSize(dim));
+    return emitOptionalError(location, "'tg.split' op sizes add up to ", total, " but dimension ",
+                             dim, " has size ", type.getDimSize(dim));
   }
   for (int64_t size : sizes) {
     SmallVector<int64_t> shape(type.getShape());
@@ -478,9 +476,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     for (int64_t d = 0; d < type.getRank(); ++d) {
       if (d != dim && type.getDimSize(d) != firstType.getDimSize(d)) {
         return emitOptionalError(location, "'tg.concat' op input ", index + 1,
-                                 " differs from input 0 in dimension ", d, " (",
-                                 type.getDimSize(d), " vs ", firstType.getDimSize(d),
-                                 "); only dimension ", dim, " may differ");
+                                 " differs from input 0 in dimension ", d, " (", type.getDimSize(d),
+                                 " vs ", firstType.getDimSize(d), "); only dimension ", dim,
+                                 " may differ");
       }
     }
     shape[dim] += type.getDimSize(dim);
