@@ -1,5 +1,6 @@
 # lit configuration for mlperfc: FileCheck tests of dialects, passes and tools.
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -19,5 +20,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.mlperfc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 config.substitutions.append(("%models", os.path.join(config.mlperfc_src_root, "models")))
+# The interpreter running lit (Debian's python3): test helpers use only the standard library.
+config.substitutions.append(("%python", sys.executable))
 llvm_config.add_tool_substitutions(
     ["mlperf-opt", "mlperfc"], [config.mlperfc_tools_dir])

@@ -2,7 +2,6 @@
 
 #include "compiler/Support/ModelFile.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -25,9 +24,6 @@ ModelFile::ModelFile(MLIRContext &context, llvm::StringRef path)
 ModelFile::~ModelFile() = default;
 
 OwningOpRef<ModuleOp> ModelFile::load() {
-  if (sourceMgr.getNumBuffers() != 0) {
-    llvm::report_fatal_error("ModelFile::load called twice for " + llvm::Twine(path));
-  }
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &errorMessage);
   if (!buffer) {
@@ -35,19 +31,35 @@ OwningOpRef<ModuleOp> ModelFile::load() {
     llvm::WithColor::error(llvm::errs()) << errorMessage << "\n";
     return nullptr;
   }
+  return parseBuffer(std::move(buffer));
+}
+
+OwningOpRef<ModuleOp> ModelFile::loadFromString(llvm::StringRef text, llvm::StringRef bufferName) {
+  return parseBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, bufferName));
+}
+
+OwningOpRef<ModuleOp> ModelFile::parseBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer) {
+  if (sourceMgr.getNumBuffers() != 0) {
+    llvm::report_fatal_error("ModelFile parses one buffer; " + llvm::Twine(path) +
+                             " was given a second");
+  }
   unsigned bufferId = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   ParserConfig config(&context, /*verifyAfterParse=*/true);
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, config);
   if (!module) {
     return nullptr;
   }
-  if (module->getOps<func::FuncOp>().empty()) {
+  auto models = module->getOps<tg::ModelOp>();
+  size_t count = std::distance(models.begin(), models.end());
+  if (count != 1) {
     Location loc = FileLineColLoc::get(
         &context, sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier(), 1, 1);
-    emitError(loc) << "model file declares no func.func: nothing to compile";
+    emitError(loc) << "a model file declares exactly one tg.model, this one declares " << count;
     return nullptr;
   }
   return module;
 }
+
+tg::ModelOp getModel(ModuleOp module) { return *module.getOps<tg::ModelOp>().begin(); }
 
 } // namespace mlperf

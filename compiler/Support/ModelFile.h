@@ -8,11 +8,16 @@
 #ifndef MLPERFC_COMPILER_SUPPORT_MODELFILE_H
 #define MLPERFC_COMPILER_SUPPORT_MODELFILE_H
 
+#include "dialects/TG/IR/TGOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <memory>
+
+namespace llvm {
+class MemoryBuffer;
+} // namespace llvm
 
 namespace mlir {
 class MLIRContext;
@@ -29,16 +34,27 @@ public:
   ~ModelFile();
 
   /// Parses and verifies the file ("-" reads stdin). Returns null after printing diagnostics
-  /// when the file cannot be read, does not parse, fails verification or declares no function.
+  /// when the file cannot be read, does not parse, fails verification or does not hold
+  /// exactly one tg.model.
   mlir::OwningOpRef<mlir::ModuleOp> load();
 
+  /// Parses and verifies MLIR text held in memory (e.g. a generated declaration), with the
+  /// same checks and diagnostics as load(); `bufferName` stands in for the file name.
+  mlir::OwningOpRef<mlir::ModuleOp> loadFromString(llvm::StringRef text,
+                                                   llvm::StringRef bufferName);
+
 private:
+  mlir::OwningOpRef<mlir::ModuleOp> parseBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer);
+
   mlir::MLIRContext &context;
   std::string path;
   // One buffer per SourceMgr: the MLIR parser always parses a SourceMgr's main (first) file.
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagnosticHandler;
 };
+
+/// The model of a module that ModelFile loaded (exactly one exists).
+tg::ModelOp getModel(mlir::ModuleOp module);
 
 } // namespace mlperf
 

@@ -26,7 +26,7 @@ static void printCheckSummary(llvm::StringRef path, mlir::ModuleOp module) {
   unsigned functions = 0;
   unsigned ops = 0;
   module.walk([&](mlir::Operation *op) {
-    if (op == module.getOperation()) {
+    if (op == module.getOperation() || llvm::isa<tg::ModelOp>(op)) {
       return;
     }
     if (llvm::isa<mlir::func::FuncOp>(op)) {
@@ -36,7 +36,9 @@ static void printCheckSummary(llvm::StringRef path, mlir::ModuleOp module) {
     ++ops;
     ++opCounts[op->getName().getStringRef()];
   });
-  llvm::outs() << path << ": ok: " << functions << (functions == 1 ? " function, " : " functions, ")
+  tg::ModelOp model = getModel(module);
+  llvm::outs() << path << ": ok: model @" << model.getSymName() << ", "
+               << functions << (functions == 1 ? " function, " : " functions, ")
                << ops << (ops == 1 ? " op" : " ops");
   if (!opCounts.empty()) {
     llvm::outs() << " (";

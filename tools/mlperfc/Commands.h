@@ -19,6 +19,14 @@ extern llvm::cl::SubCommand checkCommand;
 /// `mlperfc check MODEL.mlir...`: exit 0 when every file parses and verifies.
 int runCheck();
 
+extern llvm::cl::SubCommand summaryCommand;
+/// `mlperfc summary MODEL.mlir [--json]`: parameters, memory, FLOPs, op counts.
+int runSummary();
+
+extern llvm::cl::SubCommand emitModelCommand;
+/// `mlperfc emit-model llama3 [--preset P] [--set k=v,...] [-o FILE]`.
+int runEmitModel();
+
 } // namespace mlperf::cli
 
 #endif // MLPERFC_TOOLS_MLPERFC_COMMANDS_H

@@ -29,7 +29,10 @@ static void printVersion(llvm::raw_ostream &os) {
 
 static constexpr llvm::StringLiteral kOverview =
     "mlperfc: ahead-of-time compiler for MLPerf Training graphs\n\n"
-    "  mlperfc check MODEL.mlir...   parse and verify model declarations\n\n"
+    "  mlperfc check MODEL.mlir...          parse and verify model declarations\n"
+    "  mlperfc summary MODEL.mlir [--json]  parameters, memory, FLOPs, op counts\n"
+    "  mlperfc emit-model llama3 [--preset P] [--set key=value,...] [-o FILE]\n"
+    "                                       write a model declaration\n\n"
     "Run 'mlperfc <command> --help' for a command's options.\n";
 
 } // namespace mlperf::cli
@@ -39,7 +42,9 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter(printVersion);
   // Only our options in --help: libLLVM registers hundreds of its own at load time.
   cl::HideUnrelatedOptions(mlperfcCategory());
-  cl::HideUnrelatedOptions(mlperfcCategory(), checkCommand);
+  for (cl::SubCommand *sub : {&checkCommand, &summaryCommand, &emitModelCommand}) {
+    cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
+  }
 
   // llvm::cl would read an unknown command as a stray positional argument; say what it is.
   if (argc >= 2 && argv[1][0] != '-') {
@@ -59,6 +64,12 @@ int main(int argc, char **argv) {
   }
   if (checkCommand) {
     return runCheck();
+  }
+  if (summaryCommand) {
+    return runSummary();
+  }
+  if (emitModelCommand) {
+    return runEmitModel();
   }
   llvm::WithColor::error(llvm::errs(), "mlperfc")
       << "no command given (run 'mlperfc --help' for the list)\n";

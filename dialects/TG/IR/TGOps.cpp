@@ -6,9 +6,12 @@
 
 #include "dialects/TG/IR/TGOps.h"
 
+#include "dialects/TG/IR/TGDiagnostics.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -21,6 +24,10 @@ void TGDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/TG/IR/TGOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/TG/IR/TGModelOps.cpp.inc"
       >();
 }
 
@@ -62,6 +69,30 @@ LogicalResult ScaleOp::verify() {
 OpFoldResult ScaleOp::fold(FoldAdaptor adaptor) {
   if (getFactor().convertToDouble() == 1.0) {
     return getInput();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ConvertOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConvertOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType()) {
+    return getInput();
+  }
+  // convert(convert(x)) is x only when the inner conversion is exact, i.e. every value of the
+  // original type is representable in the intermediate one (bf16 -> f32 -> bf16, not
+  // f8E5M2 -> f8E4M3FN -> f8E5M2).
+  if (auto producer = getInput().getDefiningOp<ConvertOp>()) {
+    Value original = producer.getInput();
+    auto originalElement = cast<FloatType>(getElementTypeOrSelf(original.getType()));
+    auto middleElement = cast<FloatType>(getElementTypeOrSelf(producer.getType()));
+    if (original.getType() == getType() &&
+        llvm::APFloatBase::isRepresentableBy(originalElement.getFloatSemantics(),
+                                             middleElement.getFloatSemantics())) {
+      return original;
+    }
   }
   return {};
 }
@@ -110,7 +141,8 @@ LogicalResult RMSNormOp::verify() {
   }
   double epsilon = getEpsilon().convertToDouble();
   if (!(epsilon > 0.0) || !std::isfinite(epsilon)) {
-    return emitOpError() << "epsilon must be a finite positive number, got " << epsilon;
+    return emitOpError() << "epsilon must be a finite positive number, got "
+                         << formatNumber(epsilon);
   }
   return success();
 }
@@ -131,7 +163,7 @@ LogicalResult RopeOp::verify() {
   }
   if (!isFiniteAndPositive(getTheta().convertToDouble())) {
     return emitOpError() << "theta must be a finite positive number, got "
-                         << getTheta().convertToDouble();
+                         << formatNumber(getTheta().convertToDouble());
   }
   bool hasFactor = getScalingFactor().has_value();
   bool hasLow = getLowFreqFactor().has_value();
@@ -151,12 +183,13 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "RoPE scaling factors must be finite and positive";
   }
   if (!(high > low)) {
-    return emitOpError() << "high_freq_factor (" << high << ") must exceed low_freq_factor (" << low
+    return emitOpError() << "high_freq_factor (" << formatNumber(high)
+                         << ") must exceed low_freq_factor (" << formatNumber(low)
                          << ") for the smooth interpolation between them";
   }
-  if (*getOriginalMaxPosition() <= 0) {
+  if (getOriginalMaxPositionAttr().getInt() <= 0) {
     return emitOpError() << "original_max_position must be positive, got "
-                         << *getOriginalMaxPosition();
+                         << getOriginalMaxPositionAttr().getInt();
   }
   return success();
 }
@@ -180,15 +213,16 @@ LogicalResult CausalMaskOp::verify() {
 }
 
 LogicalResult SoftmaxOp::verify() {
-  return checkDimension(getLoc(), getOperationName(), getDim(), getInput().getType().getRank());
+  return checkDimension(getLoc(), getOperationName(), getDimAttr().getInt(),
+                        getInput().getType().getRank());
 }
 
 LogicalResult RepeatOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferredReturnTypes) {
   auto type = cast<RankedTensorType>(adaptor.getInput().getType());
-  int64_t dim = adaptor.getDim();
-  int64_t times = adaptor.getTimes();
+  int64_t dim = adaptor.getDimAttr().getInt();
+  int64_t times = adaptor.getTimesAttr().getInt();
   if (failed(checkDimension(location, "tg.repeat", dim, type.getRank()))) {
     return failure();
   }
@@ -202,7 +236,7 @@ LogicalResult RepeatOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
 }
 
 OpFoldResult RepeatOp::fold(FoldAdaptor adaptor) {
-  if (getTimes() == 1) {
+  if (getTimesAttr().getInt() == 1) {
     return getInput();
   }
   return {};
@@ -337,6 +371,16 @@ struct AbsorbTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
 };
 } // namespace
 
+bool MatmulOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  // The output precision is free; the shape is not.
+  if (inferred.size() != 1 || actual.size() != 1) {
+    return false;
+  }
+  auto inferredType = cast<RankedTensorType>(inferred.front());
+  auto actualType = dyn_cast<RankedTensorType>(actual.front());
+  return actualType && actualType.getShape() == inferredType.getShape();
+}
+
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<AbsorbTransposeIntoMatmul>(context);
 }
@@ -425,7 +469,7 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferredReturnTypes) {
   auto type = cast<RankedTensorType>(adaptor.getInput().getType());
-  int64_t dim = adaptor.getDim();
+  int64_t dim = adaptor.getDimAttr().getInt();
   if (failed(checkDimension(location, "tg.split", dim, type.getRank()))) {
     return failure();
   }
@@ -460,7 +504,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     return emitOptionalError(location, "'tg.concat' op needs at least one input");
   }
   auto firstType = cast<RankedTensorType>(inputs.front().getType());
-  int64_t dim = adaptor.getDim();
+  int64_t dim = adaptor.getDimAttr().getInt();
   if (failed(checkDimension(location, "tg.concat", dim, firstType.getRank()))) {
     return failure();
   }

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -19,5 +20,8 @@
 
 #define GET_OP_CLASSES
 #include "dialects/TG/IR/TGOps.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/TG/IR/TGModelOps.h.inc"
 
 #endif // MLPERFC_DIALECTS_TG_IR_TGOPS_H

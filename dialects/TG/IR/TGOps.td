@@ -71,6 +71,23 @@ def TG_SiluOp : TG_Op<"silu", [Pure, Elementwise, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def TG_ConvertOp : TG_Op<"convert", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "Converts between floating-point element types (round to nearest even)";
+  let description = [{
+    Widening (bf16 → f32) is exact; narrowing rounds to nearest, ties to even, and saturates
+    nothing: values beyond the target's range become infinities (fp8 scaling is tg-fp8's job,
+    with explicit scales).
+
+    ```mlir
+    %p16 = tg.convert %p : tensor<8x4x32x32xf32> -> tensor<8x4x32x32xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding
 //===----------------------------------------------------------------------===//
@@ -228,14 +245,16 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
 // Contractions and layout
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "Batched matrix multiplication with optional operand transposes";
   let description = [{
     `result[..., m, n] = sum_k A[..., m, k] * B[..., k, n]` where `A` is `lhs` (or its
     transpose over the last two dimensions when `transpose_lhs` is set) and `B` is `rhs` (or
     its transpose when `transpose_rhs` is set). Leading dimensions of `lhs` are batch
     dimensions; `rhs` either has the same batch dimensions or is a rank-2 matrix shared by
-    every batch (a weight). Accumulation is in f32 for every storage type.
+    every batch (a weight). Accumulation is in f32 for every storage type; the result's
+    element type is the GEMM's output precision (the operands' type unless stated, e.g. bf16
+    operands with f32 scores as fused attention computes them).
 
     A linear layer with a weight stored `[out_features, in_features]` (the Hugging Face and
     Megatron layout) is `y = x · Wᵀ`:

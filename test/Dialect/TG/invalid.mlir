@@ -227,7 +227,7 @@ func.func @rope_partial(%x: tensor<1x8x2x16xf32>) {
 
 // Tests that the high frequency factor exceeds the low one.
 func.func @rope_factors(%x: tensor<1x8x2x16xf32>) {
-  // expected-error @+1 {{'tg.rope' op high_freq_factor (1.000000e+00) must exceed low_freq_factor (4.000000e+00) for the smooth interpolation between them}}
+  // expected-error @+1 {{'tg.rope' op high_freq_factor (1) must exceed low_freq_factor (4) for the smooth interpolation between them}}
   %y = tg.rope %x {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 4.0 : f64, high_freq_factor = 1.0 : f64, original_max_position = 8192 : i64} : tensor<1x8x2x16xf32>
   return
 }

@@ -1,0 +1,41 @@
+//===- ModelSummary.h - Sizes, memory and FLOPs of a model -----*- C++ -*-===//
+//
+// What `mlperfc summary` reports. The FLOP count is the one MFU is computed from; its formula
+// is documented in docs/models.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_COMPILER_ANALYSIS_MODELSUMMARY_H
+#define MLPERFC_COMPILER_ANALYSIS_MODELSUMMARY_H
+
+#include "dialects/TG/IR/TGOps.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace mlperf {
+
+struct ModelSummary {
+  std::string name, benchmark;
+  int64_t parameters = 0;
+  int64_t parameterTensors = 0;  // declared tensors, per-layer ones counted per layer
+  /// Bytes by role ("parameters", "gradients", "master_weights", "optimizer_state"), then by
+  /// element type name ("bf16", "f32").
+  std::map<std::string, std::map<std::string, int64_t>> bytes;
+  int64_t globalBatch = 0, microBatch = 0, seqLen = 0;
+  /// Model FLOPs of matmuls (2·M·N·K each; causal attention matmuls at half).
+  double forwardFlopsPerMicroBatch = 0;
+  double forwardFlopsPerToken = 0;
+  double trainFlopsPerToken = 0;  // forward + backward = 3 x forward
+  double trainFlopsPerStep = 0;   // trainFlopsPerToken x global batch x seq_len
+  /// Ops executed by one @forward call, layer stacks unrolled.
+  std::map<std::string, int64_t> forwardOps;
+};
+
+/// Summarizes a verified model.
+ModelSummary summarizeModel(tg::ModelOp model);
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_ANALYSIS_MODELSUMMARY_H

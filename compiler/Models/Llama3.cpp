@@ -1,0 +1,526 @@
+//===- Llama3.cpp - Llama 3 family model declarations -----------*- C++ -*-===//
+
+#include "compiler/Models/Llama3.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace mlperf::models {
+namespace {
+
+using llvm::Error;
+using llvm::StringRef;
+
+Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Llama 3.1 8B as the MLPerf Training v6.0 reference runs it (shared/reference/MLPERF.md).
+/// Tunables default to the RCP entry for GBS 32: LR 8e-4, 4096 warmup samples = 128 steps.
+Llama3Config llama31_8b() {
+  Llama3Config c;
+  c.name = "llama31_8b";
+  c.description = "Llama 3.1 8B: MLPerf Training v6.0 `llama31_8b`, closed division";
+  c.layers = 32;
+  c.hidden = 4096;
+  c.heads = 32;
+  c.kvHeads = 8;
+  c.ffn = 14336;
+  c.vocab = 128256;
+  c.seq = 8192;
+  c.ropeTheta = 500000.0;
+  c.ropeScaling = true;
+  c.ropeFactor = 8.0;
+  c.ropeLowFreqFactor = 1.0;
+  c.ropeHighFreqFactor = 4.0;
+  c.ropeOriginalMaxPosition = 8192;
+  c.normEps = 1e-5;
+  c.dtype = "bf16";
+  c.init = "random";
+  c.initStd = 0.02;
+  c.gbs = 32;
+  c.microBatch = 1;
+  c.lr = 8e-4;
+  c.endLr = 8e-5;
+  c.warmupSteps = 128;
+  c.maxSteps = 1200000;
+  c.decaySteps = c.maxSteps - c.warmupSteps;
+  c.beta1 = 0.9;
+  c.beta2 = 0.95;
+  c.adamEps = 1e-5;
+  c.weightDecay = 0.1;
+  c.weightDecayParams = "all";
+  c.clip = 1.0;
+  c.benchmark = "llama31_8b";
+  c.evalEvery = 12288;
+  c.evalSamples = 1024;
+  c.targetMetric = "log_perplexity";
+  c.target = 3.3;
+  return c;
+}
+
+/// The 405B reference's batch-dependent rules: LR = 8e-5 GBS/1152, warmup ceil(8000 x
+/// 1152/GBS), cosine horizon ceil(1.2M x 1152/GBS) steps, end LR 8e-7.
+void apply405BBatchRules(Llama3Config &c, bool lrSet, bool warmupSet, bool maxStepsSet) {
+  if (!lrSet) {
+    c.lr = 8e-5 * static_cast<double>(c.gbs) / 1152.0;
+  }
+  if (!warmupSet) {
+    c.warmupSteps = ceilDiv(8000 * 1152, c.gbs);
+  }
+  if (!maxStepsSet) {
+    c.maxSteps = ceilDiv(int64_t{1200000} * 1152, c.gbs);
+  }
+}
+
+/// Llama 3.1 405B: continual pretraining from Meta's checkpoint; only GBS is tunable.
+Llama3Config llama31_405b() {
+  Llama3Config c = llama31_8b();
+  c.name = "llama31_405b";
+  c.description = "Llama 3.1 405B: MLPerf Training v6.0 `llama31_405b`, closed division";
+  c.layers = 126;
+  c.hidden = 16384;
+  c.heads = 128;
+  c.kvHeads = 8;
+  c.ffn = 53248;
+  c.init = "checkpoint";
+  c.gbs = 1152;
+  apply405BBatchRules(c, false, false, false);
+  c.endLr = 8e-7;
+  c.decaySteps = c.maxSteps - c.warmupSteps;
+  c.benchmark = "llama31_405b";
+  c.evalEvery = 18432;
+  c.evalSamples = 5760;
+  c.target = 5.6;
+  return c;
+}
+
+/// The 8B declaration at test sizes: same structure and hyperparameters, small shapes.
+Llama3Config llama31_8bTiny() {
+  Llama3Config c = llama31_8b();
+  c.name = "llama31_8b_tiny";
+  c.description = "Llama 3.1 8B structure at test sizes (not a benchmark configuration)";
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.ffn = 160;
+  c.vocab = 256;
+  c.seq = 32;
+  return c;
+}
+
+const std::map<std::string, std::function<Llama3Config()>> &presets() {
+  static const std::map<std::string, std::function<Llama3Config()>> table = {
+      {"llama31_8b", llama31_8b},
+      {"llama31_405b", llama31_405b},
+      {"llama31_8b_tiny", llama31_8bTiny},
+  };
+  return table;
+}
+
+/// A setter parses the value and stores it; it returns an error naming the problem.
+using Setter = std::function<Error(Llama3Config &, StringRef)>;
+
+Setter intField(int64_t Llama3Config::*field) {
+  return [field](Llama3Config &c, StringRef value) -> Error {
+    int64_t parsed;
+    if (value.getAsInteger(10, parsed)) {
+      return makeError("expected an integer, got '" + value + "'");
+    }
+    c.*field = parsed;
+    return Error::success();
+  };
+}
+
+Setter floatField(double Llama3Config::*field) {
+  return [field](Llama3Config &c, StringRef value) -> Error {
+    double parsed;
+    if (value.getAsDouble(parsed) || !std::isfinite(parsed)) {
+      return makeError("expected a finite number, got '" + value + "'");
+    }
+    c.*field = parsed;
+    return Error::success();
+  };
+}
+
+Setter choiceField(std::string Llama3Config::*field, std::vector<std::string> choices) {
+  return [field, choices](Llama3Config &c, StringRef value) -> Error {
+    if (!choices.empty() && !llvm::is_contained(choices, value)) {
+      return makeError("expected one of " + llvm::join(choices, ", ") + ", got '" + value + "'");
+    }
+    if (value.empty()) {
+      return makeError("expected a non-empty value");
+    }
+    c.*field = value.str();
+    return Error::success();
+  };
+}
+
+const std::map<std::string, Setter> &setters() {
+  static const std::map<std::string, Setter> table = {
+      {"name", choiceField(&Llama3Config::name, {})},
+      {"layers", intField(&Llama3Config::layers)},
+      {"hidden", intField(&Llama3Config::hidden)},
+      {"heads", intField(&Llama3Config::heads)},
+      {"kv_heads", intField(&Llama3Config::kvHeads)},
+      {"ffn", intField(&Llama3Config::ffn)},
+      {"vocab", intField(&Llama3Config::vocab)},
+      {"seq", intField(&Llama3Config::seq)},
+      {"rope_theta", floatField(&Llama3Config::ropeTheta)},
+      {"rope_scaling",
+       [](Llama3Config &c, StringRef value) -> Error {
+         if (value != "on" && value != "off") {
+           return makeError("expected on or off, got '" + value + "'");
+         }
+         c.ropeScaling = value == "on";
+         return Error::success();
+       }},
+      {"rope_factor", floatField(&Llama3Config::ropeFactor)},
+      {"rope_low_freq_factor", floatField(&Llama3Config::ropeLowFreqFactor)},
+      {"rope_high_freq_factor", floatField(&Llama3Config::ropeHighFreqFactor)},
+      {"rope_original_max_position", intField(&Llama3Config::ropeOriginalMaxPosition)},
+      {"norm_eps", floatField(&Llama3Config::normEps)},
+      {"dtype", choiceField(&Llama3Config::dtype, {"bf16", "f32"})},
+      {"init", choiceField(&Llama3Config::init, {"random", "checkpoint"})},
+      {"init_std", floatField(&Llama3Config::initStd)},
+      {"gbs", intField(&Llama3Config::gbs)},
+      {"micro_batch", intField(&Llama3Config::microBatch)},
+      {"lr", floatField(&Llama3Config::lr)},
+      {"end_lr", floatField(&Llama3Config::endLr)},
+      {"warmup_steps", intField(&Llama3Config::warmupSteps)},
+      {"max_steps", intField(&Llama3Config::maxSteps)},
+      {"decay_steps", intField(&Llama3Config::decaySteps)},
+      {"beta1", floatField(&Llama3Config::beta1)},
+      {"beta2", floatField(&Llama3Config::beta2)},
+      {"adam_eps", floatField(&Llama3Config::adamEps)},
+      {"weight_decay", floatField(&Llama3Config::weightDecay)},
+      {"weight_decay_params", choiceField(&Llama3Config::weightDecayParams, {"all", "matrices"})},
+      {"clip", floatField(&Llama3Config::clip)},
+      {"benchmark", choiceField(&Llama3Config::benchmark, {})},
+      {"eval_every", intField(&Llama3Config::evalEvery)},
+      {"eval_samples", intField(&Llama3Config::evalSamples)},
+      {"target_metric", choiceField(&Llama3Config::targetMetric, {"log_perplexity", "eval_loss"})},
+      {"target", floatField(&Llama3Config::target)},
+  };
+  return table;
+}
+
+/// Shortest decimal that parses back to `value`, always with a '.' (MLIR float syntax).
+std::string formatDouble(double value) {
+  char buffer[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value) {
+      break;
+    }
+  }
+  std::string text = buffer;
+  if (text.find_first_of(".eEn") == std::string::npos) {
+    text += ".0";
+  } else if (text.find('.') == std::string::npos && text.find_first_of("eE") != std::string::npos) {
+    text.insert(text.find_first_of("eE"), ".0");
+  }
+  return text;
+}
+
+/// `tensor<AxBxdtype>`.
+std::string tensor(std::initializer_list<int64_t> shape, StringRef elementType) {
+  std::string text = "tensor<";
+  for (int64_t dim : shape) {
+    text += std::to_string(dim) + "x";
+  }
+  return text + elementType.str() + ">";
+}
+
+} // namespace
+
+std::vector<std::string> llama3PresetNames() {
+  std::vector<std::string> names;
+  for (const auto &entry : presets()) {
+    names.push_back(entry.first);
+  }
+  return names;
+}
+
+llvm::Expected<Llama3Config> llama3Preset(StringRef preset) {
+  auto it = presets().find(preset.str());
+  if (it == presets().end()) {
+    return makeError("unknown preset '" + preset + "' (known: " +
+                     llvm::join(llama3PresetNames(), ", ") + ")");
+  }
+  return it->second();
+}
+
+std::vector<std::string> llama3SettingKeys() {
+  std::vector<std::string> keys;
+  for (const auto &entry : setters()) {
+    keys.push_back(entry.first);
+  }
+  return keys;
+}
+
+Error applyLlama3Settings(Llama3Config &config, StringRef settings) {
+  llvm::StringSet<> set;
+  llvm::SmallVector<StringRef> items;
+  settings.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    value = value.trim();
+    if (!item.contains('=')) {
+      return makeError("--set item '" + item + "' is not key=value");
+    }
+    auto it = setters().find(key.str());
+    if (it == setters().end()) {
+      return makeError("unknown --set key '" + key + "' (known: " +
+                       llvm::join(llama3SettingKeys(), ", ") + ")");
+    }
+    if (!set.insert(key).second) {
+      return makeError("--set key '" + key + "' is given twice");
+    }
+    if (Error error = it->second(config, value)) {
+      return makeError("--set " + key + ": " + llvm::toString(std::move(error)));
+    }
+  }
+  if (config.benchmark == "llama31_405b" && set.contains("gbs")) {
+    apply405BBatchRules(config, set.contains("lr"), set.contains("warmup_steps"),
+                        set.contains("max_steps"));
+  }
+  if (set.contains("lr") && !set.contains("end_lr") && config.benchmark != "llama31_405b") {
+    config.endLr = 0.1 * config.lr;
+  }
+  if (!set.contains("decay_steps")) {
+    config.decaySteps = config.maxSteps - config.warmupSteps;
+  }
+  return Error::success();
+}
+
+Error validateLlama3Config(const Llama3Config &c) {
+  for (auto [key, value] : {std::pair<StringRef, int64_t>{"layers", c.layers},
+                            {"hidden", c.hidden},
+                            {"heads", c.heads},
+                            {"kv_heads", c.kvHeads},
+                            {"ffn", c.ffn},
+                            {"vocab", c.vocab},
+                            {"seq", c.seq}}) {
+    if (value <= 0) {
+      return makeError(key + "=" + llvm::Twine(value) + " must be positive");
+    }
+  }
+  if (c.hidden % c.heads != 0) {
+    return makeError("heads=" + llvm::Twine(c.heads) + " does not divide hidden=" +
+                     llvm::Twine(c.hidden) + " (head_dim = hidden / heads)");
+  }
+  if (c.heads % c.kvHeads != 0) {
+    return makeError("kv_heads=" + llvm::Twine(c.kvHeads) + " does not divide heads=" +
+                     llvm::Twine(c.heads) + " (each KV head serves heads / kv_heads queries)");
+  }
+  if (c.headDim() % 2 != 0) {
+    return makeError("head_dim = hidden / heads = " + llvm::Twine(c.headDim()) +
+                     " must be even for RoPE");
+  }
+  // The remaining fields are checked by the IR verifier when the text is parsed back.
+  return Error::success();
+}
+
+std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
+  const std::string dt = c.dtype;
+  const int64_t B = c.microBatch, S = c.seq, D = c.hidden, H = c.heads, KV = c.kvHeads;
+  const int64_t HD = c.headDim(), F = c.ffn, V = c.vocab, L = c.layers;
+  const std::string x = tensor({B, S, D}, dt);
+  const std::string tokens = tensor({B, S}, "i32");
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "// " << c.description << ".\n"
+     << "// Generated by: " << commandLine << "\n"
+     << "// Change the generator (compiler/Models/Llama3.cpp), not this file: a test checks that\n"
+     << "// this file is exactly what the command above writes. Semantics: docs/models.md.\n";
+  os << "tg.model @" << c.name << " {\n";
+  os << llvm::formatv("  tg.benchmark {{name = \"{0}\", eval_every_samples = {1}, "
+                      "eval_samples = {2},\n"
+                      "                target_metric = \"{3}\", target_value = {4}}\n",
+                      c.benchmark, c.evalEvery, c.evalSamples, c.targetMetric,
+                      formatDouble(c.target));
+  os << llvm::formatv("  tg.batch {{global_batch_size = {0}, micro_batch_size = {1}, "
+                      "seq_len = {2}}\n",
+                      c.gbs, c.microBatch, c.seq);
+  os << llvm::formatv("  tg.optimizer {{name = \"adamw\", beta1 = {0}, beta2 = {1}, epsilon = {2},\n"
+                      "                weight_decay = {3}, weight_decay_params = \"{4}\", "
+                      "clip_grad_norm = {5}}\n",
+                      formatDouble(c.beta1), formatDouble(c.beta2), formatDouble(c.adamEps),
+                      formatDouble(c.weightDecay), c.weightDecayParams, formatDouble(c.clip));
+  os << llvm::formatv("  tg.lr_schedule {{kind = \"cosine_with_linear_warmup\", base_lr = {0}, "
+                      "end_lr = {1},\n"
+                      "                  warmup_steps = {2}, decay_steps = {3}, max_steps = {4}}\n",
+                      formatDouble(c.lr), formatDouble(c.endLr), c.warmupSteps, c.decaySteps,
+                      c.maxSteps);
+  os << "\n";
+
+  bool random = c.init == "random";
+  auto initAttrs = [&](StringRef kind) -> std::string {
+    if (!random) {
+      return "init = \"checkpoint\"";
+    }
+    if (kind == "normal" || kind == "scaled_normal") {
+      return "init = \"" + kind.str() + "\", std = " + formatDouble(c.initStd);
+    }
+    return "init = \"" + kind.str() + "\"";
+  };
+  struct Param {
+    std::string name, type, init;
+    bool perLayer;
+  };
+  const std::string prefix = "model.layers.{i}.";
+  std::vector<Param> layerParams = {
+      {prefix + "input_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true},
+      {prefix + "self_attn.q_proj.weight", tensor({H * HD, D}, dt), initAttrs("normal"), true},
+      {prefix + "self_attn.k_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true},
+      {prefix + "self_attn.v_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true},
+      {prefix + "self_attn.o_proj.weight", tensor({D, H * HD}, dt), initAttrs("scaled_normal"),
+       true},
+      {prefix + "post_attention_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true},
+      {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true},
+      {prefix + "mlp.up_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true},
+      {prefix + "mlp.down_proj.weight", tensor({D, F}, dt), initAttrs("scaled_normal"), true},
+  };
+  auto declare = [&](const Param &p) {
+    os << "  tg.param @\"" << p.name << "\" : " << p.type << " {" << p.init;
+    if (p.perLayer) {
+      os << ", repeat = " << L;
+    }
+    os << "}\n";
+  };
+  declare({"model.embed_tokens.weight", tensor({V, D}, dt), initAttrs("normal"), false});
+  for (const Param &p : layerParams) {
+    declare(p);
+  }
+  declare({"model.norm.weight", tensor({D}, dt), initAttrs("ones"), false});
+  declare({"lm_head.weight", tensor({V, D}, dt), initAttrs("normal"), false});
+  os << "\n";
+
+  // forward: one micro-batch to its mean token loss.
+  os << "  // One micro-batch: token ids and next-token labels to the mean token cross-entropy.\n";
+  os << "  func.func @forward(%tokens: " << tokens << ", %labels: " << tokens
+     << ") -> tensor<f32> {\n";
+  os << "    %embed = tg.param_ref @\"model.embed_tokens.weight\" : " << tensor({V, D}, dt) << "\n";
+  os << "    %h0 = tg.embedding %embed, %tokens : " << tensor({V, D}, dt) << ", " << tokens
+     << " -> " << x << "\n";
+  os << "    %h = tg.repeat_layers @decoder_layer(%h0) count " << L << " params [\n";
+  for (auto [index, p] : llvm::enumerate(layerParams)) {
+    os << "        @\"" << p.name << "\"" << (index + 1 < layerParams.size() ? ",\n" : "]");
+  }
+  os << " : " << x << "\n";
+  os << "    %final_norm = tg.param_ref @\"model.norm.weight\" : " << tensor({D}, dt) << "\n";
+  os << "    %hn = tg.rms_norm %h, %final_norm {epsilon = " << formatDouble(c.normEps)
+     << "} : " << x << ", " << tensor({D}, dt) << "\n";
+  os << "    %head = tg.param_ref @\"lm_head.weight\" : " << tensor({V, D}, dt) << "\n";
+  os << "    %logits = tg.matmul %hn, %head {transpose_rhs} : " << x << ", " << tensor({V, D}, dt)
+     << " -> " << tensor({B, S, V}, dt) << "\n";
+  os << "    %loss = tg.cross_entropy %logits, %labels : " << tensor({B, S, V}, dt) << ", "
+     << tokens << " -> tensor<f32>\n";
+  os << "    return %loss : tensor<f32>\n";
+  os << "  }\n\n";
+
+  // decoder_layer: pre-norm attention and SwiGLU MLP blocks with residuals.
+  const std::string q3 = tensor({B, S, H * HD}, dt), kv3 = tensor({B, S, KV * HD}, dt);
+  const std::string q4 = tensor({B, S, H, HD}, dt), kv4 = tensor({B, S, KV, HD}, dt);
+  const std::string qh = tensor({B, H, S, HD}, dt), kvh = tensor({B, KV, S, HD}, dt);
+  const std::string scores = tensor({B, H, S, S}, "f32");
+  const std::string f3 = tensor({B, S, F}, dt);
+  std::string rope = "{theta = " + formatDouble(c.ropeTheta);
+  if (c.ropeScaling) {
+    rope += ", scaling_factor = " + formatDouble(c.ropeFactor) +
+            ", low_freq_factor = " + formatDouble(c.ropeLowFreqFactor) +
+            ",\n                     high_freq_factor = " + formatDouble(c.ropeHighFreqFactor) +
+            ", original_max_position = " + std::to_string(c.ropeOriginalMaxPosition);
+  }
+  rope += "}";
+  const std::string eps = "{epsilon = " + formatDouble(c.normEps) + "}";
+  const std::string toHeads = "{permutation = array<i64: 0, 2, 1, 3>}";
+
+  os << "  // One decoder layer: h = x + attention(rms_norm(x)); out = h + mlp(rms_norm(h)).\n";
+  os << "  // Attention is grouped-query attention in primitive ops: scores in f32 from "
+     << dt << " operands,\n"
+     << "  // scaled by 1/sqrt(head_dim), causally masked, softmax in f32.\n";
+  os << "  func.func private @decoder_layer(%x: " << x << ",\n"
+     << "      %input_norm: " << tensor({D}, dt) << ", %q_proj: " << tensor({H * HD, D}, dt)
+     << ",\n"
+     << "      %k_proj: " << tensor({KV * HD, D}, dt) << ", %v_proj: "
+     << tensor({KV * HD, D}, dt) << ",\n"
+     << "      %o_proj: " << tensor({D, H * HD}, dt) << ", %post_norm: " << tensor({D}, dt)
+     << ",\n"
+     << "      %gate_proj: " << tensor({F, D}, dt) << ", %up_proj: " << tensor({F, D}, dt)
+     << ",\n"
+     << "      %down_proj: " << tensor({D, F}, dt) << ") -> " << x << " {\n";
+  os << "    %xn = tg.rms_norm %x, %input_norm " << eps << " : " << x << ", " << tensor({D}, dt)
+     << "\n";
+  os << "    %q = tg.matmul %xn, %q_proj {transpose_rhs} : " << x << ", "
+     << tensor({H * HD, D}, dt) << " -> " << q3 << "\n";
+  os << "    %k = tg.matmul %xn, %k_proj {transpose_rhs} : " << x << ", "
+     << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
+  os << "    %v = tg.matmul %xn, %v_proj {transpose_rhs} : " << x << ", "
+     << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
+  os << "    %q4 = tg.reshape %q : " << q3 << " -> " << q4 << "\n";
+  os << "    %k4 = tg.reshape %k : " << kv3 << " -> " << kv4 << "\n";
+  os << "    %v4 = tg.reshape %v : " << kv3 << " -> " << kv4 << "\n";
+  os << "    %q_rope = tg.rope %q4 " << rope << " : " << q4 << "\n";
+  os << "    %k_rope = tg.rope %k4 " << rope << " : " << kv4 << "\n";
+  os << "    %q_heads = tg.transpose %q_rope " << toHeads << " : " << q4 << " -> " << qh << "\n";
+  os << "    %k_heads = tg.transpose %k_rope " << toHeads << " : " << kv4 << " -> " << kvh
+     << "\n";
+  os << "    %v_heads = tg.transpose %v4 " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
+  os << "    %k_groups = tg.repeat %k_heads {dim = 1, times = " << H / KV << "} : " << kvh
+     << " -> " << qh << "\n";
+  os << "    %v_groups = tg.repeat %v_heads {dim = 1, times = " << H / KV << "} : " << kvh
+     << " -> " << qh << "\n";
+  os << "    %scores = tg.matmul %q_heads, %k_groups {transpose_rhs} : " << qh << ", " << qh
+     << " -> " << scores << "\n";
+  os << "    %scaled = tg.scale %scores {factor = "
+     << formatDouble(1.0 / std::sqrt(static_cast<double>(HD))) << "} : " << scores << "\n";
+  os << "    %masked = tg.causal_mask %scaled : " << scores << "\n";
+  os << "    %probs = tg.softmax %masked {dim = 3} : " << scores << "\n";
+  std::string probs = "%probs";
+  if (dt != "f32") {
+    os << "    %probs_" << dt << " = tg.convert %probs : " << scores << " -> "
+       << tensor({B, H, S, S}, dt) << "\n";
+    probs = "%probs_" + dt;
+  }
+  os << "    %context = tg.matmul " << probs << ", %v_groups : " << tensor({B, H, S, S}, dt)
+     << ", " << qh << " -> " << qh << "\n";
+  os << "    %context_tokens = tg.transpose %context " << toHeads << " : " << qh << " -> " << q4
+     << "\n";
+  os << "    %context_flat = tg.reshape %context_tokens : " << q4 << " -> " << q3 << "\n";
+  os << "    %attn = tg.matmul %context_flat, %o_proj {transpose_rhs} : " << q3 << ", "
+     << tensor({D, H * HD}, dt) << " -> " << x << "\n";
+  os << "    %h = tg.add %x, %attn : " << x << "\n";
+  os << "    %hn = tg.rms_norm %h, %post_norm " << eps << " : " << x << ", " << tensor({D}, dt)
+     << "\n";
+  os << "    %gate = tg.matmul %hn, %gate_proj {transpose_rhs} : " << x << ", "
+     << tensor({F, D}, dt) << " -> " << f3 << "\n";
+  os << "    %up = tg.matmul %hn, %up_proj {transpose_rhs} : " << x << ", " << tensor({F, D}, dt)
+     << " -> " << f3 << "\n";
+  os << "    %act = tg.silu %gate : " << f3 << "\n";
+  os << "    %gated = tg.mul %act, %up : " << f3 << "\n";
+  os << "    %mlp = tg.matmul %gated, %down_proj {transpose_rhs} : " << f3 << ", "
+     << tensor({D, F}, dt) << " -> " << x << "\n";
+  os << "    %out = tg.add %h, %mlp : " << x << "\n";
+  os << "    return %out : " << x << "\n";
+  os << "  }\n";
+  os << "}\n";
+  return out;
+}
+
+} // namespace mlperf::models

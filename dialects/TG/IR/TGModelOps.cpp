@@ -1,0 +1,342 @@
+//===- TGModelOps.cpp - Model declaration ops -------------------*- C++ -*-===//
+//
+// Verifiers of the training contract. Each error names the field and, where the reference
+// fixes the rule, says what the reference does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/TG/IR/TGOps.h"
+
+#include "dialects/TG/IR/TGDiagnostics.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlperf::tg;
+
+namespace {
+
+/// The per-layer placeholder in parameter names.
+constexpr llvm::StringLiteral kLayerPlaceholder = "{i}";
+
+bool isFinitePositive(double value) { return std::isfinite(value) && value > 0.0; }
+
+/// Emits "<field> must be <requirement>, got <value>" on `op`.
+LogicalResult fieldError(Operation *op, StringRef field, StringRef requirement, int64_t value) {
+  return op->emitOpError() << field << " must be " << requirement << ", got " << value;
+}
+
+LogicalResult fieldError(Operation *op, StringRef field, StringRef requirement, double value) {
+  return op->emitOpError() << field << " must be " << requirement << ", got "
+                           << formatNumber(value);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Metadata ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult BenchmarkOp::verify() {
+  if (getName().empty()) {
+    return emitOpError() << "name must name the MLPerf benchmark (e.g. \"llama31_8b\")";
+  }
+  if (getEvalEverySamplesAttr().getInt() <= 0) {
+    return fieldError(*this, "eval_every_samples", "positive", getEvalEverySamplesAttr().getInt());
+  }
+  if (getEvalSamplesAttr().getInt() <= 0) {
+    return fieldError(*this, "eval_samples", "positive", getEvalSamplesAttr().getInt());
+  }
+  if (getTargetMetric() != "log_perplexity" && getTargetMetric() != "eval_loss") {
+    return emitOpError() << "unknown target_metric '" << getTargetMetric()
+                         << "' (supported: log_perplexity, eval_loss)";
+  }
+  if (!isFinitePositive(getTargetValue().convertToDouble())) {
+    return fieldError(*this, "target_value", "a finite positive number",
+                      getTargetValue().convertToDouble());
+  }
+  return success();
+}
+
+LogicalResult BatchOp::verify() {
+  for (auto [field, value] : {std::pair<StringRef, int64_t>{"global_batch_size",
+                                                            getGlobalBatchSizeAttr().getInt()},
+                              {"micro_batch_size", getMicroBatchSizeAttr().getInt()},
+                              {"seq_len", getSeqLenAttr().getInt()}}) {
+    if (value <= 0) {
+      return fieldError(*this, field, "positive", value);
+    }
+  }
+  if (getGlobalBatchSizeAttr().getInt() % getMicroBatchSizeAttr().getInt() != 0) {
+    return emitOpError() << "global_batch_size " << getGlobalBatchSizeAttr().getInt()
+                         << " is not a multiple of micro_batch_size " << getMicroBatchSizeAttr().getInt()
+                         << " (global batch = micro-batch x accumulation steps x data-parallel "
+                            "ranks)";
+  }
+  return success();
+}
+
+LogicalResult OptimizerOp::verify() {
+  if (getName() != "adamw") {
+    return emitOpError() << "unknown optimizer '" << getName() << "' (supported: adamw)";
+  }
+  for (auto [field, value] : {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
+                              {"beta2", getBeta2().convertToDouble()}}) {
+    if (!(value >= 0.0 && value < 1.0)) {
+      return fieldError(*this, field, "in [0, 1)", value);
+    }
+  }
+  if (!isFinitePositive(getEpsilon().convertToDouble())) {
+    return fieldError(*this, "epsilon", "a finite positive number",
+                      getEpsilon().convertToDouble());
+  }
+  double weightDecay = getWeightDecay().convertToDouble();
+  if (!std::isfinite(weightDecay) || weightDecay < 0.0) {
+    return fieldError(*this, "weight_decay", "finite and >= 0", weightDecay);
+  }
+  if (getWeightDecayParams() != "all" && getWeightDecayParams() != "matrices") {
+    return emitOpError() << "unknown weight_decay_params '" << getWeightDecayParams()
+                         << "' (supported: all, matrices)";
+  }
+  if (!isFinitePositive(getClipGradNorm().convertToDouble())) {
+    return fieldError(*this, "clip_grad_norm", "a finite positive number",
+                      getClipGradNorm().convertToDouble());
+  }
+  return success();
+}
+
+LogicalResult LRScheduleOp::verify() {
+  if (getKind() != "cosine_with_linear_warmup") {
+    return emitOpError() << "unknown kind '" << getKind()
+                         << "' (supported: cosine_with_linear_warmup)";
+  }
+  double baseLr = getBaseLr().convertToDouble();
+  double endLr = getEndLr().convertToDouble();
+  if (!isFinitePositive(baseLr)) {
+    return fieldError(*this, "base_lr", "a finite positive number", baseLr);
+  }
+  if (!(endLr >= 0.0 && endLr <= baseLr)) {
+    return emitOpError() << "end_lr must be in [0, base_lr = " << formatNumber(baseLr)
+                         << "], got " << formatNumber(endLr);
+  }
+  if (getWarmupStepsAttr().getInt() < 0) {
+    return fieldError(*this, "warmup_steps", ">= 0", getWarmupStepsAttr().getInt());
+  }
+  if (getMaxStepsAttr().getInt() <= getWarmupStepsAttr().getInt()) {
+    return emitOpError() << "max_steps (" << getMaxStepsAttr().getInt() << ") must exceed warmup_steps ("
+                         << getWarmupStepsAttr().getInt() << ")";
+  }
+  if (getDecayStepsAttr().getInt() != getMaxStepsAttr().getInt() - getWarmupStepsAttr().getInt()) {
+    return emitOpError() << "decay_steps (" << getDecayStepsAttr().getInt()
+                         << ") contradicts max_steps - warmup_steps ("
+                         << getMaxStepsAttr().getInt() - getWarmupStepsAttr().getInt()
+                         << "): the reference decays from the end of warmup to max_steps";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  StringRef init = getInit();
+  bool isNormal = init == "normal" || init == "scaled_normal";
+  if (!isNormal && init != "ones" && init != "zeros" && init != "checkpoint") {
+    return emitOpError() << "unknown init '" << init
+                         << "' (supported: normal, scaled_normal, ones, zeros, checkpoint)";
+  }
+  if (isNormal && !getStd()) {
+    return emitOpError() << "init '" << init << "' needs std";
+  }
+  if (!isNormal && getStd()) {
+    return emitOpError() << "std is meaningless for init '" << init << "'";
+  }
+  if (getStd() && !isFinitePositive(getStd()->convertToDouble())) {
+    return fieldError(*this, "std", "a finite positive number", getStd()->convertToDouble());
+  }
+  bool perLayer = getSymName().contains(kLayerPlaceholder);
+  if (perLayer && !getRepeat()) {
+    return emitOpError() << "name contains '{i}' but no repeat count says how many layers";
+  }
+  if (!perLayer && getRepeat()) {
+    return emitOpError() << "repeat needs a per-layer name containing '{i}'";
+  }
+  if (getRepeat() && getRepeatAttr().getInt() < 1) {
+    return fieldError(*this, "repeat", ">= 1", getRepeatAttr().getInt());
+  }
+  if (init == "scaled_normal" && !getRepeat()) {
+    return emitOpError() << "scaled_normal scales std by 1/sqrt(2 x layers) and needs a "
+                            "per-layer parameter (repeat)";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamRefOp, RepeatLayersOp
+//===----------------------------------------------------------------------===//
+
+/// The tg.param `name` refers to, or an error on `user`.
+static FailureOr<ParamOp> lookupParam(Operation *user, SymbolTableCollection &symbolTable,
+                                      FlatSymbolRefAttr name) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(user, name.getAttr());
+  if (!param) {
+    return user->emitOpError() << "refers to undeclared parameter " << name;
+  }
+  return param;
+}
+
+LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ParamOp> param = lookupParam(*this, symbolTable, getNameAttr());
+  if (failed(param)) {
+    return failure();
+  }
+  if (param->getRepeat()) {
+    return emitOpError() << "parameter " << getNameAttr()
+                         << " is per-layer; pass it through tg.repeat_layers";
+  }
+  if (param->getType() != getType()) {
+    return emitOpError() << "result type " << getType() << " differs from the declared type "
+                         << param->getType() << " of " << getNameAttr();
+  }
+  return success();
+}
+
+LogicalResult RepeatLayersOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto callee = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
+  if (!callee) {
+    return emitOpError() << "layer function " << getCalleeAttr() << " is not declared";
+  }
+  if (getCountAttr().getInt() < 1) {
+    return emitOpError() << "count must be >= 1, got " << getCountAttr().getInt();
+  }
+  SmallVector<Type> expectedInputs{getInput().getType()};
+  for (Attribute attr : getParams()) {
+    auto name = cast<FlatSymbolRefAttr>(attr);
+    FailureOr<ParamOp> param = lookupParam(*this, symbolTable, name);
+    if (failed(param)) {
+      return failure();
+    }
+    if (param->getCopies() != getCountAttr().getInt() || !param->getRepeat()) {
+      return emitOpError() << "parameter " << name << " is declared for "
+                           << param->getCopies() << " layer(s) but the stack has "
+                           << getCountAttr().getInt();
+    }
+    expectedInputs.push_back(param->getType());
+  }
+  FunctionType expected =
+      FunctionType::get(getContext(), expectedInputs, TypeRange{getInput().getType()});
+  if (callee.getFunctionType() != expected) {
+    return emitOpError() << "layer function " << getCalleeAttr() << " has type "
+                         << callee.getFunctionType() << " but the stack needs " << expected
+                         << " (hidden state, then the listed parameters in order)";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ModelOp
+//===----------------------------------------------------------------------===//
+
+Operation *ModelOp::getForward() { return mlir::SymbolTable::lookupSymbolIn(*this, "forward"); }
+
+LogicalResult ModelOp::verifyRegions() {
+  BenchmarkOp benchmark;
+  BatchOp batch;
+  OptimizerOp optimizer;
+  LRScheduleOp schedule;
+  auto takeUnique = [&](auto &slot, auto op) -> LogicalResult {
+    if (slot) {
+      InFlightDiagnostic diag = op->emitOpError() << "is declared twice in model @"
+                                                  << getSymName();
+      diag.attachNote(slot->getLoc()) << "first declared here";
+      return diag;
+    }
+    slot = op;
+    return success();
+  };
+  llvm::StringSet<> usedParams;
+  for (Operation &op : getBody().front()) {
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](BenchmarkOp o) { return takeUnique(benchmark, o); })
+            .Case([&](BatchOp o) { return takeUnique(batch, o); })
+            .Case([&](OptimizerOp o) { return takeUnique(optimizer, o); })
+            .Case([&](LRScheduleOp o) { return takeUnique(schedule, o); })
+            .Case<ParamOp, func::FuncOp>([](Operation *) { return success(); })
+            .Default([&](Operation *other) {
+              return other->emitOpError()
+                     << "is not allowed directly in a tg.model (metadata ops, tg.param and "
+                        "func.func only)";
+            });
+    if (failed(result)) {
+      return failure();
+    }
+  }
+  for (auto [op, what] : {std::pair<Operation *, StringRef>{benchmark, "tg.benchmark"},
+                          {batch, "tg.batch"},
+                          {optimizer, "tg.optimizer"},
+                          {schedule, "tg.lr_schedule"}}) {
+    if (!op) {
+      return emitOpError() << "declares no " << what
+                           << ": every model states its MLPerf metadata, batch, optimizer and "
+                              "LR schedule";
+    }
+  }
+
+  int64_t globalBatch = batch.getGlobalBatchSizeAttr().getInt();
+  if (benchmark.getEvalEverySamplesAttr().getInt() % globalBatch != 0) {
+    int64_t roundedUp =
+        (benchmark.getEvalEverySamplesAttr().getInt() + globalBatch - 1) / globalBatch * globalBatch;
+    return benchmark.emitOpError()
+           << "eval_every_samples " << benchmark.getEvalEverySamplesAttr().getInt()
+           << " is not a multiple of global_batch_size " << globalBatch
+           << "; MLPerf rounds the cadence up to the next step boundary, so declare "
+           << roundedUp << " (or choose a batch size that divides it)";
+  }
+
+  auto forward = dyn_cast_or_null<func::FuncOp>(getForward());
+  if (!forward) {
+    return emitOpError() << "has no func.func @forward (tokens, labels) -> loss";
+  }
+  FunctionType forwardType = forward.getFunctionType();
+  auto tokenType = RankedTensorType::get(
+      {batch.getMicroBatchSizeAttr().getInt(), batch.getSeqLenAttr().getInt()}, IntegerType::get(getContext(), 32));
+  auto lossType = RankedTensorType::get({}, Float32Type::get(getContext()));
+  FunctionType expectedForward =
+      FunctionType::get(getContext(), {tokenType, tokenType}, {lossType});
+  if (forwardType != expectedForward) {
+    return forward.emitOpError()
+           << "@forward has type " << forwardType << " but tg.batch (micro_batch_size "
+           << batch.getMicroBatchSizeAttr().getInt() << ", seq_len " << batch.getSeqLenAttr().getInt() << ") needs "
+           << expectedForward;
+  }
+
+  walk([&](Operation *op) {
+    if (auto ref = dyn_cast<ParamRefOp>(op)) {
+      usedParams.insert(ref.getName());
+    } else if (auto layers = dyn_cast<RepeatLayersOp>(op)) {
+      for (Attribute attr : layers.getParams()) {
+        usedParams.insert(cast<FlatSymbolRefAttr>(attr).getValue());
+      }
+    }
+  });
+  for (auto param : getBody().front().getOps<ParamOp>()) {
+    if (!usedParams.contains(param.getSymName())) {
+      return param.emitOpError()
+             << "declares a parameter that no function uses; MLPerf closed division forbids "
+                "extra trainable parameters";
+    }
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/TG/IR/TGModelOps.cpp.inc"

@@ -1,0 +1,164 @@
+//===- TGModelOps.td - Model declaration ops ---------------*- tablegen -*-===//
+//
+// The training contract of a benchmark: the model, its parameters with their initialization,
+// and the MLPerf-fixed hyperparameters (batch, optimizer, LR schedule, benchmark metadata).
+// Everything the reference fixes is an attribute here, verified, so that a wrong declaration
+// is caught when the file is read, not hours into a run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_DIALECTS_TG_IR_TGMODELOPS_TD
+#define MLPERFC_DIALECTS_TG_IR_TGMODELOPS_TD
+
+include "dialects/TG/IR/TGBase.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def TG_ModelOp : TG_Op<"model", [Symbol, SymbolTable, NoTerminator, SingleBlock,
+                                  IsolatedFromAbove, NoRegionArguments]> {
+  let summary = "A benchmark model: metadata, parameters and functions";
+  let description = [{
+    Holds exactly one each of `tg.benchmark`, `tg.batch`, `tg.optimizer` and `tg.lr_schedule`,
+    the `tg.param` declarations, and functions. `@forward` maps one micro-batch,
+    `(tokens: [micro_batch, seq] int, labels: [micro_batch, seq] int) -> loss: tensor<f32>`.
+    Verified across ops: the forward's shapes match `tg.batch`; the eval cadence is a multiple
+    of the global batch size; every declared parameter is used (MLPerf forbids extra trainable
+    parameters).
+
+    ```mlir
+    tg.model @llama31_8b {
+      tg.benchmark {name = "llama31_8b", eval_every_samples = 12288, eval_samples = 1024,
+                    target_metric = "log_perplexity", target_value = 3.3}
+      tg.batch {global_batch_size = 32, micro_batch_size = 1, seq_len = 8192}
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The model's `@forward` function, or null.
+    ::mlir::Operation *getForward();
+  }];
+}
+
+class TG_ModelMetadataOp<string mnemonic> : TG_Op<mnemonic, [HasParent<"ModelOp">]> {
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
+def TG_BenchmarkOp : TG_ModelMetadataOp<"benchmark"> {
+  let summary = "MLPerf benchmark metadata: name, evaluation cadence, quality target";
+  let description = [{
+    `eval_every_samples`: evaluate after every so many training samples (sequences);
+    `eval_samples`: validation sequences per evaluation; the run converges when `target_metric`
+    (`log_perplexity`: mean token cross-entropy on the validation set, or `eval_loss`) reaches
+    `target_value` or less.
+  }];
+  let arguments = (ins StrAttr:$name, I64Attr:$eval_every_samples, I64Attr:$eval_samples,
+                       StrAttr:$target_metric, F64Attr:$target_value);
+}
+
+def TG_BatchOp : TG_ModelMetadataOp<"batch"> {
+  let summary = "Global batch, micro-batch (sequences) and sequence length";
+  let description = [{
+    `global_batch_size = micro_batch_size × gradient accumulation steps × data-parallel ranks`;
+    the parallel layout is chosen at compile time, so here only divisibility by the micro-batch
+    is checked.
+  }];
+  let arguments = (ins I64Attr:$global_batch_size, I64Attr:$micro_batch_size,
+                       I64Attr:$seq_len);
+}
+
+def TG_OptimizerOp : TG_ModelMetadataOp<"optimizer"> {
+  let summary = "Optimizer and gradient clipping";
+  let description = [{
+    `name = "adamw"`: AdamW with bias correction and decoupled weight decay (apex/TE FusedAdam
+    in adam_w_mode). `weight_decay_params` is the reference's parameter-group rule: `all` (every
+    parameter decays, as NeMo 2.1 runs Llama 3.1) or `matrices` (only rank ≥ 2 parameters).
+    Gradients are clipped to global L2 norm `clip_grad_norm`.
+  }];
+  let arguments = (ins StrAttr:$name, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
+                       F64Attr:$weight_decay, StrAttr:$weight_decay_params,
+                       F64Attr:$clip_grad_norm);
+}
+
+def TG_LRScheduleOp : TG_ModelMetadataOp<"lr_schedule"> {
+  let summary = "Learning-rate schedule";
+  let description = [{
+    `kind = "cosine_with_linear_warmup"` (NeMo CosineAnnealing + WarmupAnnealHoldPolicy): at
+    optimizer step k = 0, 1, …, with W = `warmup_steps` and T = `max_steps`:
+    k ≤ W: `base_lr·(k+1)/(W+1)`; W < k ≤ T: `end_lr + (base_lr − end_lr)·(1 + cos(π(k−W)/(T−W)))/2`;
+    k > T: `end_lr`. `decay_steps` must equal T − W.
+  }];
+  let arguments = (ins StrAttr:$kind, F64Attr:$base_lr, F64Attr:$end_lr,
+                       I64Attr:$warmup_steps, I64Attr:$decay_steps, I64Attr:$max_steps);
+}
+
+def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "A trainable parameter with its initialization";
+  let description = [{
+    Named as in Hugging Face checkpoints. A name containing `{i}` declares one parameter per
+    layer, `repeat` of them (`model.layers.0.…` to `model.layers.{repeat-1}.…`).
+
+    `init`: `normal` (mean 0, `std`), `scaled_normal` (mean 0, `std / sqrt(2 · repeat)`, the
+    reference's rule for output projections), `ones`, `zeros`, or `checkpoint` (the run must
+    load the value; e.g. Llama 3.1 405B starts from Meta's checkpoint). Values are drawn in the
+    parameter's element type.
+
+    ```mlir
+    tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<4096x4096xbf16>
+        {init = "scaled_normal", std = 0.02, repeat = 32}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<TG_Tensor>:$type, StrAttr:$init,
+                       OptionalAttr<F64Attr>:$std, OptionalAttr<I64Attr>:$repeat);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of parameters this op declares: `repeat` for per-layer ones, else 1.
+    int64_t getCopies() { return getRepeatAttr() ? getRepeatAttr().getInt() : 1; }
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def TG_ParamRefOp : TG_Op<"param_ref", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The current value of a (non per-layer) parameter";
+  let description = [{
+    ```mlir
+    %w = tg.param_ref @"lm_head.weight" : tensor<128256x4096xbf16>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def TG_RepeatLayersOp : TG_Op<"repeat_layers", [Pure, AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Applies a layer function `count` times with per-layer parameters";
+  let description = [{
+    `h_0 = input`, `h_{i+1} = callee(h_i, P_0[i], …, P_n[i])`, `result = h_count`, where each
+    `P_j` is a per-layer `tg.param` (name with `{i}`, `repeat = count`). The declaration stays
+    readable at any depth; the compiler unrolls it.
+
+    ```mlir
+    %h = tg.repeat_layers @decoder_layer(%x) count 32
+        params [@"model.layers.{i}.input_layernorm.weight", ...] : tensor<1x8192x4096xbf16>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, TG_Tensor:$input, I64Attr:$count,
+                       SymbolRefArrayAttr:$params);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $callee `(` $input `)` `count` $count `params` $params attr-dict `:` type($input)
+  }];
+}
+
+#endif // MLPERFC_DIALECTS_TG_IR_TGMODELOPS_TD

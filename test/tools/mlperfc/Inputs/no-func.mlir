@@ -1,3 +1,0 @@
-// An empty module: valid MLIR, but no model.
-module {
-}
