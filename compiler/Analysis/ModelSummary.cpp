@@ -101,7 +101,7 @@ private:
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         model, StringAttr::get(model.getContext(), name));
     if (!callee) {
-      return;  // The verifier rejects unknown callees; nothing to count.
+      return; // The verifier rejects unknown callees; nothing to count.
     }
     const FunctionCost &inner = cost(callee);
     total.flops += static_cast<double>(times) * inner.flops;
@@ -157,8 +157,8 @@ ModelSummary summarizeModel(tg::ModelOp model) {
       summary.forwardFlopsPerToken = cost.flops / tokensPerMicroBatch;
     }
     summary.trainFlopsPerToken = 3.0 * summary.forwardFlopsPerToken;
-    summary.trainFlopsPerStep = summary.trainFlopsPerToken *
-                                static_cast<double>(summary.globalBatch * summary.seqLen);
+    summary.trainFlopsPerStep =
+        summary.trainFlopsPerToken * static_cast<double>(summary.globalBatch * summary.seqLen);
   }
   return summary;
 }

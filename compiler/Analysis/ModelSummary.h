@@ -19,7 +19,7 @@ namespace mlperf {
 struct ModelSummary {
   std::string name, benchmark;
   int64_t parameters = 0;
-  int64_t parameterTensors = 0;  // declared tensors, per-layer ones counted per layer
+  int64_t parameterTensors = 0; // declared tensors, per-layer ones counted per layer
   /// Bytes by role ("parameters", "gradients", "master_weights", "optimizer_state"), then by
   /// element type name ("bf16", "f32").
   std::map<std::string, std::map<std::string, int64_t>> bytes;
@@ -27,8 +27,8 @@ struct ModelSummary {
   /// Model FLOPs of matmuls (2·M·N·K each; causal attention matmuls at half).
   double forwardFlopsPerMicroBatch = 0;
   double forwardFlopsPerToken = 0;
-  double trainFlopsPerToken = 0;  // forward + backward = 3 x forward
-  double trainFlopsPerStep = 0;   // trainFlopsPerToken x global batch x seq_len
+  double trainFlopsPerToken = 0; // forward + backward = 3 x forward
+  double trainFlopsPerStep = 0;  // trainFlopsPerToken x global batch x seq_len
   /// Ops executed by one @forward call, layer stacks unrolled.
   std::map<std::string, int64_t> forwardOps;
 };

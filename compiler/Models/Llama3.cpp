@@ -257,8 +257,8 @@ std::vector<std::string> llama3PresetNames() {
 llvm::Expected<Llama3Config> llama3Preset(StringRef preset) {
   auto it = presets().find(preset.str());
   if (it == presets().end()) {
-    return makeError("unknown preset '" + preset + "' (known: " +
-                     llvm::join(llama3PresetNames(), ", ") + ")");
+    return makeError("unknown preset '" + preset +
+                     "' (known: " + llvm::join(llama3PresetNames(), ", ") + ")");
   }
   return it->second();
 }
@@ -284,8 +284,8 @@ Error applyLlama3Settings(Llama3Config &config, StringRef settings) {
     }
     auto it = setters().find(key.str());
     if (it == setters().end()) {
-      return makeError("unknown --set key '" + key + "' (known: " +
-                       llvm::join(llama3SettingKeys(), ", ") + ")");
+      return makeError("unknown --set key '" + key +
+                       "' (known: " + llvm::join(llama3SettingKeys(), ", ") + ")");
     }
     if (!set.insert(key).second) {
       return makeError("--set key '" + key + "' is given twice");
@@ -357,11 +357,12 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
   os << llvm::formatv("  tg.batch {{global_batch_size = {0}, micro_batch_size = {1}, "
                       "seq_len = {2}}\n",
                       c.gbs, c.microBatch, c.seq);
-  os << llvm::formatv("  tg.optimizer {{name = \"adamw\", beta1 = {0}, beta2 = {1}, epsilon = {2},\n"
-                      "                weight_decay = {3}, weight_decay_params = \"{4}\", "
-                      "clip_grad_norm = {5}}\n",
-                      formatDouble(c.beta1), formatDouble(c.beta2), formatDouble(c.adamEps),
-                      formatDouble(c.weightDecay), c.weightDecayParams, formatDouble(c.clip));
+  os << llvm::formatv(
+      "  tg.optimizer {{name = \"adamw\", beta1 = {0}, beta2 = {1}, epsilon = {2},\n"
+      "                weight_decay = {3}, weight_decay_params = \"{4}\", "
+      "clip_grad_norm = {5}}\n",
+      formatDouble(c.beta1), formatDouble(c.beta2), formatDouble(c.adamEps),
+      formatDouble(c.weightDecay), c.weightDecayParams, formatDouble(c.clip));
   os << llvm::formatv("  tg.lr_schedule {{kind = \"cosine_with_linear_warmup\", base_lr = {0}, "
                       "end_lr = {1},\n"
                       "                  warmup_steps = {2}, decay_steps = {3}, max_steps = {4}}\n",
@@ -452,23 +453,21 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
   const std::string toHeads = "{permutation = array<i64: 0, 2, 1, 3>}";
 
   os << "  // One decoder layer: h = x + attention(rms_norm(x)); out = h + mlp(rms_norm(h)).\n";
-  os << "  // Attention is grouped-query attention in primitive ops: scores in f32 from "
-     << dt << " operands,\n"
+  os << "  // Attention is grouped-query attention in primitive ops: scores in f32 from " << dt
+     << " operands,\n"
      << "  // scaled by 1/sqrt(head_dim), causally masked, softmax in f32.\n";
   os << "  func.func private @decoder_layer(%x: " << x << ",\n"
      << "      %input_norm: " << tensor({D}, dt) << ", %q_proj: " << tensor({H * HD, D}, dt)
      << ",\n"
-     << "      %k_proj: " << tensor({KV * HD, D}, dt) << ", %v_proj: "
-     << tensor({KV * HD, D}, dt) << ",\n"
-     << "      %o_proj: " << tensor({D, H * HD}, dt) << ", %post_norm: " << tensor({D}, dt)
+     << "      %k_proj: " << tensor({KV * HD, D}, dt) << ", %v_proj: " << tensor({KV * HD, D}, dt)
      << ",\n"
-     << "      %gate_proj: " << tensor({F, D}, dt) << ", %up_proj: " << tensor({F, D}, dt)
-     << ",\n"
+     << "      %o_proj: " << tensor({D, H * HD}, dt) << ", %post_norm: " << tensor({D}, dt) << ",\n"
+     << "      %gate_proj: " << tensor({F, D}, dt) << ", %up_proj: " << tensor({F, D}, dt) << ",\n"
      << "      %down_proj: " << tensor({D, F}, dt) << ") -> " << x << " {\n";
   os << "    %xn = tg.rms_norm %x, %input_norm " << eps << " : " << x << ", " << tensor({D}, dt)
      << "\n";
-  os << "    %q = tg.matmul %xn, %q_proj {transpose_rhs} : " << x << ", "
-     << tensor({H * HD, D}, dt) << " -> " << q3 << "\n";
+  os << "    %q = tg.matmul %xn, %q_proj {transpose_rhs} : " << x << ", " << tensor({H * HD, D}, dt)
+     << " -> " << q3 << "\n";
   os << "    %k = tg.matmul %xn, %k_proj {transpose_rhs} : " << x << ", "
      << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
   os << "    %v = tg.matmul %xn, %v_proj {transpose_rhs} : " << x << ", "
@@ -479,13 +478,12 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
   os << "    %q_rope = tg.rope %q4 " << rope << " : " << q4 << "\n";
   os << "    %k_rope = tg.rope %k4 " << rope << " : " << kv4 << "\n";
   os << "    %q_heads = tg.transpose %q_rope " << toHeads << " : " << q4 << " -> " << qh << "\n";
-  os << "    %k_heads = tg.transpose %k_rope " << toHeads << " : " << kv4 << " -> " << kvh
-     << "\n";
+  os << "    %k_heads = tg.transpose %k_rope " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
   os << "    %v_heads = tg.transpose %v4 " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
-  os << "    %k_groups = tg.repeat %k_heads {dim = 1, times = " << H / KV << "} : " << kvh
-     << " -> " << qh << "\n";
-  os << "    %v_groups = tg.repeat %v_heads {dim = 1, times = " << H / KV << "} : " << kvh
-     << " -> " << qh << "\n";
+  os << "    %k_groups = tg.repeat %k_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
+     << qh << "\n";
+  os << "    %v_groups = tg.repeat %v_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
+     << qh << "\n";
   os << "    %scores = tg.matmul %q_heads, %k_groups {transpose_rhs} : " << qh << ", " << qh
      << " -> " << scores << "\n";
   os << "    %scaled = tg.scale %scores {factor = "
@@ -498,8 +496,8 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
        << tensor({B, H, S, S}, dt) << "\n";
     probs = "%probs_" + dt;
   }
-  os << "    %context = tg.matmul " << probs << ", %v_groups : " << tensor({B, H, S, S}, dt)
-     << ", " << qh << " -> " << qh << "\n";
+  os << "    %context = tg.matmul " << probs << ", %v_groups : " << tensor({B, H, S, S}, dt) << ", "
+     << qh << " -> " << qh << "\n";
   os << "    %context_tokens = tg.transpose %context " << toHeads << " : " << qh << " -> " << q4
      << "\n";
   os << "    %context_flat = tg.reshape %context_tokens : " << q4 << " -> " << q3 << "\n";

@@ -18,8 +18,8 @@
 namespace mlperf::models {
 
 struct Llama3Config {
-  std::string name;          // model symbol
-  std::string description;   // first comment line of the file
+  std::string name;        // model symbol
+  std::string description; // first comment line of the file
   // Architecture.
   int64_t layers = 0, hidden = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0, seq = 0;
   double ropeTheta = 0;
@@ -27,15 +27,15 @@ struct Llama3Config {
   double ropeFactor = 0, ropeLowFreqFactor = 0, ropeHighFreqFactor = 0;
   int64_t ropeOriginalMaxPosition = 0;
   double normEps = 0;
-  std::string dtype;         // bf16 | f32
-  std::string init;          // random | checkpoint
+  std::string dtype; // bf16 | f32
+  std::string init;  // random | checkpoint
   double initStd = 0;
   // Batch and optimizer.
   int64_t gbs = 0, microBatch = 0;
   double lr = 0, endLr = 0;
   int64_t warmupSteps = 0, maxSteps = 0, decaySteps = 0;
   double beta1 = 0, beta2 = 0, adamEps = 0, weightDecay = 0, clip = 0;
-  std::string weightDecayParams;  // all | matrices
+  std::string weightDecayParams; // all | matrices
   // MLPerf metadata.
   std::string benchmark, targetMetric;
   int64_t evalEvery = 0, evalSamples = 0;

@@ -37,9 +37,9 @@ static void printCheckSummary(llvm::StringRef path, mlir::ModuleOp module) {
     ++opCounts[op->getName().getStringRef()];
   });
   tg::ModelOp model = getModel(module);
-  llvm::outs() << path << ": ok: model @" << model.getSymName() << ", "
-               << functions << (functions == 1 ? " function, " : " functions, ")
-               << ops << (ops == 1 ? " op" : " ops");
+  llvm::outs() << path << ": ok: model @" << model.getSymName() << ", " << functions
+               << (functions == 1 ? " function, " : " functions, ") << ops
+               << (ops == 1 ? " op" : " ops");
   if (!opCounts.empty()) {
     llvm::outs() << " (";
     llvm::interleaveComma(opCounts, llvm::outs(), [](const auto &entry) {

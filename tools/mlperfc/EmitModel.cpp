@@ -27,10 +27,10 @@ cl::SubCommand emitModelCommand("emit-model",
 
 static cl::opt<std::string> emitFamily(cl::Positional, cl::Required, cl::sub(emitModelCommand),
                                        cl::desc("<family>"), cl::cat(mlperfcCategory()));
-static cl::opt<std::string> emitPreset(
-    "preset", cl::sub(emitModelCommand), cl::init("llama31_8b"),
-    cl::desc("Starting configuration: llama31_8b, llama31_405b or llama31_8b_tiny"),
-    cl::cat(mlperfcCategory()));
+static cl::opt<std::string>
+    emitPreset("preset", cl::sub(emitModelCommand), cl::init("llama31_8b"),
+               cl::desc("Starting configuration: llama31_8b, llama31_405b or llama31_8b_tiny"),
+               cl::cat(mlperfcCategory()));
 static cl::list<std::string> emitSettings(
     "set", cl::sub(emitModelCommand), cl::value_desc("key=value,..."),
     cl::desc("Override fields (repeatable). Keys: name layers hidden heads kv_heads ffn vocab "

@@ -11,6 +11,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <iterator>
 
 namespace cl = llvm::cl;
 
@@ -39,8 +40,15 @@ static std::string withThousands(int64_t value) {
 }
 
 static std::string humanBytes(int64_t bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
   char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  std::snprintf(buffer, sizeof(buffer), "%.2f %s", value, units[unit]);
   return buffer;
 }
 
@@ -99,15 +107,13 @@ static void printJson(const ModelSummary &s) {
       {"parameters", s.parameters},
       {"parameter_tensors", s.parameterTensors},
       {"bytes", std::move(bytes)},
-      {"batch",
-       llvm::json::Object{{"global_batch_size", s.globalBatch},
-                          {"micro_batch_size", s.microBatch},
-                          {"seq_len", s.seqLen}}},
-      {"flops",
-       llvm::json::Object{{"forward_per_micro_batch", s.forwardFlopsPerMicroBatch},
-                          {"forward_per_token", s.forwardFlopsPerToken},
-                          {"train_per_token", s.trainFlopsPerToken},
-                          {"train_per_step", s.trainFlopsPerStep}}},
+      {"batch", llvm::json::Object{{"global_batch_size", s.globalBatch},
+                                   {"micro_batch_size", s.microBatch},
+                                   {"seq_len", s.seqLen}}},
+      {"flops", llvm::json::Object{{"forward_per_micro_batch", s.forwardFlopsPerMicroBatch},
+                                   {"forward_per_token", s.forwardFlopsPerToken},
+                                   {"train_per_token", s.trainFlopsPerToken},
+                                   {"train_per_step", s.trainFlopsPerStep}}},
       {"forward_ops", std::move(ops)},
   };
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

@@ -66,17 +66,18 @@ LogicalResult BenchmarkOp::verify() {
 }
 
 LogicalResult BatchOp::verify() {
-  for (auto [field, value] : {std::pair<StringRef, int64_t>{"global_batch_size",
-                                                            getGlobalBatchSizeAttr().getInt()},
-                              {"micro_batch_size", getMicroBatchSizeAttr().getInt()},
-                              {"seq_len", getSeqLenAttr().getInt()}}) {
+  for (auto [field, value] :
+       {std::pair<StringRef, int64_t>{"global_batch_size", getGlobalBatchSizeAttr().getInt()},
+        {"micro_batch_size", getMicroBatchSizeAttr().getInt()},
+        {"seq_len", getSeqLenAttr().getInt()}}) {
     if (value <= 0) {
       return fieldError(*this, field, "positive", value);
     }
   }
   if (getGlobalBatchSizeAttr().getInt() % getMicroBatchSizeAttr().getInt() != 0) {
     return emitOpError() << "global_batch_size " << getGlobalBatchSizeAttr().getInt()
-                         << " is not a multiple of micro_batch_size " << getMicroBatchSizeAttr().getInt()
+                         << " is not a multiple of micro_batch_size "
+                         << getMicroBatchSizeAttr().getInt()
                          << " (global batch = micro-batch x accumulation steps x data-parallel "
                             "ranks)";
   }
@@ -94,8 +95,7 @@ LogicalResult OptimizerOp::verify() {
     }
   }
   if (!isFinitePositive(getEpsilon().convertToDouble())) {
-    return fieldError(*this, "epsilon", "a finite positive number",
-                      getEpsilon().convertToDouble());
+    return fieldError(*this, "epsilon", "a finite positive number", getEpsilon().convertToDouble());
   }
   double weightDecay = getWeightDecay().convertToDouble();
   if (!std::isfinite(weightDecay) || weightDecay < 0.0) {
@@ -123,15 +123,15 @@ LogicalResult LRScheduleOp::verify() {
     return fieldError(*this, "base_lr", "a finite positive number", baseLr);
   }
   if (!(endLr >= 0.0 && endLr <= baseLr)) {
-    return emitOpError() << "end_lr must be in [0, base_lr = " << formatNumber(baseLr)
-                         << "], got " << formatNumber(endLr);
+    return emitOpError() << "end_lr must be in [0, base_lr = " << formatNumber(baseLr) << "], got "
+                         << formatNumber(endLr);
   }
   if (getWarmupStepsAttr().getInt() < 0) {
     return fieldError(*this, "warmup_steps", ">= 0", getWarmupStepsAttr().getInt());
   }
   if (getMaxStepsAttr().getInt() <= getWarmupStepsAttr().getInt()) {
-    return emitOpError() << "max_steps (" << getMaxStepsAttr().getInt() << ") must exceed warmup_steps ("
-                         << getWarmupStepsAttr().getInt() << ")";
+    return emitOpError() << "max_steps (" << getMaxStepsAttr().getInt()
+                         << ") must exceed warmup_steps (" << getWarmupStepsAttr().getInt() << ")";
   }
   if (getDecayStepsAttr().getInt() != getMaxStepsAttr().getInt() - getWarmupStepsAttr().getInt()) {
     return emitOpError() << "decay_steps (" << getDecayStepsAttr().getInt()
@@ -225,9 +225,8 @@ LogicalResult RepeatLayersOp::verifySymbolUses(SymbolTableCollection &symbolTabl
       return failure();
     }
     if (param->getCopies() != getCountAttr().getInt() || !param->getRepeat()) {
-      return emitOpError() << "parameter " << name << " is declared for "
-                           << param->getCopies() << " layer(s) but the stack has "
-                           << getCountAttr().getInt();
+      return emitOpError() << "parameter " << name << " is declared for " << param->getCopies()
+                           << " layer(s) but the stack has " << getCountAttr().getInt();
     }
     expectedInputs.push_back(param->getType());
   }
@@ -254,8 +253,7 @@ LogicalResult ModelOp::verifyRegions() {
   LRScheduleOp schedule;
   auto takeUnique = [&](auto &slot, auto op) -> LogicalResult {
     if (slot) {
-      InFlightDiagnostic diag = op->emitOpError() << "is declared twice in model @"
-                                                  << getSymName();
+      InFlightDiagnostic diag = op->emitOpError() << "is declared twice in model @" << getSymName();
       diag.attachNote(slot->getLoc()) << "first declared here";
       return diag;
     }
@@ -293,13 +291,13 @@ LogicalResult ModelOp::verifyRegions() {
 
   int64_t globalBatch = batch.getGlobalBatchSizeAttr().getInt();
   if (benchmark.getEvalEverySamplesAttr().getInt() % globalBatch != 0) {
-    int64_t roundedUp =
-        (benchmark.getEvalEverySamplesAttr().getInt() + globalBatch - 1) / globalBatch * globalBatch;
+    int64_t roundedUp = (benchmark.getEvalEverySamplesAttr().getInt() + globalBatch - 1) /
+                        globalBatch * globalBatch;
     return benchmark.emitOpError()
            << "eval_every_samples " << benchmark.getEvalEverySamplesAttr().getInt()
            << " is not a multiple of global_batch_size " << globalBatch
-           << "; MLPerf rounds the cadence up to the next step boundary, so declare "
-           << roundedUp << " (or choose a batch size that divides it)";
+           << "; MLPerf rounds the cadence up to the next step boundary, so declare " << roundedUp
+           << " (or choose a batch size that divides it)";
   }
 
   auto forward = dyn_cast_or_null<func::FuncOp>(getForward());
@@ -308,15 +306,16 @@ LogicalResult ModelOp::verifyRegions() {
   }
   FunctionType forwardType = forward.getFunctionType();
   auto tokenType = RankedTensorType::get(
-      {batch.getMicroBatchSizeAttr().getInt(), batch.getSeqLenAttr().getInt()}, IntegerType::get(getContext(), 32));
+      {batch.getMicroBatchSizeAttr().getInt(), batch.getSeqLenAttr().getInt()},
+      IntegerType::get(getContext(), 32));
   auto lossType = RankedTensorType::get({}, Float32Type::get(getContext()));
   FunctionType expectedForward =
       FunctionType::get(getContext(), {tokenType, tokenType}, {lossType});
   if (forwardType != expectedForward) {
-    return forward.emitOpError()
-           << "@forward has type " << forwardType << " but tg.batch (micro_batch_size "
-           << batch.getMicroBatchSizeAttr().getInt() << ", seq_len " << batch.getSeqLenAttr().getInt() << ") needs "
-           << expectedForward;
+    return forward.emitOpError() << "@forward has type " << forwardType
+                                 << " but tg.batch (micro_batch_size "
+                                 << batch.getMicroBatchSizeAttr().getInt() << ", seq_len "
+                                 << batch.getSeqLenAttr().getInt() << ") needs " << expectedForward;
   }
 
   walk([&](Operation *op) {

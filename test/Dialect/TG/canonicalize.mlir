@@ -103,3 +103,31 @@ func.func @reshapes(%x: tensor<2x8x64xf32>) -> (tensor<2x8x64xf32>, tensor<16x64
   %b = tg.reshape %a : tensor<2x8x4x16xf32> -> tensor<16x64xf32>
   return %same, %b : tensor<2x8x64xf32>, tensor<16x64xf32>
 }
+
+// -----
+
+// Tests that an exact round trip through a wider type folds away and a lossy one stays:
+// bf16 -> f32 -> bf16 is the identity, f32 -> bf16 -> f32 rounds.
+// CHECK-LABEL: func.func @convert_round_trips
+// CHECK-SAME: (%[[A:.+]]: tensor<4xbf16>, %[[B:.+]]: tensor<4xf32>)
+// CHECK: %[[N:.+]] = tg.convert %[[B]] : tensor<4xf32> -> tensor<4xbf16>
+// CHECK: %[[W:.+]] = tg.convert %[[N]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK: return %[[A]], %[[W]]
+func.func @convert_round_trips(%a: tensor<4xbf16>, %b: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf32>) {
+  %a32 = tg.convert %a : tensor<4xbf16> -> tensor<4xf32>
+  %a16 = tg.convert %a32 : tensor<4xf32> -> tensor<4xbf16>
+  %b16 = tg.convert %b : tensor<4xf32> -> tensor<4xbf16>
+  %b32 = tg.convert %b16 : tensor<4xbf16> -> tensor<4xf32>
+  return %a16, %b32 : tensor<4xbf16>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that fp8 conversions are only folded when exact: E5M2 does not fit in E4M3FN.
+// CHECK-LABEL: func.func @fp8_round_trip
+// CHECK-COUNT-2: tg.convert
+func.func @fp8_round_trip(%x: tensor<4xf8E5M2>) -> tensor<4xf8E5M2> {
+  %a = tg.convert %x : tensor<4xf8E5M2> -> tensor<4xf8E4M3FN>
+  %b = tg.convert %a : tensor<4xf8E4M3FN> -> tensor<4xf8E5M2>
+  return %b : tensor<4xf8E5M2>
+}

@@ -433,3 +433,12 @@ func.func @concat_none() {
   %c = "tg.concat"() {dim = 0 : i64} : () -> tensor<2xf32>
   return
 }
+
+// -----
+
+// Tests that convert changes the element type only.
+func.func @convert_shape(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'tg.convert' op all non-scalar operands/results must have the same shape and base type}}
+  %y = tg.convert %x : tensor<2x8xf32> -> tensor<16xbf16>
+  return
+}

@@ -138,3 +138,16 @@ func.func @split_concat(%qkv: tensor<2x8x128xbf16>) -> tensor<2x8x128xbf16> {
       : tensor<2x8x64xbf16>, tensor<2x8x32xbf16>, tensor<2x8x32xbf16> -> tensor<2x8x128xbf16>
   return %r : tensor<2x8x128xbf16>
 }
+
+// -----
+
+// Tests that a matmul states its output precision (bf16 operands, f32 scores) and that
+// convert changes element types.
+// CHECK-LABEL: func.func @precision
+// CHECK: %[[S:.+]] = tg.matmul %{{.+}}, %{{.+}} {transpose_rhs} : tensor<2x8x16xbf16>, tensor<2x8x16xbf16> -> tensor<2x8x8xf32>
+// CHECK: tg.convert %[[S]] : tensor<2x8x8xf32> -> tensor<2x8x8xbf16>
+func.func @precision(%q: tensor<2x8x16xbf16>, %k: tensor<2x8x16xbf16>) -> tensor<2x8x8xbf16> {
+  %s = tg.matmul %q, %k {transpose_rhs} : tensor<2x8x16xbf16>, tensor<2x8x16xbf16> -> tensor<2x8x8xf32>
+  %c = tg.convert %s : tensor<2x8x8xf32> -> tensor<2x8x8xbf16>
+  return %c : tensor<2x8x8xbf16>
+}
