@@ -1,0 +1,105 @@
+//===- Kernels.h - CPU reference kernels -----------------------*- C++ -*-===//
+//
+// The CPU reference implementation of every tg op, forward and backward. One implementation:
+// the tg interpreter (compiler tests, oracle checks) and the CPU backend of mlperf-run call
+// these. Templated on the storage type (float for runs, double for finite-difference checks);
+// reductions accumulate in double. Callers round results to narrower element types
+// (Numerics.h) where the IR says so.
+//
+// Layouts are row-major. Shapes are passed explicitly; no kernel allocates.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_CPU_KERNELS_H
+#define MLPERFC_RUNTIME_CPU_KERNELS_H
+
+#include <cstdint>
+#include <vector>
+
+namespace mlperf::rt::cpu {
+
+/// C[b] = op(A[b]) · op(B[b]) for b < batch, op = identity or transpose of the stored matrix.
+/// A is [batch, m, k] ([batch, k, m] when transposeA); B likewise [k, n] or [n, k]; when
+/// `broadcastB`, B is one matrix shared by every batch entry.
+struct MatmulShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transposeA = false, transposeB = false, broadcastB = false;
+};
+template <typename T> void matmul(const T *a, const T *b, T *c, const MatmulShape &shape);
+
+/// y = x / sqrt(mean(x²) + eps) · w over rows of length `dim`.
+template <typename T>
+void rmsNorm(const T *x, const T *w, T *y, int64_t rows, int64_t dim, double eps);
+/// dx for dy, and dw (accumulated over rows) for the same inputs.
+template <typename T>
+void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw, int64_t rows, int64_t dim,
+                 double eps);
+
+template <typename T> void add(const T *a, const T *b, T *y, int64_t count);
+template <typename T> void mul(const T *a, const T *b, T *y, int64_t count);
+template <typename T> void scale(const T *x, T *y, int64_t count, double factor);
+template <typename T> void silu(const T *x, T *y, int64_t count);
+/// dx = dy · d silu(x)/dx.
+template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t count);
+
+/// y[t, :] = table[ids[t], :]; returns the index of the first id outside [0, vocab), or -1.
+template <typename T>
+int64_t embedding(const T *table, const int64_t *ids, T *y, int64_t tokens, int64_t vocab,
+                  int64_t dim);
+/// dtable (zeroed first) += dy rows scattered to their ids.
+template <typename T>
+void embeddingGrad(const int64_t *ids, const T *dy, T *dtable, int64_t tokens, int64_t vocab,
+                   int64_t dim);
+
+/// Rotary embedding on [batch, seq, heads, headDim]. The frequency table comes from
+/// ropeFrequencies; `inverse` rotates by the negative angle (the VJP of the rotation).
+std::vector<double> ropeFrequencies(int64_t headDim, double theta, bool llama31Scaling,
+                                    double factor, double lowFreqFactor, double highFreqFactor,
+                                    int64_t originalMaxPosition);
+template <typename T>
+void rope(const T *x, T *y, int64_t batch, int64_t seq, int64_t heads, int64_t headDim,
+          const std::vector<double> &frequencies, bool inverse);
+
+/// Scores [matrices, n, n]: y = x with -inf above the diagonal. `forGradient` writes 0 there.
+template <typename T>
+void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient);
+
+/// Softmax along a dimension of size `n` with `inner` elements between consecutive entries
+/// (the product of the dimensions after it); `outer` = product of dimensions before it.
+template <typename T> void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner);
+/// dx = y · (dy − Σ dy·y) along the same dimension.
+template <typename T>
+void softmaxGrad(const T *y, const T *dy, T *dx, int64_t outer, int64_t n, int64_t inner);
+
+/// Repeats each slice along a dimension `times` times in place: [outer, n, inner] ->
+/// [outer, n·times, inner], y[o, j, i] = x[o, j / times, i].
+template <typename T>
+void repeat(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, int64_t times);
+/// dx[o, j, i] = Σ_r dy[o, j·times + r, i].
+template <typename T>
+void repeatGrad(const T *dy, T *dx, int64_t outer, int64_t n, int64_t inner, int64_t times);
+
+/// General permutation of dimensions: y dimension d is x dimension perm[d].
+template <typename T>
+void transpose(const T *x, T *y, const std::vector<int64_t> &shape,
+               const std::vector<int64_t> &perm);
+
+/// Copies slices [offset, offset + size) along a dimension (split), or writes them (concat).
+template <typename T>
+void copySlice(const T *x, T *y, int64_t outer, int64_t inner, int64_t srcDim, int64_t dstDim,
+               int64_t srcOffset, int64_t dstOffset, int64_t size);
+
+/// Mean token cross-entropy of logits [tokens, vocab] against labels (optionally weighted by
+/// mask; the mean is then Σ l·m / Σ m). Returns the loss, or NaN with *badLabel set to the
+/// first token whose label is outside [0, vocab).
+template <typename T>
+double crossEntropy(const T *logits, const int64_t *labels, const T *mask, int64_t tokens,
+                    int64_t vocab, int64_t *badLabel);
+/// dlogits = dloss · (softmax(logits) − onehot(label)) · weight / normalizer.
+template <typename T>
+void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, double dloss,
+                      T *dlogits, int64_t tokens, int64_t vocab);
+
+} // namespace mlperf::rt::cpu
+
+#endif // MLPERFC_RUNTIME_CPU_KERNELS_H

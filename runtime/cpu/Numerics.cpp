@@ -1,0 +1,153 @@
+//===- Numerics.cpp - Element types, rounding and Philox --------*- C++ -*-===//
+
+#include "runtime/cpu/Numerics.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace mlperf::rt {
+
+const char *dtypeName(DType type) {
+  switch (type) {
+  case DType::kF32:
+    return "f32";
+  case DType::kBF16:
+    return "bf16";
+  case DType::kF8E4M3FN:
+    return "f8E4M3FN";
+  case DType::kF8E5M2:
+    return "f8E5M2";
+  case DType::kI32:
+    return "i32";
+  case DType::kI64:
+    return "i64";
+  }
+  return "unknown";
+}
+
+int64_t dtypeBytes(DType type) {
+  switch (type) {
+  case DType::kF32:
+  case DType::kI32:
+    return 4;
+  case DType::kBF16:
+    return 2;
+  case DType::kF8E4M3FN:
+  case DType::kF8E5M2:
+    return 1;
+  case DType::kI64:
+    return 8;
+  }
+  return 0;
+}
+
+bool isFloat(DType type) { return type != DType::kI32 && type != DType::kI64; }
+
+namespace {
+
+/// A binary floating-point format: `mantissaBits` explicit fraction bits, exponent bias,
+/// largest finite value, and whether overflow gives infinity (else NaN).
+struct Format {
+  int mantissaBits;
+  int minNormalExponent;  // exponent of the smallest normal, unbiased
+  double maxFinite;
+  bool overflowToInfinity;
+};
+
+/// Rounds to a format with the given precision by scaling to an integer grid: exact in double
+/// for every format narrower than float (at most 24 significant bits, exponents in range).
+double roundToFormat(double value, const Format &format) {
+  if (std::isnan(value) || value == 0.0 || std::isinf(value)) {
+    if (std::isinf(value) && !format.overflowToInfinity) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    return value;
+  }
+  int exponent;
+  std::frexp(value, &exponent);  // value = m * 2^exponent, 0.5 <= |m| < 1
+  int unbiased = exponent - 1;   // value = 1.f * 2^unbiased
+  if (unbiased < format.minNormalExponent) {
+    unbiased = format.minNormalExponent;  // subnormal: fixed quantum
+  }
+  double quantum = std::ldexp(1.0, unbiased - format.mantissaBits);
+  double rounded = std::nearbyint(value / quantum) * quantum;  // default mode: ties to even
+  if (std::fabs(rounded) > format.maxFinite) {
+    if (!format.overflowToInfinity) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    return std::copysign(std::numeric_limits<double>::infinity(), value);
+  }
+  return rounded;
+}
+
+constexpr Format kBF16{7, -126, 3.38953138925153547590470800371487866880e+38, true};
+constexpr Format kE4M3FN{3, -6, 448.0, false};
+constexpr Format kE5M2{2, -14, 57344.0, true};
+
+} // namespace
+
+double roundTo(DType type, double value) {
+  switch (type) {
+  case DType::kF32:
+    return static_cast<double>(static_cast<float>(value));
+  case DType::kBF16:
+    // Round to float first only if exact; rounding twice (double -> float -> bf16) could
+    // double-round, so round the double directly.
+    return roundToFormat(value, kBF16);
+  case DType::kF8E4M3FN:
+    return roundToFormat(value, kE4M3FN);
+  case DType::kF8E5M2:
+    return roundToFormat(value, kE5M2);
+  case DType::kI32:
+  case DType::kI64:
+    return value;
+  }
+  return value;
+}
+
+void roundBuffer(DType type, float *data, int64_t count) {
+  if (type == DType::kF32 || !isFloat(type)) {
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    data[i] = static_cast<float>(roundTo(type, data[i]));
+  }
+}
+
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
+                                   std::array<uint32_t, 2> key) {
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    uint64_t product0 = static_cast<uint64_t>(kMul0) * counter[0];
+    uint64_t product1 = static_cast<uint64_t>(kMul1) * counter[2];
+    uint32_t hi0 = static_cast<uint32_t>(product0 >> 32), lo0 = static_cast<uint32_t>(product0);
+    uint32_t hi1 = static_cast<uint32_t>(product1 >> 32), lo1 = static_cast<uint32_t>(product1);
+    counter = {hi1 ^ counter[1] ^ key[0], lo1, hi0 ^ counter[3] ^ key[1], lo0};
+    key[0] += kWeyl0;
+    key[1] += kWeyl1;
+  }
+  return counter;
+}
+
+double philoxNormal(uint64_t seed, uint32_t streamId, uint64_t index) {
+  std::array<uint32_t, 4> bits =
+      philox4x32({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), streamId, 0},
+                 {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  // Uniforms in (0, 1): never 0, so the logarithm is finite.
+  double u1 = (static_cast<double>(bits[0]) + 0.5) / 4294967296.0;
+  double u2 = (static_cast<double>(bits[1]) + 0.5) / 4294967296.0;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+uint32_t parameterStreamId(const std::string &name) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : name) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
+} // namespace mlperf::rt

@@ -1,0 +1,47 @@
+//===- Numerics.h - Element types, rounding and Philox ----------*- C++ -*-===//
+//
+// The CPU backend stores every tensor as float or double and emulates narrower types by
+// rounding each op's result to the declared element type with round-to-nearest-even, so CPU
+// runs predict GPU numerics bit for bit where the GPU also rounds once (shared/DESIGN.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_CPU_NUMERICS_H
+#define MLPERFC_RUNTIME_CPU_NUMERICS_H
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace mlperf::rt {
+
+enum class DType : uint8_t { kF32, kBF16, kF8E4M3FN, kF8E5M2, kI32, kI64 };
+
+const char *dtypeName(DType type);
+/// Bytes per element in storage (what a GPU buffer of this type occupies).
+int64_t dtypeBytes(DType type);
+bool isFloat(DType type);
+
+/// Rounds `value` to the nearest value representable in `type` (ties to even). f32 rounds a
+/// double to float; bf16 and f8E5M2 overflow to ±infinity; f8E4M3FN has no infinity and
+/// overflows to NaN (as ml_dtypes and the OCP fp8 spec do). NaN stays NaN.
+double roundTo(DType type, double value);
+
+/// In-place rounding of a buffer holding values of `type`.
+void roundBuffer(DType type, float *data, int64_t count);
+
+/// Philox4x32-10 (Salmon et al., SC'11): a counter-based generator, so the value for a given
+/// (key, counter) is the same on every backend, rank and sharding.
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
+
+/// A standard normal draw for element `index` of the parameter identified by `streamId`,
+/// under `seed` (Box-Muller on the first two Philox words of counter (index, index >> 32,
+/// streamId, 0)).
+double philoxNormal(uint64_t seed, uint32_t streamId, uint64_t index);
+
+/// The stream id of a parameter: FNV-1a of its full (per-layer resolved) Hugging Face name.
+uint32_t parameterStreamId(const std::string &name);
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_CPU_NUMERICS_H

@@ -1,0 +1,79 @@
+//===- NumericsTest.cpp - Rounding and Philox against independent data ---===//
+
+#include "runtime/cpu/Numerics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace mlperf::rt;
+
+namespace {
+
+float fromBits(const std::string &hex) {
+  if (hex == "nan") {
+    return std::nanf("");
+  }
+  uint32_t bits = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+bool sameValue(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Golden data written by test/oracle/rounding_cases.py with ml_dtypes.
+TEST(Numerics, RoundingMatchesMlDtypes) {
+  std::ifstream file(MLPERFC_SOURCE_DIR "/test/oracle/data/rounding.txt");
+  ASSERT_TRUE(file.good()) << "missing test/oracle/data/rounding.txt";
+  std::string line;
+  std::getline(file, line);
+  ASSERT_NE(line.find("rounding cases v1"), std::string::npos) << line;
+  int cases = 0;
+  while (std::getline(file, line)) {
+    std::istringstream fields(line);
+    std::string input, bf16, e4m3, e5m2;
+    fields >> input >> bf16 >> e4m3 >> e5m2;
+    double x = fromBits(input);
+    EXPECT_TRUE(sameValue(roundTo(DType::kBF16, x), fromBits(bf16))) << "bf16 of " << input;
+    EXPECT_TRUE(sameValue(roundTo(DType::kF8E4M3FN, x), fromBits(e4m3))) << "e4m3 of " << input;
+    EXPECT_TRUE(sameValue(roundTo(DType::kF8E5M2, x), fromBits(e5m2))) << "e5m2 of " << input;
+    ++cases;
+  }
+  EXPECT_GT(cases, 4000);
+}
+
+// Known-answer vectors of the Random123 distribution (kat_vectors, philox4x32 10 rounds).
+TEST(Numerics, PhiloxKnownAnswers) {
+  EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),
+            (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+                       {0xffffffff, 0xffffffff}),
+            (std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+                       {0xa4093822, 0x299f31d0}),
+            (std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Numerics, PhiloxNormalsAreStandardNormal) {
+  constexpr int kCount = 200000;
+  double sum = 0, sumSquares = 0;
+  for (int i = 0; i < kCount; ++i) {
+    double z = philoxNormal(1234, parameterStreamId("model.embed_tokens.weight"), i);
+    sum += z;
+    sumSquares += z * z;
+  }
+  double mean = sum / kCount, variance = sumSquares / kCount - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01);     // 4.5 standard errors
+  EXPECT_NEAR(variance, 1.0, 0.015);
+  // Same key, same value; another stream or seed, another value.
+  EXPECT_EQ(philoxNormal(1, 7, 99), philoxNormal(1, 7, 99));
+  EXPECT_NE(philoxNormal(1, 7, 99), philoxNormal(1, 8, 99));
+  EXPECT_NE(philoxNormal(1, 7, 99), philoxNormal(2, 7, 99));
+}
+
+} // namespace
