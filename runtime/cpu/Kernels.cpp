@@ -169,8 +169,8 @@ std::vector<double> ropeFrequencies(int64_t headDim, double theta, bool llama31S
       if (wavelength > lowFreqWavelength) {
         frequency /= factor;
       } else if (wavelength >= highFreqWavelength) {
-        double smooth = (originalMaxPosition / wavelength - lowFreqFactor) /
-                        (highFreqFactor - lowFreqFactor);
+        double smooth =
+            (originalMaxPosition / wavelength - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
         frequency = (1.0 - smooth) * frequency / factor + smooth * frequency;
       }
     }
@@ -365,33 +365,33 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
 }
 
 // The storage types the backend uses: float for runs, double for finite-difference checks.
-#define MLPERF_INSTANTIATE_KERNELS(T)                                                          \
-  template void matmul<T>(const T *, const T *, T *, const MatmulShape &);                     \
-  template void rmsNorm<T>(const T *, const T *, T *, int64_t, int64_t, double);               \
-  template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *, int64_t, int64_t,    \
-                               double);                                                        \
-  template void add<T>(const T *, const T *, T *, int64_t);                                    \
-  template void mul<T>(const T *, const T *, T *, int64_t);                                    \
-  template void scale<T>(const T *, T *, int64_t, double);                                     \
-  template void silu<T>(const T *, T *, int64_t);                                              \
-  template void siluGrad<T>(const T *, const T *, T *, int64_t);                               \
-  template int64_t embedding<T>(const T *, const int64_t *, T *, int64_t, int64_t, int64_t);   \
-  template void embeddingGrad<T>(const int64_t *, const T *, T *, int64_t, int64_t, int64_t);  \
-  template void rope<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t,                    \
-                        const std::vector<double> &, bool);                                    \
-  template void causalMask<T>(const T *, T *, int64_t, int64_t, bool);                         \
-  template void softmax<T>(const T *, T *, int64_t, int64_t, int64_t);                         \
-  template void softmaxGrad<T>(const T *, const T *, T *, int64_t, int64_t, int64_t);          \
-  template void repeat<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                 \
-  template void repeatGrad<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);             \
-  template void transpose<T>(const T *, T *, const std::vector<int64_t> &,                     \
-                             const std::vector<int64_t> &);                                    \
-  template void copySlice<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t,      \
-                             int64_t, int64_t);                                                \
-  template double crossEntropy<T>(const T *, const int64_t *, const T *, int64_t, int64_t,     \
-                                  int64_t *);                                                  \
-  template void crossEntropyGrad<T>(const T *, const int64_t *, const T *, double, T *,        \
-                                    int64_t, int64_t);
+#define MLPERF_INSTANTIATE_KERNELS(T)                                                              \
+  template void matmul<T>(const T *, const T *, T *, const MatmulShape &);                         \
+  template void rmsNorm<T>(const T *, const T *, T *, int64_t, int64_t, double);                   \
+  template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *, int64_t, int64_t,        \
+                               double);                                                            \
+  template void add<T>(const T *, const T *, T *, int64_t);                                        \
+  template void mul<T>(const T *, const T *, T *, int64_t);                                        \
+  template void scale<T>(const T *, T *, int64_t, double);                                         \
+  template void silu<T>(const T *, T *, int64_t);                                                  \
+  template void siluGrad<T>(const T *, const T *, T *, int64_t);                                   \
+  template int64_t embedding<T>(const T *, const int64_t *, T *, int64_t, int64_t, int64_t);       \
+  template void embeddingGrad<T>(const int64_t *, const T *, T *, int64_t, int64_t, int64_t);      \
+  template void rope<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t,                        \
+                        const std::vector<double> &, bool);                                        \
+  template void causalMask<T>(const T *, T *, int64_t, int64_t, bool);                             \
+  template void softmax<T>(const T *, T *, int64_t, int64_t, int64_t);                             \
+  template void softmaxGrad<T>(const T *, const T *, T *, int64_t, int64_t, int64_t);              \
+  template void repeat<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                     \
+  template void repeatGrad<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                 \
+  template void transpose<T>(const T *, T *, const std::vector<int64_t> &,                         \
+                             const std::vector<int64_t> &);                                        \
+  template void copySlice<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, \
+                             int64_t);                                                             \
+  template double crossEntropy<T>(const T *, const int64_t *, const T *, int64_t, int64_t,         \
+                                  int64_t *);                                                      \
+  template void crossEntropyGrad<T>(const T *, const int64_t *, const T *, double, T *, int64_t,   \
+                                    int64_t);
 
 MLPERF_INSTANTIATE_KERNELS(float)
 MLPERF_INSTANTIATE_KERNELS(double)

@@ -50,7 +50,7 @@ namespace {
 /// largest finite value, and whether overflow gives infinity (else NaN).
 struct Format {
   int mantissaBits;
-  int minNormalExponent;  // exponent of the smallest normal, unbiased
+  int minNormalExponent; // exponent of the smallest normal, unbiased
   double maxFinite;
   bool overflowToInfinity;
 };
@@ -65,13 +65,13 @@ double roundToFormat(double value, const Format &format) {
     return value;
   }
   int exponent;
-  std::frexp(value, &exponent);  // value = m * 2^exponent, 0.5 <= |m| < 1
-  int unbiased = exponent - 1;   // value = 1.f * 2^unbiased
+  std::frexp(value, &exponent); // value = m * 2^exponent, 0.5 <= |m| < 1
+  int unbiased = exponent - 1;  // value = 1.f * 2^unbiased
   if (unbiased < format.minNormalExponent) {
-    unbiased = format.minNormalExponent;  // subnormal: fixed quantum
+    unbiased = format.minNormalExponent; // subnormal: fixed quantum
   }
   double quantum = std::ldexp(1.0, unbiased - format.mantissaBits);
-  double rounded = std::nearbyint(value / quantum) * quantum;  // default mode: ties to even
+  double rounded = std::nearbyint(value / quantum) * quantum; // default mode: ties to even
   if (std::fabs(rounded) > format.maxFinite) {
     if (!format.overflowToInfinity) {
       return std::numeric_limits<double>::quiet_NaN();
@@ -106,6 +106,84 @@ double roundTo(DType type, double value) {
   return value;
 }
 
+namespace {
+
+/// Value of an 8-bit code with `mantissaBits` fraction bits and the given exponent bias.
+double decodeFp8(uint32_t bits, int mantissaBits, int bias, bool ieeeSpecials) {
+  int exponentBits = 7 - mantissaBits;
+  uint32_t sign = (bits >> 7) & 1;
+  uint32_t exponent = (bits >> mantissaBits) & ((1u << exponentBits) - 1);
+  uint32_t mantissa = bits & ((1u << mantissaBits) - 1);
+  double magnitude;
+  if (ieeeSpecials && exponent == (1u << exponentBits) - 1) {
+    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity()
+                              : std::numeric_limits<double>::quiet_NaN();
+  } else if (!ieeeSpecials && exponent == (1u << exponentBits) - 1 &&
+             mantissa == (1u << mantissaBits) - 1) {
+    magnitude = std::numeric_limits<double>::quiet_NaN(); // E4M3FN: S.1111.111 only
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<double>(mantissa), 1 - bias - mantissaBits);
+  } else {
+    magnitude = std::ldexp(1.0 + std::ldexp(static_cast<double>(mantissa), -mantissaBits),
+                           static_cast<int>(exponent) - bias);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+uint32_t encodeFp8(DType type, double value) {
+  if (std::isnan(value)) {
+    return 0x7f;
+  }
+  for (uint32_t bits = 0; bits < 256; ++bits) {
+    double decoded = decodeBits(type, bits);
+    if (decoded == value && std::signbit(decoded) == std::signbit(value)) {
+      return bits;
+    }
+  }
+  return 0x7f; // not representable: callers round first
+}
+
+} // namespace
+
+uint32_t encodeBits(DType type, double value) {
+  switch (type) {
+  case DType::kF32:
+  case DType::kBF16: {
+    float f = static_cast<float>(value);
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    return type == DType::kF32 ? bits : bits >> 16;
+  }
+  case DType::kF8E4M3FN:
+  case DType::kF8E5M2:
+    return encodeFp8(type, value);
+  case DType::kI32:
+  case DType::kI64:
+    return static_cast<uint32_t>(static_cast<int64_t>(value));
+  }
+  return 0;
+}
+
+double decodeBits(DType type, uint32_t bits) {
+  switch (type) {
+  case DType::kF32:
+  case DType::kBF16: {
+    uint32_t full = type == DType::kF32 ? bits : bits << 16;
+    float f;
+    std::memcpy(&f, &full, sizeof(f));
+    return f;
+  }
+  case DType::kF8E4M3FN:
+    return decodeFp8(bits & 0xff, 3, 7, /*ieeeSpecials=*/false);
+  case DType::kF8E5M2:
+    return decodeFp8(bits & 0xff, 2, 15, /*ieeeSpecials=*/true);
+  case DType::kI32:
+  case DType::kI64:
+    return static_cast<double>(static_cast<int32_t>(bits));
+  }
+  return 0;
+}
+
 void roundBuffer(DType type, float *data, int64_t count) {
   if (type == DType::kF32 || !isFloat(type)) {
     return;
@@ -115,8 +193,7 @@ void roundBuffer(DType type, float *data, int64_t count) {
   }
 }
 
-std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
-                                   std::array<uint32_t, 2> key) {
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key) {
   constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {

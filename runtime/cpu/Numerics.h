@@ -27,6 +27,11 @@ bool isFloat(DType type);
 /// overflows to NaN (as ml_dtypes and the OCP fp8 spec do). NaN stays NaN.
 double roundTo(DType type, double value);
 
+/// Storage encoding of a value already representable in `type` (bf16: the upper half of the
+/// float bits; fp8: the OCP encodings) and its inverse. For f32 the float bits.
+uint32_t encodeBits(DType type, double value);
+double decodeBits(DType type, uint32_t bits);
+
 /// In-place rounding of a buffer holding values of `type`.
 void roundBuffer(DType type, float *data, int64_t count);
 

@@ -87,7 +87,8 @@ TEST_F(KernelsTest, MatmulMatchesNaiveProductInEveryLayout) {
 TEST_F(KernelsTest, RmsNormGradient) {
   const int64_t rows = 3, dim = 5;
   const double eps = 1e-5;
-  Vec x = randomVector(rows * dim, rng), w = randomVector(dim, rng), g = randomVector(rows * dim, rng);
+  Vec x = randomVector(rows * dim, rng), w = randomVector(dim, rng),
+      g = randomVector(rows * dim, rng);
   Vec dx(rows * dim), dw(dim);
   rmsNormGrad(x.data(), w.data(), g.data(), dx.data(), dw.data(), rows, dim, eps);
   expectGradient(

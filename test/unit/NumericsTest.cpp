@@ -51,11 +51,9 @@ TEST(Numerics, RoundingMatchesMlDtypes) {
 TEST(Numerics, PhiloxKnownAnswers) {
   EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),
             (std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
-  EXPECT_EQ(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
-                       {0xffffffff, 0xffffffff}),
+  EXPECT_EQ(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
             (std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
-  EXPECT_EQ(philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
-                       {0xa4093822, 0x299f31d0}),
+  EXPECT_EQ(philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
             (std::array<uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
@@ -68,7 +66,7 @@ TEST(Numerics, PhiloxNormalsAreStandardNormal) {
     sumSquares += z * z;
   }
   double mean = sum / kCount, variance = sumSquares / kCount - mean * mean;
-  EXPECT_NEAR(mean, 0.0, 0.01);     // 4.5 standard errors
+  EXPECT_NEAR(mean, 0.0, 0.01); // 4.5 standard errors
   EXPECT_NEAR(variance, 1.0, 0.015);
   // Same key, same value; another stream or seed, another value.
   EXPECT_EQ(philoxNormal(1, 7, 99), philoxNormal(1, 7, 99));

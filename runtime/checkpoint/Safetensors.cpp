@@ -1,0 +1,427 @@
+//===- Safetensors.cpp - safetensors files ---------------------*- C++ -*-===//
+
+#include "runtime/checkpoint/Safetensors.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+#include <utility>
+
+namespace mlperf::rt {
+namespace {
+
+// Headers are small (names and shapes); a huge one means a corrupt length field.
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+Status dataLoss(const std::string &path, const std::string &what) {
+  return Status(StatusCode::kDataLoss, path + ": not a valid safetensors file: " + what);
+}
+
+struct DTypeName {
+  DType dtype;
+  const char *name;
+};
+constexpr DTypeName kDTypeNames[] = {{DType::kF32, "F32"},          {DType::kBF16, "BF16"},
+                                     {DType::kF8E4M3FN, "F8_E4M3"}, {DType::kF8E5M2, "F8_E5M2"},
+                                     {DType::kI32, "I32"},          {DType::kI64, "I64"}};
+
+const char *safetensorsName(DType dtype) {
+  for (const DTypeName &entry : kDTypeNames) {
+    if (entry.dtype == dtype) {
+      return entry.name;
+    }
+  }
+  return "?";
+}
+
+/// The JSON subset of safetensors headers: objects, arrays, strings and integers.
+struct Json {
+  enum class Kind { kObject, kArray, kString, kInteger } kind = Kind::kInteger;
+  std::vector<std::pair<std::string, Json>> members;
+  std::vector<Json> elements;
+  std::string text;
+  int64_t integer = 0;
+
+  const Json *find(const std::string &key) const {
+    for (const auto &[name, value] : members) {
+      if (name == key) {
+        return &value;
+      }
+    }
+    return nullptr;
+  }
+};
+
+class JsonParser {
+public:
+  explicit JsonParser(const std::string &input) : input(input) {}
+
+  bool parse(Json &out) {
+    if (!parseValue(out, 0)) {
+      return false;
+    }
+    skipSpace();
+    return pos == input.size() || fail("trailing characters");
+  }
+  const std::string &error() const { return message; }
+
+private:
+  bool fail(const std::string &what) {
+    if (message.empty()) {
+      message = what + " at header byte " + std::to_string(pos);
+    }
+    return false;
+  }
+  void skipSpace() {
+    while (pos < input.size() && std::strchr(" \t\r\n", input[pos]) != nullptr) {
+      ++pos;
+    }
+  }
+  bool expect(char c) {
+    skipSpace();
+    if (pos < input.size() && input[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return fail(std::string("expected '") + c + "'");
+  }
+  bool parseString(std::string &out) {
+    if (!expect('"')) {
+      return false;
+    }
+    while (pos < input.size() && input[pos] != '"') {
+      char c = input[pos++];
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos >= input.size()) {
+        return fail("unterminated escape");
+      }
+      char e = input[pos++];
+      switch (e) {
+      case '"':
+      case '\\':
+      case '/':
+        out += e;
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'u': {
+        if (pos + 4 > input.size()) {
+          return fail("short \\u escape");
+        }
+        unsigned code = std::stoul(input.substr(pos, 4), nullptr, 16);
+        pos += 4;
+        if (code < 0x80) {
+          out += static_cast<char>(code);
+        } else if (code < 0x800) {
+          out += static_cast<char>(0xC0 | (code >> 6));
+          out += static_cast<char>(0x80 | (code & 0x3F));
+        } else {
+          out += static_cast<char>(0xE0 | (code >> 12));
+          out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (code & 0x3F));
+        }
+        break;
+      }
+      default:
+        return fail("bad escape");
+      }
+    }
+    return expect('"');
+  }
+  bool parseValue(Json &out, int depth) {
+    if (depth > 8) {
+      return fail("nesting too deep");
+    }
+    skipSpace();
+    if (pos >= input.size()) {
+      return fail("unexpected end");
+    }
+    char c = input[pos];
+    if (c == '{') {
+      out.kind = Json::Kind::kObject;
+      ++pos;
+      skipSpace();
+      if (pos < input.size() && input[pos] == '}') {
+        ++pos;
+        return true;
+      }
+      do {
+        std::string key;
+        Json value;
+        if (!parseString(key) || !expect(':') || !parseValue(value, depth + 1)) {
+          return false;
+        }
+        out.members.emplace_back(std::move(key), std::move(value));
+        skipSpace();
+      } while (pos < input.size() && input[pos] == ',' && ++pos);
+      return expect('}');
+    }
+    if (c == '[') {
+      out.kind = Json::Kind::kArray;
+      ++pos;
+      skipSpace();
+      if (pos < input.size() && input[pos] == ']') {
+        ++pos;
+        return true;
+      }
+      do {
+        Json value;
+        if (!parseValue(value, depth + 1)) {
+          return false;
+        }
+        out.elements.push_back(std::move(value));
+        skipSpace();
+      } while (pos < input.size() && input[pos] == ',' && ++pos);
+      return expect(']');
+    }
+    if (c == '"') {
+      out.kind = Json::Kind::kString;
+      return parseString(out.text);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      size_t start = pos++;
+      while (pos < input.size() && input[pos] >= '0' && input[pos] <= '9') {
+        ++pos;
+      }
+      if (pos - start > 18) {
+        return fail("integer too large");
+      }
+      out.kind = Json::Kind::kInteger;
+      out.integer = std::stoll(input.substr(start, pos - start));
+      return true;
+    }
+    return fail("unexpected character");
+  }
+
+  const std::string &input;
+  size_t pos = 0;
+  std::string message;
+};
+
+std::string jsonQuote(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
+      out += buffer;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void appendLittleEndian(std::string &out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) {
+    out += static_cast<char>((value >> (8 * i)) & 0xff);
+  }
+}
+
+uint64_t readLittleEndian(const unsigned char *bytes, int count) {
+  uint64_t value = 0;
+  for (int i = count - 1; i >= 0; --i) {
+    value = (value << 8) | bytes[i];
+  }
+  return value;
+}
+
+} // namespace
+
+Status writeSafetensors(const std::string &path, const TensorFile &file) {
+  std::string header = "{";
+  std::string data;
+  bool first = true;
+  if (!file.metadata.empty()) {
+    header += "\"__metadata__\":{";
+    bool firstEntry = true;
+    for (const auto &[key, value] : file.metadata) {
+      header += (firstEntry ? "" : ",") + jsonQuote(key) + ":" + jsonQuote(value);
+      firstEntry = false;
+    }
+    header += "}";
+    first = false;
+  }
+  for (const auto &[name, tensor] : file.tensors) {
+    uint64_t begin = data.size();
+    int64_t bytes = dtypeBytes(tensor.dtype);
+    for (int64_t i = 0; i < tensor.numElements(); ++i) {
+      uint64_t bits = isFloat(tensor.dtype) ? encodeBits(tensor.dtype, tensor.values[i])
+                                            : static_cast<uint64_t>(tensor.ints[i]);
+      appendLittleEndian(data, bits, static_cast<int>(bytes));
+    }
+    header += (first ? "" : ",") + jsonQuote(name) + ":{\"dtype\":\"" +
+              safetensorsName(tensor.dtype) + "\",\"shape\":[";
+    for (size_t d = 0; d < tensor.shape.size(); ++d) {
+      header += (d ? "," : "") + std::to_string(tensor.shape[d]);
+    }
+    header +=
+        "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
+    first = false;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' '); // align the data to 8 bytes
+
+  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    return Status(StatusCode::kNotFound, "cannot create " + temp + ": " + std::strerror(errno),
+                  __FILE__, __LINE__);
+  }
+  std::string prefix;
+  appendLittleEndian(prefix, header.size(), 8);
+  bool ok = true;
+  for (const std::string *chunk : {&prefix, &header, &data}) {
+    const char *cursor = chunk->data();
+    size_t left = chunk->size();
+    while (ok && left > 0) {
+      ssize_t written = ::write(fd, cursor, left);
+      if (written < 0 && errno == EINTR) {
+        continue;
+      }
+      ok = written > 0;
+      cursor += written > 0 ? written : 0;
+      left -= written > 0 ? static_cast<size_t>(written) : 0;
+    }
+  }
+  ok = ok && ::fsync(fd) == 0;
+  int savedErrno = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::string reason = std::strerror(ok ? errno : savedErrno);
+    std::remove(temp.c_str());
+    return Status(StatusCode::kInternal, "cannot write " + path + ": " + reason, __FILE__,
+                  __LINE__);
+  }
+  return Status::ok();
+}
+
+Status readSafetensors(const std::string &path, TensorFile &file) {
+  file = TensorFile();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status(StatusCode::kNotFound, "cannot open " + path + ": " + std::strerror(errno));
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 8) {
+    return dataLoss(path, "shorter than the 8-byte header length");
+  }
+  uint64_t headerSize = readLittleEndian(reinterpret_cast<const unsigned char *>(bytes.data()), 8);
+  if (headerSize > kMaxHeaderBytes || headerSize > bytes.size() - 8) {
+    return dataLoss(path, "header length " + std::to_string(headerSize) + " exceeds the file (" +
+                              std::to_string(bytes.size()) + " bytes): truncated or corrupt");
+  }
+  std::string header = bytes.substr(8, headerSize);
+  const unsigned char *data =
+      reinterpret_cast<const unsigned char *>(bytes.data()) + 8 + headerSize;
+  uint64_t dataSize = bytes.size() - 8 - headerSize;
+
+  Json root;
+  JsonParser parser(header);
+  if (!parser.parse(root)) {
+    return dataLoss(path, "header is not JSON: " + parser.error());
+  }
+  if (root.kind != Json::Kind::kObject) {
+    return dataLoss(path, "header is not a JSON object");
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto &[name, entry] : root.members) {
+    if (name == "__metadata__") {
+      for (const auto &[key, value] : entry.members) {
+        if (value.kind != Json::Kind::kString) {
+          return dataLoss(path, "metadata value of '" + key + "' is not a string");
+        }
+        file.metadata[key] = value.text;
+      }
+      continue;
+    }
+    const Json *dtype = entry.find("dtype");
+    const Json *shape = entry.find("shape");
+    const Json *offsets = entry.find("data_offsets");
+    if (entry.kind != Json::Kind::kObject || !dtype || !shape || !offsets ||
+        dtype->kind != Json::Kind::kString || shape->kind != Json::Kind::kArray ||
+        offsets->kind != Json::Kind::kArray || offsets->elements.size() != 2) {
+      return dataLoss(path, "tensor '" + name + "' lacks dtype, shape or data_offsets");
+    }
+    HostTensor tensor;
+    bool known = false;
+    for (const DTypeName &candidate : kDTypeNames) {
+      if (dtype->text == candidate.name) {
+        tensor.dtype = candidate.dtype;
+        known = true;
+      }
+    }
+    if (!known) {
+      return dataLoss(path, "tensor '" + name + "' has unsupported dtype " + dtype->text);
+    }
+    for (const Json &dim : shape->elements) {
+      if (dim.kind != Json::Kind::kInteger || dim.integer < 0 || dim.integer > (int64_t{1} << 40)) {
+        return dataLoss(path, "tensor '" + name + "' has an invalid shape");
+      }
+      tensor.shape.push_back(dim.integer);
+    }
+    int64_t begin = offsets->elements[0].integer, end = offsets->elements[1].integer;
+    uint64_t expected = static_cast<uint64_t>(tensor.numElements()) * dtypeBytes(tensor.dtype);
+    if (begin < 0 || end < begin || static_cast<uint64_t>(end) > dataSize ||
+        static_cast<uint64_t>(end - begin) != expected) {
+      return dataLoss(path, "tensor '" + name + "' has data_offsets [" + std::to_string(begin) +
+                                ", " + std::to_string(end) + ") that do not hold " +
+                                tensor.describe() + " inside the " + std::to_string(dataSize) +
+                                "-byte data section");
+    }
+    ranges.emplace_back(begin, end);
+    int bytesPerElement = static_cast<int>(dtypeBytes(tensor.dtype));
+    const unsigned char *cursor = data + begin;
+    if (isFloat(tensor.dtype)) {
+      tensor.values.resize(tensor.numElements());
+      for (float &value : tensor.values) {
+        value = static_cast<float>(decodeBits(
+            tensor.dtype, static_cast<uint32_t>(readLittleEndian(cursor, bytesPerElement))));
+        cursor += bytesPerElement;
+      }
+    } else {
+      tensor.ints.resize(tensor.numElements());
+      for (int64_t &value : tensor.ints) {
+        uint64_t raw = readLittleEndian(cursor, bytesPerElement);
+        value = bytesPerElement == 4 ? static_cast<int32_t>(raw) : static_cast<int64_t>(raw);
+        cursor += bytesPerElement;
+      }
+    }
+    if (!file.tensors.emplace(name, std::move(tensor)).second) {
+      return dataLoss(path, "tensor '" + name + "' appears twice");
+    }
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].first < ranges[i - 1].second) {
+      return dataLoss(path, "tensor data ranges overlap");
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace mlperf::rt

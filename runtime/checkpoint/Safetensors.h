@@ -1,0 +1,36 @@
+//===- Safetensors.h - safetensors files -----------------------*- C++ -*-===//
+//
+// The safetensors format (Hugging Face): an 8-byte little-endian header length, a JSON header
+// mapping names to {dtype, shape, data_offsets} plus optional "__metadata__" strings, then the
+// raw little-endian data. Parameters are stored under their Hugging Face names so weights move
+// between mlperfc and other frameworks unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_CHECKPOINT_SAFETENSORS_H
+#define MLPERFC_RUNTIME_CHECKPOINT_SAFETENSORS_H
+
+#include "runtime/cpu/HostTensor.h"
+#include "runtime/support/Status.h"
+
+#include <map>
+#include <string>
+
+namespace mlperf::rt {
+
+struct TensorFile {
+  std::map<std::string, HostTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Writes atomically: to "<path>.tmp.<pid>", flushed and fsync'ed, then renamed over `path`,
+/// so a crash never leaves a truncated file under the final name.
+Status writeSafetensors(const std::string &path, const TensorFile &file);
+
+/// Reads and validates every field (header size, JSON syntax, dtypes, offsets inside the file,
+/// no overlaps, sizes matching shapes). A malformed file is DATA_LOSS naming the problem.
+Status readSafetensors(const std::string &path, TensorFile &file);
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_CHECKPOINT_SAFETENSORS_H

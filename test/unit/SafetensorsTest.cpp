@@ -1,0 +1,128 @@
+//===- SafetensorsTest.cpp - safetensors round trips and corrupt files ---===//
+
+#include "runtime/checkpoint/Safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+using namespace mlperf::rt;
+
+namespace {
+
+class SafetensorsTest : public ::testing::Test {
+protected:
+  std::string path(const std::string &name) {
+    return ::testing::TempDir() + "/mlperf_st_" + std::to_string(::getpid()) + "_" + name;
+  }
+  void writeBytes(const std::string &file, const std::string &bytes) {
+    std::ofstream(file, std::ios::binary) << bytes;
+  }
+  static std::string withHeader(const std::string &header, const std::string &data) {
+    std::string out;
+    uint64_t size = header.size();
+    for (int i = 0; i < 8; ++i) {
+      out += static_cast<char>((size >> (8 * i)) & 0xff);
+    }
+    return out + header + data;
+  }
+  Status readExpectingFailure(const std::string &bytes) {
+    std::string file = path("corrupt");
+    writeBytes(file, bytes);
+    TensorFile loaded;
+    Status status = readSafetensors(file, loaded);
+    std::remove(file.c_str());
+    return status;
+  }
+};
+
+TEST_F(SafetensorsTest, RoundTripsEveryDtypeAndMetadata) {
+  TensorFile file;
+  HostTensor f32 = HostTensor::zeros(DType::kF32, {2, 3});
+  HostTensor bf16 = HostTensor::zeros(DType::kBF16, {4});
+  HostTensor e4m3 = HostTensor::zeros(DType::kF8E4M3FN, {3});
+  HostTensor e5m2 = HostTensor::zeros(DType::kF8E5M2, {3});
+  HostTensor ids = HostTensor::zeros(DType::kI64, {2});
+  f32.values = {1.5f, -2.25f, 3e-8f, 1e30f, 0.0f, -0.0f};
+  bf16.values = {1.0f, -0.0078125f, 65280.0f, static_cast<float>(roundTo(DType::kBF16, 0.1))};
+  e4m3.values = {448.0f, -0.001953125f, 0.5f};
+  e5m2.values = {57344.0f, -1.5e-5f, 3.0f};
+  e5m2.values[1] = static_cast<float>(roundTo(DType::kF8E5M2, e5m2.values[1]));
+  ids.ints = {-3, int64_t{1} << 40};
+  file.tensors = {{"model.a", f32}, {"b", bf16}, {"c", e4m3}, {"d", e5m2}, {"step", ids}};
+  file.metadata = {{"format", "mlperfc"}, {"quote", "say \"hi\"\n"}};
+
+  std::string target = path("roundtrip.safetensors");
+  ASSERT_TRUE(writeSafetensors(target, file).isOk());
+  TensorFile loaded;
+  Status status = readSafetensors(target, loaded);
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(loaded.metadata, file.metadata);
+  ASSERT_EQ(loaded.tensors.size(), file.tensors.size());
+  for (const auto &[name, tensor] : file.tensors) {
+    const HostTensor &other = loaded.tensors.at(name);
+    EXPECT_EQ(other.dtype, tensor.dtype) << name;
+    EXPECT_EQ(other.shape, tensor.shape) << name;
+    EXPECT_EQ(other.values, tensor.values) << name;
+    EXPECT_EQ(other.ints, tensor.ints) << name;
+  }
+  std::remove(target.c_str());
+}
+
+TEST_F(SafetensorsTest, WriteLeavesNoTemporaryAndReplacesAtomically) {
+  std::string target = path("atomic.safetensors");
+  writeBytes(target, "old contents");
+  TensorFile file;
+  file.tensors["x"] = HostTensor::zeros(DType::kF32, {1});
+  ASSERT_TRUE(writeSafetensors(target, file).isOk());
+  EXPECT_FALSE(std::ifstream(target + ".tmp." + std::to_string(::getpid())).good());
+  TensorFile loaded;
+  EXPECT_TRUE(readSafetensors(target, loaded).isOk());
+  std::remove(target.c_str());
+}
+
+TEST_F(SafetensorsTest, UnwritableDirectoryIsAnError) {
+  TensorFile file;
+  Status status = writeSafetensors("/nonexistent-dir/x.safetensors", file);
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("/nonexistent-dir/x.safetensors"), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, CorruptFilesAreRejectedWithTheReason) {
+  struct Case {
+    std::string bytes, expected;
+  };
+  std::vector<Case> cases = {
+      {"abc", "shorter than the 8-byte header length"},
+      {withHeader("{}", "").substr(0, 8) + "{", "exceeds the file"},
+      {withHeader("{\"x\": [", ""), "header is not JSON"},
+      {withHeader("[]", ""), "header is not a JSON object"},
+      {withHeader(R"({"x":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})", "ab"),
+       "unsupported dtype F16"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "abcd"),
+       "do not hold f32[2]"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})", "abcdefgh"),
+       "do not hold f32[1]"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1]}})", "abcd"), "lacks dtype, shape"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                  R"("y":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
+                  "abcdefgh"),
+       "overlap"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd"),
+       "invalid shape"},
+  };
+  for (const Case &c : cases) {
+    Status status = readExpectingFailure(c.bytes);
+    EXPECT_EQ(status.code(), StatusCode::kDataLoss) << c.expected << ": " << status.toString();
+    EXPECT_NE(status.message().find(c.expected), std::string::npos) << status.toString();
+  }
+}
+
+TEST_F(SafetensorsTest, MissingFileIsNotFound) {
+  TensorFile loaded;
+  EXPECT_EQ(readSafetensors("/nonexistent/file.safetensors", loaded).code(), StatusCode::kNotFound);
+}
+
+} // namespace
