@@ -8,12 +8,19 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlperf {
 
 void registerMlperfcDialects(mlir::DialectRegistry &registry) {
   registry.insert<tg::TGDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+}
+
+std::unique_ptr<mlir::MLIRContext> createModelContext() {
+  mlir::DialectRegistry registry;
+  registerMlperfcDialects(registry);
+  return std::make_unique<mlir::MLIRContext>(registry);
 }
 
 void registerMlperfcPassesAndPipelines() {

@@ -2,12 +2,15 @@
 
 #include "compiler/Models/Llama3.h"
 
+#include "dialects/TG/IR/TGUtils.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +72,16 @@ Llama3Config llama31_8b() {
   c.target = 3.3;
   return c;
 }
+
+/// Llama 3.1 8B Reference Convergence Points (rcps_llama31_8b.json): GBS -> (LR, warmup
+/// samples). A submission uses these hyperparameters for its GBS.
+struct RcpEntry {
+  int64_t gbs;
+  double lr;
+  int64_t warmupSamples;
+};
+constexpr RcpEntry kLlama31_8bRcps[] = {
+    {16, 4e-4, 256}, {32, 8e-4, 4096}, {64, 8e-4, 6144}, {96, 1e-3, 16348}, {128, 2e-3, 32768}};
 
 /// The 405B reference's batch-dependent rules: LR = 8e-5 GBS/1152, warmup ceil(8000 x
 /// 1152/GBS), cosine horizon ceil(1.2M x 1152/GBS) steps, end LR 8e-7.
@@ -217,23 +230,7 @@ const std::map<std::string, Setter> &setters() {
   return table;
 }
 
-/// Shortest decimal that parses back to `value`, always with a '.' (MLIR float syntax).
-std::string formatDouble(double value) {
-  char buffer[64];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) {
-      break;
-    }
-  }
-  std::string text = buffer;
-  if (text.find_first_of(".eEn") == std::string::npos) {
-    text += ".0";
-  } else if (text.find('.') == std::string::npos && text.find_first_of("eE") != std::string::npos) {
-    text.insert(text.find_first_of("eE"), ".0");
-  }
-  return text;
-}
+std::string formatDouble(double value) { return tg::formatNumber(value, /*mlirLiteral=*/true); }
 
 /// `tensor<AxBxdtype>`.
 std::string tensor(std::initializer_list<int64_t> shape, StringRef elementType) {
@@ -298,8 +295,32 @@ Error applyLlama3Settings(Llama3Config &config, StringRef settings) {
     apply405BBatchRules(config, set.contains("lr"), set.contains("warmup_steps"),
                         set.contains("max_steps"));
   }
-  if (set.contains("lr") && !set.contains("end_lr") && config.benchmark != "llama31_405b") {
-    config.endLr = 0.1 * config.lr;
+  if (config.benchmark == "llama31_8b" && set.contains("gbs") &&
+      !(set.contains("lr") && set.contains("warmup_steps"))) {
+    const RcpEntry *rcp = nullptr;
+    for (const RcpEntry &entry : kLlama31_8bRcps) {
+      rcp = entry.gbs == config.gbs ? &entry : rcp;
+    }
+    if (!rcp) {
+      return makeError("gbs=" + llvm::Twine(config.gbs) +
+                       " has no llama31_8b reference convergence point (RCPs exist for gbs 16, "
+                       "32, 64, 96, 128): set lr and warmup_steps explicitly");
+    }
+    if (!set.contains("lr")) {
+      config.lr = rcp->lr;
+    }
+    if (!set.contains("warmup_steps")) {
+      config.warmupSteps = ceilDiv(rcp->warmupSamples, config.gbs);
+    }
+  }
+  static const char *const kArchitectureKeys[] = {"layers", "hidden", "heads", "kv_heads",
+                                                  "ffn",    "vocab",  "seq"};
+  if (llvm::any_of(kArchitectureKeys, [&](const char *key) { return set.contains(key); })) {
+    config.description = "A variant of the " + config.name +
+                         " declaration with other sizes: not an MLPerf benchmark configuration";
+  }
+  if (!set.contains("end_lr") && config.benchmark != "llama31_405b") {
+    config.endLr = 0.1 * config.lr; // the reference's end LR rule
   }
   if (!set.contains("decay_steps")) {
     config.decaySteps = config.maxSteps - config.warmupSteps;
@@ -330,6 +351,19 @@ Error validateLlama3Config(const Llama3Config &c) {
   if (c.headDim() % 2 != 0) {
     return makeError("head_dim = hidden / heads = " + llvm::Twine(c.headDim()) +
                      " must be even for RoPE");
+  }
+  auto isIdentifier = [](StringRef text) {
+    return !text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_') &&
+           llvm::all_of(text, [](char c) {
+             return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+           });
+  };
+  if (!isIdentifier(c.name)) {
+    return makeError("name='" + c.name + "' must be an identifier (letters, digits, '_')");
+  }
+  if (!isIdentifier(c.benchmark)) {
+    return makeError("benchmark='" + c.benchmark +
+                     "' must be an identifier (letters, digits, '_')");
   }
   // The remaining fields are checked by the IR verifier when the text is parsed back.
   return Error::success();

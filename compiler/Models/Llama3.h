@@ -51,8 +51,10 @@ std::vector<std::string> llama3PresetNames();
 llvm::Expected<Llama3Config> llama3Preset(llvm::StringRef preset);
 
 /// Applies "key=value[,key=value...]" to `config` (keys as in docs/models.md). Derived fields
-/// follow the reference's rules unless set explicitly in the same call: end_lr = 0.1 lr,
-/// decay_steps = max_steps - warmup_steps; for the 405B preset lr and warmup_steps follow gbs.
+/// follow the reference's rules unless set explicitly in the same call: for llama31_8b, gbs
+/// selects the RCP's lr and warmup; end_lr = 0.1 lr; decay_steps = max_steps - warmup_steps;
+/// for llama31_405b, gbs sets lr, warmup_steps and max_steps by the reference's formulas.
+/// Setting any size marks the declaration as a variant in its description.
 llvm::Error applyLlama3Settings(Llama3Config &config, llvm::StringRef settings);
 
 /// Every key `applyLlama3Settings` accepts.

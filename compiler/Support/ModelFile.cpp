@@ -16,12 +16,22 @@ namespace mlperf {
 
 ModelFile::ModelFile(MLIRContext &context, llvm::StringRef path)
     : context(context), path(path.str()),
-      diagnosticHandler(std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &context)) {
+      diagnosticHandler(std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &context)),
+      lastErrorLocation(UnknownLoc::get(&context)) {
   // Users read file:line:col and the message; a dump of the generic IR is for developers.
   context.printOpOnDiagnostic(false);
+  duplicateFilterId = context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
+    if (diag.getSeverity() != DiagnosticSeverity::Error) {
+      return failure();
+    }
+    bool duplicate = diag.getLocation() == lastErrorLocation &&
+                     llvm::StringRef(diag.str()).ends_with("op failed to infer returned types");
+    lastErrorLocation = diag.getLocation();
+    return success(duplicate); // success() swallows the diagnostic
+  });
 }
 
-ModelFile::~ModelFile() = default;
+ModelFile::~ModelFile() { context.getDiagEngine().eraseHandler(duplicateFilterId); }
 
 OwningOpRef<ModuleOp> ModelFile::load() {
   std::string errorMessage;

@@ -51,6 +51,10 @@ private:
   // One buffer per SourceMgr: the MLIR parser always parses a SourceMgr's main (first) file.
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagnosticHandler;
+  // Drops MLIR's generic "failed to infer returned types" that follows the specific error an
+  // op's type inference already reported at the same place: users get one message.
+  uint64_t duplicateFilterId = 0;
+  mlir::Location lastErrorLocation;
 };
 
 /// The model of a module that ModelFile loaded (exactly one exists).

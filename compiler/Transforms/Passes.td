@@ -15,9 +15,10 @@ def TGSimplifyPass : Pass<"tg-simplify"> {
   let description = [{
     Rewrite class: exact.
 
-    Runs the folders and canonicalization patterns of the `tg` ops to a fixed point (and only
-    those: other dialects are left to the standard canonicalizer). Every rewrite computes the
-    same real-valued function with the same products and sums; only layout and op count change:
+    Runs the canonicalization patterns of the `tg` ops, and the folders of every op it visits
+    (the greedy driver folds any foldable op; folds are exact), to a fixed point. Patterns of
+    other dialects are left to the standard canonicalizer. Every rewrite computes the same
+    real-valued function with the same products and sums; only layout and op count change:
 
     - `tg.transpose` with the identity permutation is removed;
     - `tg.transpose` of a `tg.transpose` becomes one transpose with the composed permutation;
@@ -25,7 +26,8 @@ def TGSimplifyPass : Pass<"tg-simplify"> {
       matmul's `transpose_lhs` / `transpose_rhs` flag (GEMM libraries read transposed operands
       at no cost);
     - `tg.scale` by 1.0, `tg.repeat` once and a same-type `tg.reshape` are removed;
-    - `tg.reshape` of a `tg.reshape` becomes one reshape.
+    - `tg.reshape` of a `tg.reshape` becomes one reshape;
+    - `tg.convert` to the same type, and exact round trips (bf16 -> f32 -> bf16), are removed.
 
     Before:
 

@@ -5,7 +5,6 @@
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/raw_ostream.h"
@@ -51,9 +50,8 @@ static void printCheckSummary(llvm::StringRef path, mlir::ModuleOp module) {
 }
 
 int runCheck() {
-  mlir::DialectRegistry registry;
-  registerMlperfcDialects(registry);
-  mlir::MLIRContext context(registry);
+  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
+  mlir::MLIRContext &context = *contextOwner;
   unsigned failures = 0;
   for (const std::string &path : checkInputs) {
     ModelFile modelFile(context, path);

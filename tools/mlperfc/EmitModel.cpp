@@ -11,7 +11,6 @@
 #include "compiler/Models/Llama3.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/WithColor.h"
@@ -74,12 +73,12 @@ int runEmitModel() {
 
   // Verify before writing: the IR verifier owns the cross-field rules (divisibility, eval
   // cadence, schedule consistency) and names the offending field.
-  mlir::DialectRegistry registry;
-  registerMlperfcDialects(registry);
-  mlir::MLIRContext context(registry);
+  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
+  mlir::MLIRContext &context = *contextOwner;
   ModelFile generated(context, "<emit-model>");
   if (!generated.loadFromString(text, "<emit-model " + config->name + ">")) {
-    return fail("the configuration above does not give a valid declaration; nothing written");
+    return fail("the declaration for this configuration does not verify (errors above); "
+                "nothing written");
   }
 
   if (emitOutput == "-") {

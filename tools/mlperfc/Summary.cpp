@@ -5,7 +5,6 @@
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -120,9 +119,8 @@ static void printJson(const ModelSummary &s) {
 }
 
 int runSummary() {
-  mlir::DialectRegistry registry;
-  registerMlperfcDialects(registry);
-  mlir::MLIRContext context(registry);
+  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
+  mlir::MLIRContext &context = *contextOwner;
   ModelFile modelFile(context, summaryInput);
   mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
   if (!module) {

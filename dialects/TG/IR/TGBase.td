@@ -25,9 +25,9 @@ def TG_Dialect : Dialect {
 
 // Element types a tg compute op accepts.
 def TG_Float : AnyTypeOf<[F32, BF16, F8E4M3FN, F8E5M2], "f32, bf16, f8E4M3FN or f8E5M2">;
-def TG_Tensor : RankedTensorOf<[TG_Float]>;
+def TG_Tensor : StaticShapeTensorOf<[TG_Float]>;
 // Token ids and labels.
-def TG_IndexTensor : RankedTensorOf<[I32, I64]>;
+def TG_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 // Scalars such as the loss are f32 whatever the compute precision.
 def TG_F32Scalar : 0DTensorOf<[F32]>;
 

@@ -7,16 +7,18 @@
 
 #include "dialects/TG/IR/TGOps.h"
 
-#include "dialects/TG/IR/TGDiagnostics.h"
+#include "dialects/TG/IR/TGUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlperf::tg;
@@ -25,8 +27,6 @@ namespace {
 
 /// The per-layer placeholder in parameter names.
 constexpr llvm::StringLiteral kLayerPlaceholder = "{i}";
-
-bool isFinitePositive(double value) { return std::isfinite(value) && value > 0.0; }
 
 /// Emits "<field> must be <requirement>, got <value>" on `op`.
 LogicalResult fieldError(Operation *op, StringRef field, StringRef requirement, int64_t value) {
@@ -172,6 +172,10 @@ LogicalResult ParamOp::verify() {
   if (getRepeat() && getRepeatAttr().getInt() < 1) {
     return fieldError(*this, "repeat", ">= 1", getRepeatAttr().getInt());
   }
+  std::optional<int64_t> elements = checkedNumElements(getTensorType().getShape());
+  if (!elements || !llvm::checkedMul(*elements, getCopies())) {
+    return emitOpError() << "declares more than 2^63 elements";
+  }
   if (init == "scaled_normal" && !getRepeat()) {
     return emitOpError() << "scaled_normal scales std by 1/sqrt(2 x layers) and needs a "
                             "per-layer parameter (repeat)";
@@ -186,9 +190,14 @@ LogicalResult ParamOp::verify() {
 /// The tg.param `name` refers to, or an error on `user`.
 static FailureOr<ParamOp> lookupParam(Operation *user, SymbolTableCollection &symbolTable,
                                       FlatSymbolRefAttr name) {
-  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(user, name.getAttr());
-  if (!param) {
+  Operation *symbol = symbolTable.lookupNearestSymbolFrom(user, name.getAttr());
+  if (!symbol) {
     return user->emitOpError() << "refers to undeclared parameter " << name;
+  }
+  auto param = dyn_cast<ParamOp>(symbol);
+  if (!param) {
+    return user->emitOpError() << "refers to " << name << ", which is a '" << symbol->getName()
+                               << "', not a tg.param";
   }
   return param;
 }
@@ -209,10 +218,19 @@ LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+SmallVector<StringRef> RepeatLayersOp::getParamNames() {
+  return llvm::to_vector(llvm::map_range(
+      getParams(), [](Attribute attr) { return cast<FlatSymbolRefAttr>(attr).getValue(); }));
+}
+
 LogicalResult RepeatLayersOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto callee = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
   if (!callee) {
     return emitOpError() << "layer function " << getCalleeAttr() << " is not declared";
+  }
+  if (callee.isExternal()) {
+    return emitOpError() << "layer function " << getCalleeAttr()
+                         << " has no body: a model declares every computation";
   }
   if (getCountAttr().getInt() < 1) {
     return emitOpError() << "count must be >= 1, got " << getCountAttr().getInt();
@@ -224,7 +242,12 @@ LogicalResult RepeatLayersOp::verifySymbolUses(SymbolTableCollection &symbolTabl
     if (failed(param)) {
       return failure();
     }
-    if (param->getCopies() != getCountAttr().getInt() || !param->getRepeat()) {
+    if (!param->getRepeat()) {
+      return emitOpError() << "parameter " << name
+                           << " is not per-layer (no '{i}' in its name, no repeat); pass it "
+                              "with tg.param_ref";
+    }
+    if (param->getCopies() != getCountAttr().getInt()) {
       return emitOpError() << "parameter " << name << " is declared for " << param->getCopies()
                            << " layer(s) but the stack has " << getCountAttr().getInt();
     }
@@ -260,7 +283,6 @@ LogicalResult ModelOp::verifyRegions() {
     slot = op;
     return success();
   };
-  llvm::StringSet<> usedParams;
   for (Operation &op : getBody().front()) {
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
@@ -296,8 +318,10 @@ LogicalResult ModelOp::verifyRegions() {
     return benchmark.emitOpError()
            << "eval_every_samples " << benchmark.getEvalEverySamplesAttr().getInt()
            << " is not a multiple of global_batch_size " << globalBatch
-           << "; MLPerf rounds the cadence up to the next step boundary, so declare " << roundedUp
-           << " (or choose a batch size that divides it)";
+           << ": MLPerf rounds the cadence up to the next step boundary, so evaluation would "
+              "run every "
+           << roundedUp << " samples instead; choose a global batch size that divides "
+           << benchmark.getEvalEverySamplesAttr().getInt();
   }
 
   auto forward = dyn_cast_or_null<func::FuncOp>(getForward());
@@ -318,20 +342,63 @@ LogicalResult ModelOp::verifyRegions() {
                                  << batch.getSeqLenAttr().getInt() << ") needs " << expectedForward;
   }
 
-  walk([&](Operation *op) {
-    if (auto ref = dyn_cast<ParamRefOp>(op)) {
-      usedParams.insert(ref.getName());
-    } else if (auto layers = dyn_cast<RepeatLayersOp>(op)) {
-      for (Attribute attr : layers.getParams()) {
-        usedParams.insert(cast<FlatSymbolRefAttr>(attr).getValue());
-      }
+  if (forward.isExternal() || forward.isPrivate()) {
+    return forward.emitOpError() << "@forward must be a public function with a body";
+  }
+
+  // Walk the functions reachable from @forward (through calls and layer stacks): each must
+  // have a body and none may recurse; the parameters they use are the trained ones.
+  llvm::StringSet<> usedParams;
+  llvm::DenseSet<Operation *> done;
+  SmallVector<Operation *> inProgress;
+  std::function<LogicalResult(func::FuncOp, Operation *)> visit =
+      [&](func::FuncOp func, Operation *user) -> LogicalResult {
+    if (llvm::is_contained(inProgress, func.getOperation())) {
+      return user->emitOpError() << "makes @" << func.getSymName()
+                                 << " call itself (directly or through other functions): "
+                                    "layers are repeated with tg.repeat_layers, not recursion";
     }
-  });
+    if (!done.insert(func).second) {
+      return success();
+    }
+    if (func.isExternal()) {
+      return user->emitOpError() << "calls @" << func.getSymName()
+                                 << ", which has no body: a model declares every computation";
+    }
+    inProgress.push_back(func);
+    WalkResult walked = func.walk([&](Operation *op) -> WalkResult {
+      StringRef calleeName;
+      if (auto ref = dyn_cast<ParamRefOp>(op)) {
+        usedParams.insert(ref.getName());
+      } else if (auto layers = dyn_cast<RepeatLayersOp>(op)) {
+        for (StringRef name : layers.getParamNames()) {
+          usedParams.insert(name);
+        }
+        calleeName = layers.getCallee();
+      } else if (auto call = dyn_cast<func::CallOp>(op)) {
+        calleeName = call.getCallee();
+      }
+      if (calleeName.empty()) {
+        return WalkResult::advance();
+      }
+      auto callee =
+          dyn_cast_or_null<func::FuncOp>(mlir::SymbolTable::lookupSymbolIn(*this, calleeName));
+      if (callee && failed(visit(callee, op))) {
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    inProgress.pop_back();
+    return failure(walked.wasInterrupted());
+  };
+  if (failed(visit(forward, forward))) {
+    return failure();
+  }
   for (auto param : getBody().front().getOps<ParamOp>()) {
     if (!usedParams.contains(param.getSymName())) {
       return param.emitOpError()
-             << "declares a parameter that no function uses; MLPerf closed division forbids "
-                "extra trainable parameters";
+             << "declares a parameter that no computation reachable from @forward uses; MLPerf "
+                "closed division forbids extra trainable parameters";
     }
   }
   return success();

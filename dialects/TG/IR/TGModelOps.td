@@ -23,7 +23,8 @@ def TG_ModelOp : TG_Op<"model", [Symbol, SymbolTable, NoTerminator, SingleBlock,
     the `tg.param` declarations, and functions. `@forward` maps one micro-batch,
     `(tokens: [micro_batch, seq] int, labels: [micro_batch, seq] int) -> loss: tensor<f32>`.
     Verified across ops: the forward's shapes match `tg.batch`; the eval cadence is a multiple
-    of the global batch size; every declared parameter is used (MLPerf forbids extra trainable
+    of the global batch size; the functions reachable from `@forward` have bodies and do not
+    recurse; every declared parameter is used by them (MLPerf forbids extra trainable
     parameters).
 
     ```mlir
@@ -154,10 +155,14 @@ def TG_RepeatLayersOp : TG_Op<"repeat_layers", [Pure, AllTypesMatch<["input", "r
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee, TG_Tensor:$input, I64Attr:$count,
-                       SymbolRefArrayAttr:$params);
+                       FlatSymbolRefArrayAttr:$params);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = [{
     $callee `(` $input `)` `count` $count `params` $params attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// The per-layer parameter names, "{i}" unresolved, in argument order.
+    ::llvm::SmallVector<::llvm::StringRef> getParamNames();
   }];
 }
 

@@ -6,7 +6,7 @@
 
 #include "dialects/TG/IR/TGOps.h"
 
-#include "dialects/TG/IR/TGDiagnostics.h"
+#include "dialects/TG/IR/TGUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -31,10 +31,10 @@ void TGDialect::initialize() {
       >();
 }
 
-/// Prints a shape as `AxBxC` for diagnostics (`scalar` for rank 0).
+/// Prints a shape as `AxBxC` for diagnostics (`[]` when there are no dimensions).
 static std::string shapeString(ArrayRef<int64_t> shape) {
   if (shape.empty()) {
-    return "scalar";
+    return "[]";
   }
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -52,8 +52,6 @@ static LogicalResult checkDimension(std::optional<Location> location, StringRef 
   }
   return success();
 }
-
-static bool isFiniteAndPositive(double value) { return std::isfinite(value) && value > 0.0; }
 
 //===----------------------------------------------------------------------===//
 // ScaleOp
@@ -161,7 +159,7 @@ LogicalResult RopeOp::verify() {
   if (headDim % 2 != 0) {
     return emitOpError() << "head_dim must be even to rotate halves, got " << headDim;
   }
-  if (!isFiniteAndPositive(getTheta().convertToDouble())) {
+  if (!isFinitePositive(getTheta().convertToDouble())) {
     return emitOpError() << "theta must be a finite positive number, got "
                          << formatNumber(getTheta().convertToDouble());
   }
@@ -179,7 +177,7 @@ LogicalResult RopeOp::verify() {
   double factor = getScalingFactor()->convertToDouble();
   double low = getLowFreqFactor()->convertToDouble();
   double high = getHighFreqFactor()->convertToDouble();
-  if (!isFiniteAndPositive(factor) || !isFiniteAndPositive(low) || !isFiniteAndPositive(high)) {
+  if (!isFinitePositive(factor) || !isFinitePositive(low) || !isFinitePositive(high)) {
     return emitOpError() << "RoPE scaling factors must be finite and positive";
   }
   if (!(high > low)) {
@@ -230,7 +228,15 @@ LogicalResult RepeatOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
     return emitOptionalError(location, "'tg.repeat' op times must be >= 1, got ", times);
   }
   SmallVector<int64_t> shape(type.getShape());
-  shape[dim] *= times;
+  std::optional<int64_t> repeated = llvm::checkedMul(shape[dim], times);
+  if (!repeated) {
+    return emitOptionalError(location, "'tg.repeat' op repeating dimension ", dim, " (size ",
+                             shape[dim], ") ", times, " times overflows");
+  }
+  shape[dim] = *repeated;
+  if (!checkedNumElements(shape)) {
+    return emitOptionalError(location, "'tg.repeat' op result has more than 2^63 elements");
+  }
   inferredReturnTypes.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
 }
@@ -372,13 +378,16 @@ struct AbsorbTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
 } // namespace
 
 bool MatmulOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
-  // The output precision is free; the shape is not.
+  // The output may be the operands' type or f32 (a GEMM's fp32 output); never narrower:
+  // narrowing to fp8 needs the explicit scaling of tg-fp8.
   if (inferred.size() != 1 || actual.size() != 1) {
     return false;
   }
   auto inferredType = cast<RankedTensorType>(inferred.front());
   auto actualType = dyn_cast<RankedTensorType>(actual.front());
-  return actualType && actualType.getShape() == inferredType.getShape();
+  return actualType && actualType.getShape() == inferredType.getShape() &&
+         (actualType.getElementType() == inferredType.getElementType() ||
+          actualType.getElementType().isF32());
 }
 
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
@@ -444,11 +453,15 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError() << "cannot change the element type (" << inputType.getElementType()
                          << " to " << resultType.getElementType() << "); reshape only";
   }
-  if (inputType.getNumElements() != resultType.getNumElements()) {
+  std::optional<int64_t> inputCount = checkedNumElements(inputType.getShape());
+  std::optional<int64_t> resultCount = checkedNumElements(resultType.getShape());
+  if (!inputCount || !resultCount) {
+    return emitOpError() << "has a tensor with more than 2^63 elements";
+  }
+  if (*inputCount != *resultCount) {
     return emitOpError() << "element counts differ: " << shapeString(inputType.getShape())
-                         << " has " << inputType.getNumElements() << ", "
-                         << shapeString(resultType.getShape()) << " has "
-                         << resultType.getNumElements();
+                         << " has " << *inputCount << ", " << shapeString(resultType.getShape())
+                         << " has " << *resultCount;
   }
   return success();
 }
@@ -482,7 +495,12 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
     if (size <= 0) {
       return emitOptionalError(location, "'tg.split' op sizes must be positive, got ", size);
     }
-    total += size;
+    std::optional<int64_t> sum = llvm::checkedAdd(total, size);
+    if (!sum || *sum > type.getDimSize(dim)) {
+      return emitOptionalError(location, "'tg.split' op sizes add up to more than dimension ", dim,
+                               " (size ", type.getDimSize(dim), ")");
+    }
+    total = *sum;
   }
   if (total != type.getDimSize(dim)) {
     return emitOptionalError(location, "'tg.split' op sizes add up to ", total, " but dimension ",
@@ -525,7 +543,11 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
                                  " may differ");
       }
     }
-    shape[dim] += type.getDimSize(dim);
+    std::optional<int64_t> sum = llvm::checkedAdd(shape[dim], type.getDimSize(dim));
+    if (!sum) {
+      return emitOptionalError(location, "'tg.concat' op dimension ", dim, " overflows");
+    }
+    shape[dim] = *sum;
   }
   inferredReturnTypes.push_back(RankedTensorType::get(shape, firstType.getElementType()));
   return success();

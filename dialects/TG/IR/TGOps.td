@@ -75,8 +75,8 @@ def TG_ConvertOp : TG_Op<"convert", [Pure, Elementwise, SameOperandsAndResultSha
   let summary = "Converts between floating-point element types (round to nearest even)";
   let description = [{
     Widening (bf16 → f32) is exact; narrowing rounds to nearest, ties to even, and saturates
-    nothing: values beyond the target's range become infinities (fp8 scaling is tg-fp8's job,
-    with explicit scales).
+    nothing: values beyond the target's range become infinities, or NaN for f8E4M3FN, which
+    has no infinity (fp8 scaling is tg-fp8's job, with explicit scales).
 
     ```mlir
     %p16 = tg.convert %p : tensor<8x4x32x32xf32> -> tensor<8x4x32x32xbf16>
@@ -253,8 +253,9 @@ def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
     its transpose when `transpose_rhs` is set). Leading dimensions of `lhs` are batch
     dimensions; `rhs` either has the same batch dimensions or is a rank-2 matrix shared by
     every batch (a weight). Accumulation is in f32 for every storage type; the result's
-    element type is the GEMM's output precision (the operands' type unless stated, e.g. bf16
-    operands with f32 scores as fused attention computes them).
+    element type is the GEMM's output precision: the operands' type, or f32 (e.g. bf16
+    operands with f32 scores as fused attention computes them). Never narrower than the
+    operands: narrowing to fp8 needs tg-fp8's explicit scaling.
 
     A linear layer with a weight stored `[out_features, in_features]` (the Hugging Face and
     Megatron layout) is `y = x · Wᵀ`:

@@ -12,16 +12,17 @@ func.func @identity_transpose(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// Tests that two transposes compose into one with the composed permutation.
+// Tests that two transposes compose into one with the composed permutation
+// (composed[i] = inner[outer[i]]; different permutations, so the order matters).
 // CHECK-LABEL: func.func @compose_transposes
-// CHECK-SAME: (%[[X:.+]]: tensor<2x3x5xf32>)
-// CHECK: %[[T:.+]] = tg.transpose %[[X]] {permutation = array<i64: 1, 2, 0>} : tensor<2x3x5xf32> -> tensor<3x5x2xf32>
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x5x7xf32>)
+// CHECK: %[[T:.+]] = tg.transpose %[[X]] {permutation = array<i64: 2, 0, 3, 1>} : tensor<2x3x5x7xf32> -> tensor<5x2x7x3xf32>
 // CHECK-NOT: tg.transpose
 // CHECK: return %[[T]]
-func.func @compose_transposes(%x: tensor<2x3x5xf32>) -> tensor<3x5x2xf32> {
-  %a = tg.transpose %x {permutation = array<i64: 2, 0, 1>} : tensor<2x3x5xf32> -> tensor<5x2x3xf32>
-  %b = tg.transpose %a {permutation = array<i64: 2, 0, 1>} : tensor<5x2x3xf32> -> tensor<3x5x2xf32>
-  return %b : tensor<3x5x2xf32>
+func.func @compose_transposes(%x: tensor<2x3x5x7xf32>) -> tensor<5x2x7x3xf32> {
+  %a = tg.transpose %x {permutation = array<i64: 1, 2, 0, 3>} : tensor<2x3x5x7xf32> -> tensor<3x5x2x7xf32>
+  %b = tg.transpose %a {permutation = array<i64: 1, 2, 3, 0>} : tensor<3x5x2x7xf32> -> tensor<5x2x7x3xf32>
+  return %b : tensor<5x2x7x3xf32>
 }
 
 // -----
@@ -130,4 +131,17 @@ func.func @fp8_round_trip(%x: tensor<4xf8E5M2>) -> tensor<4xf8E5M2> {
   %a = tg.convert %x : tensor<4xf8E5M2> -> tensor<4xf8E4M3FN>
   %b = tg.convert %a : tensor<4xf8E4M3FN> -> tensor<4xf8E5M2>
   return %b : tensor<4xf8E5M2>
+}
+
+// -----
+
+// Tests that an exact fp8 round trip folds: every f8E4M3FN value is a bf16 value.
+// CHECK-LABEL: func.func @fp8_exact_round_trip
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf8E4M3FN>)
+// CHECK-NOT: tg.convert
+// CHECK: return %[[X]]
+func.func @fp8_exact_round_trip(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+  %a = tg.convert %x : tensor<4xf8E4M3FN> -> tensor<4xbf16>
+  %b = tg.convert %a : tensor<4xbf16> -> tensor<4xf8E4M3FN>
+  return %b : tensor<4xf8E4M3FN>
 }

@@ -52,7 +52,7 @@ func.func @matmul_result(%x: tensor<32x64xf32>, %w: tensor<64x160xf32>) {
 
 // Tests that element types outside the approved set are rejected (f16 is not used by tg).
 func.func @element_type(%a: tensor<4xf16>) {
-  // expected-error @+1 {{'tg.add' op operand #0 must be ranked tensor of f32, bf16, f8E4M3FN or f8E5M2 values, but got 'tensor<4xf16>'}}
+  // expected-error @+1 {{'tg.add' op operand #0 must be statically shaped tensor of f32, bf16, f8E4M3FN or f8E5M2 values, but got 'tensor<4xf16>'}}
   %b = tg.add %a, %a : tensor<4xf16>
   return
 }
@@ -182,7 +182,7 @@ func.func @embedding_table(%t: tensor<4x8x2xf32>, %ids: tensor<3xi32>) {
 
 // Tests that token ids are integers.
 func.func @embedding_ids(%t: tensor<4x8xf32>, %ids: tensor<3xf32>) {
-  // expected-error @+1 {{'tg.embedding' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
+  // expected-error @+1 {{'tg.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
   %h = "tg.embedding"(%t, %ids) : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<3x8xf32>
   return
 }
@@ -440,5 +440,54 @@ func.func @concat_none() {
 func.func @convert_shape(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{'tg.convert' op all non-scalar operands/results must have the same shape and base type}}
   %y = tg.convert %x : tensor<2x8xf32> -> tensor<16xbf16>
+  return
+}
+
+// -----
+
+// Tests that shapes are static: a dynamic dimension is rejected, not miscounted.
+func.func @dynamic(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tg.reshape' op operand #0 must be statically shaped tensor of f32, bf16, f8E4M3FN or f8E5M2 values, but got 'tensor<?x4xf32>'}}
+  %y = tg.reshape %x : tensor<?x4xf32> -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+// Tests that a repeat whose size overflows int64 is an error, not a wrapped shape.
+func.func @repeat_overflow(%x: tensor<2x4xf32>) {
+  // expected-error @+2 {{'tg.repeat' op repeating dimension 0 (size 2) 4611686018427387904 times overflows}}
+  // expected-error @+1 {{'tg.repeat' op failed to infer returned types}}
+  %y = tg.repeat %x {dim = 0 : i64, times = 4611686018427387904 : i64} : tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Tests that split sizes that overflow int64 are caught.
+func.func @split_overflow(%x: tensor<4xf32>) {
+  // expected-error @+2 {{'tg.split' op sizes add up to more than dimension 0 (size 4)}}
+  // expected-error @+1 {{'tg.split' op failed to infer returned types}}
+  %a, %b, %c = tg.split %x {dim = 0 : i64, sizes = array<i64: 9223372036854775807, 9223372036854775807, 6>} : tensor<4xf32> -> tensor<1xf32>, tensor<1xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that a matmul may not narrow its output to fp8 (that needs tg-fp8's scaling).
+func.func @matmul_fp8_output(%a: tensor<2x8xbf16>, %b: tensor<8x4xbf16>) {
+  // expected-error @+2 {{'tg.matmul' op failed to infer returned types}}
+  // expected-error @+1 {{'tg.matmul' op inferred type(s) 'tensor<2x4xbf16>' are incompatible with return type(s) of operation 'tensor<2x4xf8E4M3FN>'}}
+  %c = tg.matmul %a, %b : tensor<2x8xbf16>, tensor<8x4xbf16> -> tensor<2x4xf8E4M3FN>
+  return
+}
+
+// -----
+
+// Tests that a batch mismatch against a plain matrix names the missing batch dimensions.
+func.func @matmul_batch_rank2_lhs(%a: tensor<2x8xf32>, %b: tensor<4x8x4xf32>) {
+  // expected-error @+2 {{'tg.matmul' op batch dimensions differ: lhs [], rhs 4}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %c = tg.matmul %a, %b : tensor<2x8xf32>, tensor<4x8x4xf32> -> tensor<2x4xf32>
   return
 }

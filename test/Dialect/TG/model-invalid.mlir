@@ -152,7 +152,7 @@ tg.model @m {
 
 // Tests that the eval cadence is a multiple of the global batch (MLPerf rounds it up).
 tg.model @m {
-  // expected-error @+1 {{'tg.benchmark' op eval_every_samples 60 is not a multiple of global_batch_size 8; MLPerf rounds the cadence up to the next step boundary, so declare 64 (or choose a batch size that divides it)}}
+  // expected-error @+1 {{'tg.benchmark' op eval_every_samples 60 is not a multiple of global_batch_size 8: MLPerf rounds the cadence up to the next step boundary, so evaluation would run every 64 samples instead; choose a global batch size that divides 60}}
   tg.benchmark {name = "llama31_8b", eval_every_samples = 60, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
@@ -781,7 +781,7 @@ tg.model @m {
   tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
-  // expected-error @+1 {{'tg.param' op attribute 'type' failed to satisfy constraint: type attribute of ranked tensor of f32, bf16, f8E4M3FN or f8E5M2 values}}
+  // expected-error @+1 {{'tg.param' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped tensor of f32, bf16, f8E4M3FN or f8E5M2 values}}
   tg.param @"embed" : tensor<16x8xf16> {init = "normal", std = 0.02}
   tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
   func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
@@ -938,7 +938,7 @@ tg.model @m {
   func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
     %e = tg.param_ref @"embed" : tensor<16x8xf32>
     %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
-    // expected-error @+1 {{'tg.repeat_layers' op parameter @embed is declared for 1 layer(s) but the stack has 2}}
+    // expected-error @+1 {{'tg.repeat_layers' op parameter @embed is not per-layer (no '{i}' in its name, no repeat); pass it with tg.param_ref}}
     %h2 = tg.repeat_layers @layer(%h) count 2 params [@"embed"] : tensor<2x4x8xf32>
     %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
     %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
@@ -1110,7 +1110,7 @@ tg.model @m {
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
   tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
-  // expected-error @+1 {{'tg.param' op declares a parameter that no function uses; MLPerf closed division forbids extra trainable parameters}}
+  // expected-error @+1 {{'tg.param' op declares a parameter that no computation reachable from @forward uses; MLPerf closed division forbids extra trainable parameters}}
   tg.param @"unused.weight" : tensor<8xf32> {init = "ones"}
   tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
   func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
@@ -1198,6 +1198,312 @@ tg.model @m {
     %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
     // expected-error @+1 {{'tg.repeat_layers' op refers to undeclared parameter @"layers.{i}.v"}}
     %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.v"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that a layer function may not stack itself (no recursion).
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    // expected-error @+1 {{'tg.repeat_layers' op makes @layer call itself (directly or through other functions): layers are repeated with tg.repeat_layers, not recursion}}
+    %z = tg.repeat_layers @layer(%y) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    return %z : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that functions may not recurse through calls.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    // expected-error @+1 {{'func.call' op makes @layer call itself (directly or through other functions): layers are repeated with tg.repeat_layers, not recursion}}
+    %z = func.call @layer(%y, %w) : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    return %z : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that a layer function has a body.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    // expected-error @+1 {{'tg.repeat_layers' op layer function @layer has no body: a model declares every computation}}
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32>
+}
+
+// -----
+
+// Tests that a called function has a body.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    // expected-error @+1 {{'func.call' op calls @external, which has no body: a model declares every computation}}
+    %h3 = func.call @external(%h2) : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %logits = tg.matmul %h3, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @external(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that @forward is public.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  // expected-error @+1 {{'func.func' op @forward must be a public function with a body}}
+  func.func private @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that a parameter used only by an uncalled function counts as unused.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  // expected-error @+1 {{'tg.param' op declares a parameter that no computation reachable from @forward uses; MLPerf closed division forbids extra trainable parameters}}
+  tg.param @"dead.weight" : tensor<8xf32> {init = "ones"}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @dead() -> tensor<8xf32> {
+    %d = tg.param_ref @"dead.weight" : tensor<8xf32>
+    return %d : tensor<8xf32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that param_ref names a parameter, not another symbol.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    // expected-error @+1 {{'tg.param_ref' op refers to @layer, which is a 'func.func', not a tg.param}}
+    %bad = tg.param_ref @layer : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that a stack of one layer still needs per-layer parameters.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"w" : tensor<8x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    // expected-error @+1 {{'tg.repeat_layers' op parameter @w is not per-layer (no '{i}' in its name, no repeat); pass it with tg.param_ref}}
+    %h2 = tg.repeat_layers @layer(%h) count 1 params [@"w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that stacked parameters are plain symbol names.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    // expected-error @+1 {{'tg.repeat_layers' op attribute 'params' failed to satisfy constraint: flat symbol ref array attribute}}
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"::@x] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that a parameter's element count fits in int64.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  // expected-error @+1 {{'tg.param' op declares more than 2^63 elements}}
+  tg.param @"huge" : tensor<4611686018427387904x4xf32> {init = "ones"}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that a model without tg.benchmark names what is missing.
+// expected-error @+1 {{'tg.model' op declares no tg.benchmark: every model states its MLPerf metadata, batch, optimizer and LR schedule}}
+tg.model @m {
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that a model without tg.lr_schedule names what is missing.
+// expected-error @+1 {{'tg.model' op declares no tg.lr_schedule: every model states its MLPerf metadata, batch, optimizer and LR schedule}}
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
     %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
     %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
     return %loss : tensor<f32>

@@ -1,0 +1,56 @@
+//===- TGInterpreter.h - Reference execution of tg IR ----------*- C++ -*-===//
+//
+// Runs tg functions on the CPU reference kernels of runtime/cpu (the same kernels the CPU
+// backend uses), rounding every result to its declared element type. Used to check that
+// passes preserve the math and to compare against the independent oracle.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_COMPILER_INTERPRETER_TGINTERPRETER_H
+#define MLPERFC_COMPILER_INTERPRETER_TGINTERPRETER_H
+
+#include "dialects/TG/IR/TGOps.h"
+#include "runtime/cpu/HostTensor.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace mlperf {
+
+/// Parameter values by resolved Hugging Face name ("model.layers.3.mlp.up_proj.weight").
+using ParamValues = std::map<std::string, rt::HostTensor>;
+
+/// The name of layer `layer`'s copy of a per-layer parameter ("{i}" replaced).
+std::string resolveLayerName(llvm::StringRef name, int64_t layer);
+
+/// The element type of a tg tensor type as the runtime sees it, or failure for other types.
+mlir::FailureOr<rt::DType> toDType(mlir::Type elementType);
+
+/// Draws every declared parameter from its init distribution with Philox keyed by
+/// (seed, parameter name, element). Fails with a diagnostic for init = "checkpoint".
+mlir::FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t seed);
+
+/// Checks that `values` holds exactly the model's parameters with their declared shapes and
+/// element types, naming the first mismatch.
+mlir::LogicalResult checkParameters(tg::ModelOp model, const ParamValues &values);
+
+class TGInterpreter {
+public:
+  TGInterpreter(tg::ModelOp model, const ParamValues &params) : model(model), params(params) {}
+
+  /// Runs `func` on `args`. On bad input (an id outside the vocabulary, a shape mismatch with
+  /// the function's signature) emits an error at the offending op or function and fails.
+  mlir::FailureOr<std::vector<rt::HostTensor>> call(mlir::func::FuncOp func,
+                                                    std::vector<rt::HostTensor> args);
+
+private:
+  tg::ModelOp model;
+  const ParamValues &params;
+};
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_INTERPRETER_TGINTERPRETER_H
