@@ -9,6 +9,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -257,13 +258,13 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
                                        scaled ? o.getHighFreqFactor()->convertToDouble() : 0.0,
                                        scaled ? o.getOriginalMaxPositionAttr().getInt() : 0);
               cpu::rope(get(o.getInput()).values.data(), out.values.data(), s[0], s[1], s[2], s[3],
-                        frequencies, /*inverse=*/false);
+                        frequencies, o.getInverse());
               return success();
             })
             .Case([&](tg::CausalMaskOp o) {
               int64_t n = out.shape.back();
               cpu::causalMask(get(o.getInput()).values.data(), out.values.data(),
-                              out.numElements() / (n * n), n, /*forGradient=*/false);
+                              out.numElements() / (n * n), n, o.getGradient());
               return success();
             })
             .Case([&](tg::SoftmaxOp o) {
@@ -371,6 +372,58 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
                                piece.shape[dim], out.shape[dim], 0, offset, piece.shape[dim]);
                 offset += piece.shape[dim];
               }
+              return success();
+            })
+            .Case([&](tg::FillOp o) {
+              std::fill(out.values.begin(), out.values.end(),
+                        static_cast<float>(o.getValue().convertToDouble()));
+              return success();
+            })
+            .Case([&](tg::SiluGradOp o) {
+              cpu::siluGrad(get(o.getInput()).values.data(), get(o.getGrad()).values.data(),
+                            out.values.data(), out.numElements());
+              return success();
+            })
+            .Case([&](tg::SoftmaxGradOp o) {
+              size_t dim = o.getDimAttr().getInt();
+              cpu::softmaxGrad(get(o.getOutput()).values.data(), get(o.getGrad()).values.data(),
+                               out.values.data(), product(out.shape, 0, dim), out.shape[dim],
+                               product(out.shape, dim + 1, out.shape.size()));
+              return success();
+            })
+            .Case([&](tg::RepeatGradOp o) {
+              size_t dim = o.getDimAttr().getInt();
+              cpu::repeatGrad(get(o.getGrad()).values.data(), out.values.data(),
+                              product(out.shape, 0, dim), out.shape[dim],
+                              product(out.shape, dim + 1, out.shape.size()),
+                              o.getTimesAttr().getInt());
+              return success();
+            })
+            .Case([&](tg::EmbeddingGradOp o) {
+              const HostTensor &ids = get(o.getIds());
+              cpu::embeddingGrad(ids.ints.data(), get(o.getGrad()).values.data(), out.values.data(),
+                                 ids.numElements(), out.shape[0], out.shape[1]);
+              return success();
+            })
+            .Case([&](tg::CrossEntropyGradOp o) {
+              const HostTensor &logits = get(o.getLogits());
+              const float *mask = o.getLossMask() ? get(o.getLossMask()).values.data() : nullptr;
+              cpu::crossEntropyGrad(logits.values.data(), get(o.getLabels()).ints.data(), mask,
+                                    get(o.getGrad()).values[0], out.values.data(),
+                                    get(o.getLabels()).numElements(), logits.shape.back());
+              return success();
+            })
+            .Case([&](tg::RMSNormGradOp o) {
+              HostTensor dx = emptyLike(o.getInputGrad().getType());
+              HostTensor dw = emptyLike(o.getWeightGrad().getType());
+              int64_t dim = dx.shape.back();
+              cpu::rmsNormGrad(get(o.getInput()).values.data(), get(o.getWeight()).values.data(),
+                               get(o.getGrad()).values.data(), dx.values.data(), dw.values.data(),
+                               dx.numElements() / dim, dim, o.getEpsilon().convertToDouble());
+              finish(dx);
+              finish(dw);
+              env[o.getInputGrad()] = std::move(dx);
+              env[o.getWeightGrad()] = std::move(dw);
               return success();
             })
             .Default([&](Operation *other) {

@@ -52,4 +52,69 @@ def TGSimplifyPass : Pass<"tg-simplify"> {
   let dependentDialects = ["::mlperf::tg::TGDialect"];
 }
 
+def TGInlineLayersPass : Pass<"tg-inline-layers", "::mlir::ModuleOp"> {
+  let summary = "Unrolls layer stacks, inlines calls and expands per-layer parameters";
+  let description = [{
+    Rewrite class: exact.
+
+    Makes every public function of each `tg.model` straight-line code, the form tg-autodiff
+    and the plan lowering work on:
+
+    - a per-layer `tg.param @"model.layers.{i}.…" {repeat = N}` becomes N parameters
+      `model.layers.0.…` to `model.layers.{N-1}.…`; `scaled_normal` initialization becomes
+      `normal` with the already scaled standard deviation `std / sqrt(2N)` (the same
+      distribution);
+    - `tg.repeat_layers @f(%x) count N params [...]` becomes N inlined copies of `@f`'s body,
+      copy i reading layer i's parameters;
+    - `func.call`s are inlined;
+    - private functions no longer referenced are erased.
+
+    Before:
+
+    ```mlir
+    tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "normal", std = 0.02, repeat = 2}
+    ...
+    %h = tg.repeat_layers @layer(%x) count 2 params [@"layers.{i}.w"] : tensor<4x8xf32>
+    ```
+
+    After:
+
+    ```mlir
+    tg.param @"layers.0.w" : tensor<8x8xf32> {init = "normal", std = 0.02}
+    tg.param @"layers.1.w" : tensor<8x8xf32> {init = "normal", std = 0.02}
+    ...
+    %w0 = tg.param_ref @"layers.0.w" : tensor<8x8xf32>
+    %h0 = tg.matmul %x, %w0 {transpose_rhs} : ...
+    %w1 = tg.param_ref @"layers.1.w" : tensor<8x8xf32>
+    %h = tg.matmul %h0, %w1 {transpose_rhs} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
+}
+
+def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of @forward into @forward_backward";
+  let description = [{
+    Rewrite class: exact (adds a function; @forward is unchanged).
+
+    For each `tg.model` whose `@forward` is straight-line (run tg-inline-layers first), adds
+
+    ```mlir
+    func.func @forward_backward(%tokens, %labels) -> (tensor<f32>, grad_0, ..., grad_n)
+        attributes {tg.gradients = [@param_0, ..., @param_n]}
+    ```
+
+    returning the micro-batch loss and the gradient of the loss with respect to every
+    `tg.param`, in declaration order (`tg.gradients` names them). The backward graph is
+    ordinary tg IR built by each op's `VJPOpInterface` rule in reverse program order, seeded
+    with d loss = 1; gradients of a value used several times are summed with `tg.add`, and a
+    parameter read several times accumulates its gradient the same way. Gradients have the
+    type of their primal value (bf16 gradients for bf16 parameters, as the reference).
+
+    Fails, naming the op, if `@forward` still contains calls or layer stacks, or if an op on
+    the path to the loss has no VJP rule.
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif // MLPERFC_COMPILER_TRANSFORMS_PASSES_TD

@@ -19,8 +19,8 @@ namespace mlperf::rt {
 struct HostTensor {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
-  std::vector<float> values;    // floating-point types
-  std::vector<int64_t> ints;    // integer types
+  std::vector<float> values; // floating-point types
+  std::vector<int64_t> ints; // integer types
 
   static HostTensor zeros(DType dtype, std::vector<int64_t> shape);
   int64_t numElements() const;

@@ -23,6 +23,10 @@ extern llvm::cl::SubCommand summaryCommand;
 /// `mlperfc summary MODEL.mlir [--json]`: parameters, memory, FLOPs, op counts.
 int runSummary();
 
+extern llvm::cl::SubCommand runReferenceCommand;
+/// `mlperfc run-reference MODEL.mlir --inputs BATCH [--function forward_backward] ...`.
+int runRunReference();
+
 extern llvm::cl::SubCommand emitModelCommand;
 /// `mlperfc emit-model llama3 [--preset P] [--set k=v,...] [-o FILE]`.
 int runEmitModel();

@@ -32,7 +32,9 @@ static constexpr llvm::StringLiteral kOverview =
     "  mlperfc check MODEL.mlir...          parse and verify model declarations\n"
     "  mlperfc summary MODEL.mlir [--json]  parameters, memory, FLOPs, op counts\n"
     "  mlperfc emit-model llama3 [--preset P] [--set key=value,...] [-o FILE]\n"
-    "                                       write a model declaration\n\n"
+    "                                       write a model declaration\n"
+    "  mlperfc run-reference MODEL.mlir --inputs BATCH.safetensors [--function forward_backward]\n"
+    "                                       loss (and gradients) on the CPU reference\n\n"
     "Run 'mlperfc <command> --help' for a command's options.\n";
 
 } // namespace mlperf::cli
@@ -42,7 +44,8 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter(printVersion);
   // Only our options in --help: libLLVM registers hundreds of its own at load time.
   cl::HideUnrelatedOptions(mlperfcCategory());
-  for (cl::SubCommand *sub : {&checkCommand, &summaryCommand, &emitModelCommand}) {
+  for (cl::SubCommand *sub :
+       {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 
@@ -70,6 +73,9 @@ int main(int argc, char **argv) {
   }
   if (emitModelCommand) {
     return runEmitModel();
+  }
+  if (runReferenceCommand) {
+    return runRunReference();
   }
   llvm::WithColor::error(llvm::errs(), "mlperfc")
       << "no command given (run 'mlperfc --help' for the list)\n";

@@ -249,6 +249,56 @@ OpFoldResult RepeatOp::fold(FoldAdaptor adaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+OpFoldResult FillOp::fold(FoldAdaptor adaptor) {
+  return DenseElementsAttr::get(
+      cast<ShapedType>(getType()),
+      FloatAttr::get(cast<ShapedType>(getType()).getElementType(), getValue().convertToDouble()));
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return checkDimension(getLoc(), getOperationName(), getDimAttr().getInt(),
+                        getOutput().getType().getRank());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto ids = getIds().getType();
+  auto grad = getGrad().getType();
+  auto table = getResult().getType();
+  SmallVector<int64_t> expectedGrad(ids.getShape());
+  if (table.getRank() == 2) {
+    expectedGrad.push_back(table.getDimSize(1));
+  }
+  if (table.getRank() != 2 || grad.getShape() != ArrayRef<int64_t>(expectedGrad) ||
+      grad.getElementType() != table.getElementType()) {
+    return emitOpError() << "gradient " << grad << " does not match ids " << ids << " and table "
+                         << table;
+  }
+  return success();
+}
+
+LogicalResult RepeatGradOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto type = cast<RankedTensorType>(adaptor.getGrad().getType());
+  int64_t dim = adaptor.getDimAttr().getInt();
+  int64_t times = adaptor.getTimesAttr().getInt();
+  if (failed(checkDimension(location, "tg.repeat_grad", dim, type.getRank()))) {
+    return failure();
+  }
+  if (times < 1 || type.getDimSize(dim) % times != 0) {
+    return emitOptionalError(location, "'tg.repeat_grad' op dimension ", dim, " (size ",
+                             type.getDimSize(dim), ") is not a multiple of times = ", times);
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] /= times;
+  inferredReturnTypes.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
 

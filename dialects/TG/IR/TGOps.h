@@ -9,6 +9,7 @@
 #define MLPERFC_DIALECTS_TG_IR_TGOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -17,6 +18,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/TG/IR/TGOpsDialect.h.inc"
+
+#include "dialects/TG/IR/TGInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/TG/IR/TGOps.h.inc"

@@ -4,6 +4,7 @@
 #define MLPERFC_DIALECTS_TG_IR_TGOPS_TD
 
 include "dialects/TG/IR/TGBase.td"
+include "dialects/TG/IR/TGInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -11,7 +12,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def TG_AddOp : TG_Op<"add", [Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
+def TG_AddOp : TG_Op<"add", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
   let summary = "Elementwise addition (residual connections)";
   let description = [{
     `result[i] = lhs[i] + rhs[i]`. Both operands have the same shape and element type; there
@@ -26,7 +27,7 @@ def TG_AddOp : TG_Op<"add", [Pure, Elementwise, Commutative, SameOperandsAndResu
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def TG_MulOp : TG_Op<"mul", [Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
+def TG_MulOp : TG_Op<"mul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
   let summary = "Elementwise multiplication (SwiGLU gating)";
   let description = [{
     `result[i] = lhs[i] * rhs[i]`, same shapes and element type, no implicit broadcasting.
@@ -40,7 +41,7 @@ def TG_MulOp : TG_Op<"mul", [Pure, Elementwise, Commutative, SameOperandsAndResu
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def TG_ScaleOp : TG_Op<"scale", [Pure, Elementwise, SameOperandsAndResultType]> {
+def TG_ScaleOp : TG_Op<"scale", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "Multiplies every element by a constant";
   let description = [{
     `result[i] = input[i] * factor`, the product computed in f32 and rounded once to the
@@ -57,7 +58,7 @@ def TG_ScaleOp : TG_Op<"scale", [Pure, Elementwise, SameOperandsAndResultType]> 
   let hasFolder = 1;
 }
 
-def TG_SiluOp : TG_Op<"silu", [Pure, Elementwise, SameOperandsAndResultType]> {
+def TG_SiluOp : TG_Op<"silu", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "Sigmoid linear unit, x * sigmoid(x)";
   let description = [{
     `result[i] = x / (1 + exp(-x))`, computed in f32 (the SwiGLU activation).
@@ -71,7 +72,7 @@ def TG_SiluOp : TG_Op<"silu", [Pure, Elementwise, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def TG_ConvertOp : TG_Op<"convert", [Pure, Elementwise, SameOperandsAndResultShape]> {
+def TG_ConvertOp : TG_Op<"convert", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, SameOperandsAndResultShape]> {
   let summary = "Converts between floating-point element types (round to nearest even)";
   let description = [{
     Widening (bf16 → f32) is exact; narrowing rounds to nearest, ties to even, and saturates
@@ -92,7 +93,7 @@ def TG_ConvertOp : TG_Op<"convert", [Pure, Elementwise, SameOperandsAndResultSha
 // Embedding
 //===----------------------------------------------------------------------===//
 
-def TG_EmbeddingOp : TG_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def TG_EmbeddingOp : TG_Op<"embedding", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Token embedding lookup";
   let description = [{
     `result[..., :] = table[ids[...], :]` for a table of shape `[vocab, hidden]`. An id outside
@@ -111,7 +112,7 @@ def TG_EmbeddingOp : TG_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def TG_RMSNormOp : TG_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def TG_RMSNormOp : TG_Op<"rms_norm", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     For each row `x` along the last dimension of size `D`:
@@ -129,7 +130,7 @@ def TG_RMSNormOp : TG_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]>
   let hasVerifier = 1;
 }
 
-def TG_RopeOp : TG_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def TG_RopeOp : TG_Op<"rope", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Rotary position embedding, rotate-half form, with optional Llama 3.1 scaling";
   let description = [{
     The input is `[batch, seq, heads, head_dim]`; token `s` has position `s` (positions are not
@@ -144,7 +145,8 @@ def TG_RopeOp : TG_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     `w < original_max_position / high_freq_factor`; `f_i / scaling_factor` if
     `w > original_max_position / low_freq_factor`; otherwise `(1 - t) f_i / scaling_factor + t f_i`
     with `t = (original_max_position / w - low_freq_factor) / (high_freq_factor - low_freq_factor)`.
-    Angles are computed in f32.
+    Angles are computed in f32. With `inverse`, rotates by the negative angle: the inverse
+    rotation, which is also the rotation's vector-Jacobian product.
 
     ```mlir
     %q = tg.rope %x {theta = 5.0e+05 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
@@ -152,7 +154,7 @@ def TG_RopeOp : TG_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
         : tensor<1x8192x32x128xbf16>
     ```
   }];
-  let arguments = (ins TG_Tensor:$input, F64Attr:$theta,
+  let arguments = (ins TG_Tensor:$input, F64Attr:$theta, UnitAttr:$inverse,
                        OptionalAttr<F64Attr>:$scaling_factor,
                        OptionalAttr<F64Attr>:$low_freq_factor,
                        OptionalAttr<F64Attr>:$high_freq_factor,
@@ -166,23 +168,24 @@ def TG_RopeOp : TG_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
 // Attention primitives
 //===----------------------------------------------------------------------===//
 
-def TG_CausalMaskOp : TG_Op<"causal_mask", [Pure, SameOperandsAndResultType]> {
+def TG_CausalMaskOp : TG_Op<"causal_mask", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "Masks attention scores of future keys with -infinity";
   let description = [{
     On `[..., queries, keys]` scores with `queries == keys`: `result[..., q, k] = -inf` when
-    `k > q`, else `input[..., q, k]`.
+    `k > q`, else `input[..., q, k]`. With `gradient`, the masked entries are 0 instead: the
+    op's vector-Jacobian product.
 
     ```mlir
     %m = tg.causal_mask %scores : tensor<8x4x32x32xf32>
     ```
   }];
-  let arguments = (ins TG_Tensor:$input);
+  let arguments = (ins TG_Tensor:$input, UnitAttr:$gradient);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
-def TG_SoftmaxOp : TG_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def TG_SoftmaxOp : TG_Op<"softmax", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "Softmax along one dimension";
   let description = [{
     `result = exp(x - max(x)) / sum(exp(x - max(x)))` along `dim`, computed in f32 and rounded
@@ -198,7 +201,7 @@ def TG_SoftmaxOp : TG_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def TG_RepeatOp : TG_Op<"repeat", [Pure, InferTypeOpAdaptor]> {
+def TG_RepeatOp : TG_Op<"repeat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Repeats each slice along a dimension (grouped-query attention's KV sharing)";
   let description = [{
     Size `n` along `dim` becomes `n * times`; `result[..., j, ...] = input[..., j / times, ...]`
@@ -219,7 +222,7 @@ def TG_RepeatOp : TG_Op<"repeat", [Pure, InferTypeOpAdaptor]> {
 // Loss
 //===----------------------------------------------------------------------===//
 
-def TG_CrossEntropyOp : TG_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Mean token cross-entropy of logits against labels";
   let description = [{
     With `logits` `[..., vocab]` and integer `labels` `[...]`, per token
@@ -241,11 +244,101 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Constants and gradient ops (created by tg-autodiff)
+//===----------------------------------------------------------------------===//
+
+def TG_FillOp : TG_Op<"fill", [Pure, ConstantLike]> {
+  let summary = "A tensor with every element equal to a constant";
+  let description = [{
+    The value is rounded to the element type. Autodiff seeds the loss gradient with 1 and
+    gives unused outputs zero gradients.
+
+    ```mlir
+    %one = tg.fill {value = 1.0 : f64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def TG_RMSNormGradOp : TG_Op<"rms_norm_grad", [Pure, AllTypesMatch<["input", "grad", "input_grad"]>,
+                                               AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Vector-Jacobian product of tg.rms_norm";
+  let description = [{
+    For `y = rms_norm(x, w)` and cotangent `dy`: with `r = 1/sqrt(mean(x²) + epsilon)` per row,
+    `dx = dy·w·r − x·r³·mean(dy·w·x)` and `dw = Σ_rows dy·x·r`, computed in f32.
+  }];
+  let arguments = (ins TG_Tensor:$input, TG_Tensor:$weight, TG_Tensor:$grad, F64Attr:$epsilon);
+  let results = (outs TG_Tensor:$input_grad, TG_Tensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` type($input) `,` type($weight)
+  }];
+}
+
+def TG_SiluGradOp : TG_Op<"silu_grad", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Vector-Jacobian product of tg.silu";
+  let description = [{ `dx = dy · σ(x) · (1 + x · (1 − σ(x)))`, computed in f32. }];
+  let arguments = (ins TG_Tensor:$input, TG_Tensor:$grad);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Vector-Jacobian product of tg.softmax, from its output";
+  let description = [{ `dx = y · (dy − Σ_dim dy · y)` with `y` the softmax output, in f32. }];
+  let arguments = (ins TG_Tensor:$output, TG_Tensor:$grad, I64Attr:$dim);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [Pure]> {
+  let summary = "Vector-Jacobian product of tg.embedding with respect to the table";
+  let description = [{
+    `dtable[v, :] = Σ_{t : ids[t] = v} dy[t, :]`, accumulated in f32; the result type is the
+    table's.
+  }];
+  let arguments = (ins TG_IndexTensor:$ids, TG_Tensor:$grad);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$ids `,` $grad attr-dict `:` type($ids) `,` type($grad) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "result"]>]> {
+  let summary = "Vector-Jacobian product of tg.cross_entropy with respect to the logits";
+  let description = [{
+    `dlogits = dloss · (softmax(logits) − onehot(labels)) · m / Σ m` with `m` the loss mask
+    (all ones without one), in f32.
+  }];
+  let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels, TG_F32Scalar:$grad,
+                       Optional<TG_Tensor>:$loss_mask);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad (`mask` $loss_mask^)? attr-dict `:` type($logits) `,`
+    type($labels) `,` type($grad) (`,` type($loss_mask)^)?
+  }];
+}
+
+def TG_RepeatGradOp : TG_Op<"repeat_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Vector-Jacobian product of tg.repeat: sums each group of repeated slices";
+  let description = [{
+    `dx[..., j, ...] = Σ_r dy[..., j·times + r, ...]` (what GQA's shared KV heads receive).
+  }];
+  let arguments = (ins TG_Tensor:$grad, I64Attr:$dim, I64Attr:$times);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions and layout
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+def TG_MatmulOp : TG_Op<"matmul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "Batched matrix multiplication with optional operand transposes";
   let description = [{
     `result[..., m, n] = sum_k A[..., m, k] * B[..., k, n]` where `A` is `lhs` (or its
@@ -273,7 +366,7 @@ def TG_MatmulOp : TG_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let hasCanonicalizer = 1;
 }
 
-def TG_TransposeOp : TG_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def TG_TransposeOp : TG_Op<"transpose", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     `result` dimension `i` is `input` dimension `permutation[i]`.
@@ -288,7 +381,7 @@ def TG_TransposeOp : TG_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def TG_ReshapeOp : TG_Op<"reshape", [Pure]> {
+def TG_ReshapeOp : TG_Op<"reshape", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure]> {
   let summary = "Reinterprets a tensor's shape in row-major order";
   let description = [{
     Same elements in the same row-major order, new shape: the element counts must be equal
@@ -305,7 +398,7 @@ def TG_ReshapeOp : TG_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def TG_SplitOp : TG_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def TG_SplitOp : TG_Op<"split", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Splits a tensor into consecutive pieces along one dimension";
   let description = [{
     Result `j` holds the `sizes[j]` slices along `dim` that follow those of results `0..j-1`;
@@ -321,7 +414,7 @@ def TG_SplitOp : TG_Op<"split", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def TG_ConcatOp : TG_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def TG_ConcatOp : TG_Op<"concat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Concatenates tensors along one dimension";
   let description = [{
     The inverse of `tg.split`: inputs agree on every dimension but `dim` and on element type.

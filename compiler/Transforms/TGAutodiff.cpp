@@ -1,0 +1,151 @@
+//===- TGAutodiff.cpp - Reverse-mode differentiation of @forward -*- C++ -*-===//
+
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "tg-autodiff"
+
+namespace mlperf {
+#define GEN_PASS_DEF_TGAUTODIFFPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+/// Gradient bookkeeping of one reverse sweep.
+class GradientMap {
+public:
+  explicit GradientMap(OpBuilder &builder) : builder(builder) {}
+
+  /// Adds `grad` to the gradient of `value` (first contribution: sets it).
+  void accumulate(Value value, Value grad, Location loc) {
+    Value &slot = grads[value];
+    slot = slot ? tg::AddOp::create(builder, loc, slot, grad).getResult() : grad;
+  }
+  Value lookup(Value value) const { return grads.lookup(value); }
+
+private:
+  OpBuilder &builder;
+  llvm::DenseMap<Value, Value> grads;
+};
+
+struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
+  void runOnOperation() override {
+    for (auto model : getOperation().getOps<tg::ModelOp>()) {
+      if (failed(runOnModel(model))) {
+        return signalPassFailure();
+      }
+    }
+  }
+
+  LogicalResult runOnModel(tg::ModelOp model) {
+    auto forward = dyn_cast_or_null<func::FuncOp>(model.getForward());
+    if (!forward) {
+      return model.emitError() << "tg-autodiff: model has no @forward";
+    }
+    if (SymbolTable::lookupSymbolIn(model, "forward_backward")) {
+      return model.emitError() << "tg-autodiff: model already has a @forward_backward";
+    }
+    for (Operation &op : forward.getBody().front()) {
+      if (isa<tg::RepeatLayersOp, func::CallOp>(op)) {
+        return op.emitError() << "tg-autodiff needs straight-line code: run tg-inline-layers "
+                                 "first";
+      }
+    }
+
+    // @forward_backward starts as a copy of @forward.
+    OpBuilder builder(model.getContext());
+    builder.setInsertionPointAfter(forward);
+    auto fb = cast<func::FuncOp>(builder.clone(*forward));
+    fb.setSymName("forward_backward");
+    Block &body = fb.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value loss = ret.getOperand(0);
+    Location loc = ret.getLoc();
+
+    SmallVector<Operation *> forwardOps;
+    for (Operation &op : body.without_terminator()) {
+      forwardOps.push_back(&op);
+    }
+    builder.setInsertionPoint(ret);
+    GradientMap grads(builder);
+    grads.accumulate(
+        loss, tg::FillOp::create(builder, loc, loss.getType(), builder.getF64FloatAttr(1.0)), loc);
+    llvm::StringMap<Value> paramGrads;
+
+    for (Operation *op : llvm::reverse(forwardOps)) {
+      SmallVector<Value> resultGrads;
+      bool reachesLoss = false;
+      for (Value result : op->getResults()) {
+        Value grad = grads.lookup(result);
+        reachesLoss |= static_cast<bool>(grad);
+        resultGrads.push_back(grad);
+      }
+      if (!reachesLoss) {
+        continue; // off the path to the loss: contributes no gradient
+      }
+      if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
+        Value &slot = paramGrads[ref.getName()];
+        slot = slot ? tg::AddOp::create(builder, ref.getLoc(), slot, resultGrads[0]).getResult()
+                    : resultGrads[0];
+        continue;
+      }
+      if (op->getNumOperands() == 0) {
+        continue; // a constant: nothing to differentiate
+      }
+      auto vjp = dyn_cast<tg::VJPOpInterface>(op);
+      if (!vjp) {
+        return op->emitError() << "tg-autodiff: no vector-Jacobian product for '" << op->getName()
+                               << "'";
+      }
+      for (unsigned index = 0; index < resultGrads.size(); ++index) {
+        if (!resultGrads[index]) {
+          // A result off the loss path (one piece of a split) contributes zero.
+          resultGrads[index] = tg::FillOp::create(
+              builder, op->getLoc(), op->getResult(index).getType(), builder.getF64FloatAttr(0.0));
+        }
+      }
+      SmallVector<Value> operandGrads;
+      if (failed(vjp.buildVJP(builder, resultGrads, operandGrads))) {
+        return failure();
+      }
+      for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
+        if (grad) {
+          grads.accumulate(operand, grad, op->getLoc());
+        }
+      }
+    }
+
+    // Results: the loss, then one gradient per parameter in declaration order.
+    SmallVector<Value> results{loss};
+    SmallVector<Attribute> names;
+    for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+      if (param.getRepeat()) {
+        return param.emitError() << "tg-autodiff needs concrete parameters: run "
+                                    "tg-inline-layers first";
+      }
+      Value grad = paramGrads.lookup(param.getSymName());
+      if (!grad) {
+        grad = tg::FillOp::create(builder, loc, param.getType(), builder.getF64FloatAttr(0.0));
+      }
+      results.push_back(grad);
+      names.push_back(FlatSymbolRefAttr::get(param.getSymNameAttr()));
+    }
+    func::ReturnOp::create(builder, loc, results);
+    ret.erase();
+    fb.setType(builder.getFunctionType(fb.getArgumentTypes(), ValueRange(results).getTypes()));
+    fb->setAttr("tg.gradients", builder.getArrayAttr(names));
+    return success();
+  }
+};
+
+} // namespace
+} // namespace mlperf

@@ -1,0 +1,210 @@
+//===- TGVJP.cpp - Vector-Jacobian products of the tg ops -------*- C++ -*-===//
+//
+// One rule per op (tg::VJPOpInterface). Gradients have the type of their primal value, as the
+// reference keeps bf16 gradients for bf16 activations; where an op's result type is wider
+// than its operands (a matmul with f32 output), the gradient is converted to the operand type
+// before the operand's gradient GEMM, as fused attention backward does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/TG/IR/TGOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace mlperf::tg {
+
+#include "dialects/TG/IR/TGInterfaces.cpp.inc"
+
+namespace {
+
+/// `value` converted to `type`'s element type if it differs.
+Value convertTo(OpBuilder &b, Location loc, Value value, Type type) {
+  if (value.getType() == type) {
+    return value;
+  }
+  return ConvertOp::create(b, loc, type, value);
+}
+
+Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transposeLhs,
+             bool transposeRhs) {
+  return MatmulOp::create(b, loc, lhs, rhs, transposeLhs, transposeRhs);
+}
+
+/// [d0, ..., dn-2, dn-1] -> [d0·...·dn-2, dn-1].
+Value flattenRows(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t rows = type.getNumElements() / type.getShape().back();
+  return ReshapeOp::create(
+      b, loc, RankedTensorType::get({rows, type.getShape().back()}, type.getElementType()), value);
+}
+
+} // namespace
+
+LogicalResult AddOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.append({grads[0], grads[0]});
+  return success();
+}
+
+LogicalResult MulOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(MulOp::create(b, getLoc(), grads[0], getRhs()));
+  operandGrads.push_back(MulOp::create(b, getLoc(), grads[0], getLhs()));
+  return success();
+}
+
+LogicalResult ScaleOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ScaleOp::create(b, getLoc(), grads[0], getFactor()));
+  return success();
+}
+
+LogicalResult SiluOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SiluGradOp::create(b, getLoc(), getInput(), grads[0]));
+  return success();
+}
+
+LogicalResult ConvertOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(convertTo(b, getLoc(), grads[0], getInput().getType()));
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      EmbeddingGradOp::create(b, getLoc(), getTable().getType(), getIds(), grads[0]));
+  operandGrads.push_back(nullptr); // token ids
+  return success();
+}
+
+LogicalResult RMSNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  auto grad = RMSNormGradOp::create(b, getLoc(), getInput().getType(), getWeight().getType(),
+                                    getInput(), getWeight(), grads[0], getEpsilon());
+  operandGrads.append({grad.getInputGrad(), grad.getWeightGrad()});
+  return success();
+}
+
+LogicalResult RopeOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  // A rotation's VJP is the inverse rotation.
+  auto inverse = cast<RopeOp>(b.clone(*getOperation()));
+  inverse->setOperand(0, grads[0]);
+  inverse.setInverse(!getInverse());
+  operandGrads.push_back(inverse.getResult());
+  return success();
+}
+
+LogicalResult CausalMaskOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      CausalMaskOp::create(b, getLoc(), grads[0].getType(), grads[0], /*gradient=*/true));
+  return success();
+}
+
+LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      SoftmaxGradOp::create(b, getLoc(), getType(), getResult(), grads[0], getDimAttr()));
+  return success();
+}
+
+LogicalResult RepeatOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(RepeatGradOp::create(b, getLoc(), grads[0], getDimAttr(), getTimesAttr()));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(), getLogits(),
+                                                    getLabels(), grads[0], getLossMask()));
+  operandGrads.push_back(nullptr); // labels
+  if (getLossMask()) {
+    operandGrads.push_back(nullptr); // the mask is data, not a parameter
+  }
+  return success();
+}
+
+LogicalResult TransposeOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [index, dim] : llvm::enumerate(perm)) {
+    inverse[dim] = static_cast<int64_t>(index);
+  }
+  operandGrads.push_back(TransposeOp::create(b, getLoc(), grads[0], inverse));
+  return success();
+}
+
+LogicalResult ReshapeOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ReshapeOp::create(b, getLoc(), getInput().getType(), grads[0]));
+  return success();
+}
+
+LogicalResult SplitOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ConcatOp::create(b, getLoc(), grads, getDimAttr()));
+  return success();
+}
+
+LogicalResult ConcatOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  int64_t dim = getDimAttr().getInt();
+  SmallVector<int64_t> sizes;
+  for (Value input : getInputs()) {
+    sizes.push_back(cast<RankedTensorType>(input.getType()).getDimSize(dim));
+  }
+  auto split = SplitOp::create(b, getLoc(), grads[0], getDimAttr(), b.getDenseI64ArrayAttr(sizes));
+  operandGrads.append(split.getResults().begin(), split.getResults().end());
+  return success();
+}
+
+LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value lhs = getLhs(), rhs = getRhs();
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  // A wider (f32) output's gradient enters the operand-precision GEMMs converted.
+  Value grad = grads[0];
+  auto gradType = cast<RankedTensorType>(grad.getType());
+  if (gradType.getElementType() != lhsType.getElementType()) {
+    grad = convertTo(b, loc, grad,
+                     RankedTensorType::get(gradType.getShape(), lhsType.getElementType()));
+  }
+  bool tA = getTransposeLhs(), tB = getTransposeRhs();
+  bool broadcastRhs = rhsType.getRank() == 2 && lhsType.getRank() > 2;
+
+  // C = op(A)·op(B). Per layout:      dA                      dB
+  //   A·B                          dC·Bᵀ                    Aᵀ·dC
+  //   A·Bᵀ                         dC·B                     dCᵀ·A
+  //   Aᵀ·B                         B·dCᵀ                    A·dC
+  //   Aᵀ·Bᵀ                        Bᵀ·dCᵀ                   dCᵀ·Aᵀ
+  Value dA = !tA ? matmul(b, loc, grad, rhs, false, !tB) : matmul(b, loc, rhs, grad, tB, true);
+  Value dB;
+  if (broadcastRhs) {
+    // A weight shared by every batch entry collects the gradient of all rows.
+    if (tA) {
+      return emitOpError() << "tg-autodiff cannot differentiate a transposed batched lhs "
+                              "against a shared rank-2 rhs";
+    }
+    Value rows = flattenRows(b, loc, lhs), gradRows = flattenRows(b, loc, grad);
+    dB = !tB ? matmul(b, loc, rows, gradRows, true, false)
+             : matmul(b, loc, gradRows, rows, true, false);
+  } else {
+    dB = !tB ? (!tA ? matmul(b, loc, lhs, grad, true, false)
+                    : matmul(b, loc, lhs, grad, false, false))
+             : (!tA ? matmul(b, loc, grad, lhs, true, false)
+                    : matmul(b, loc, grad, lhs, true, true));
+  }
+  operandGrads.append({dA, dB});
+  return success();
+}
+
+} // namespace mlperf::tg
