@@ -3,6 +3,7 @@
 #include "compiler/Interpreter/TGInterpreter.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Optimizer.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -424,6 +425,42 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
               finish(dw);
               env[o.getInputGrad()] = std::move(dx);
               env[o.getWeightGrad()] = std::move(dw);
+              return success();
+            })
+            .Case([&](tg::LRValueOp o) {
+              rt::cpu::LRSchedule schedule{
+                  o.getBaseLr().convertToDouble(), o.getEndLr().convertToDouble(),
+                  o.getWarmupStepsAttr().getInt(), o.getMaxStepsAttr().getInt()};
+              out.values[0] =
+                  static_cast<float>(rt::cpu::learningRate(schedule, get(o.getStep()).ints[0]));
+              return success();
+            })
+            .Case([&](tg::GlobalNormOp o) {
+              double sum = 0.0;
+              for (Value grad : o.getGrads()) {
+                const HostTensor &g = get(grad);
+                sum += rt::cpu::sumOfSquares(g.values.data(), g.numElements());
+              }
+              out.values[0] = static_cast<float>(std::sqrt(sum));
+              return success();
+            })
+            .Case([&](tg::ClipCoefficientOp o) {
+              out.values[0] = static_cast<float>(rt::cpu::clipCoefficient(
+                  get(o.getNorm()).values[0], o.getMaxNorm().convertToDouble()));
+              return success();
+            })
+            .Case([&](tg::AdamWOp o) {
+              HostTensor master = get(o.getMaster()), m = get(o.getM()), v = get(o.getV());
+              rt::cpu::AdamWHyper hyper{
+                  o.getBeta1().convertToDouble(), o.getBeta2().convertToDouble(),
+                  o.getEpsilon().convertToDouble(), o.getWeightDecay().convertToDouble()};
+              rt::cpu::adamwUpdate(master.values.data(), m.values.data(), v.values.data(),
+                                   get(o.getGrad()).values.data(), master.numElements(),
+                                   get(o.getLr()).values[0], get(o.getClip()).values[0],
+                                   get(o.getStep()).ints[0], hyper);
+              env[o.getNewMaster()] = std::move(master);
+              env[o.getNewM()] = std::move(m);
+              env[o.getNewV()] = std::move(v);
               return success();
             })
             .Default([&](Operation *other) {

@@ -16,6 +16,20 @@ void buildTGCleanupPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
+void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options) {
+  // Compute precision first, so every later pass sees the types that will execute.
+  pm.addPass(createTGSetPrecisionPass(TGSetPrecisionPassOptions{options.precision}));
+  // Straight-line @forward with one tg.param per tensor: the form autodiff works on.
+  pm.addPass(createTGInlineLayersPass());
+  buildTGCleanupPipeline(pm);
+  // Backward of loss / A: summing A micro-batch gradients gives the mean-loss gradient.
+  pm.addPass(createTGAutodiffPass(
+      TGAutodiffPassOptions{1.0 / static_cast<double>(options.accumulationSteps)}));
+  // Clipping, LR schedule and AdamW from the model's metadata.
+  pm.addPass(createTGOptimizerPass());
+  buildTGCleanupPipeline(pm);
+}
+
 void registerMlperfcPipelines() {
   mlir::PassPipelineRegistration<>("tg-cleanup-pipeline",
                                    "Exact clean-up of tg IR: tg-simplify, then CSE",

@@ -3,6 +3,9 @@
 #ifndef MLPERFC_COMPILER_PIPELINES_PIPELINES_H
 #define MLPERFC_COMPILER_PIPELINES_PIPELINES_H
 
+#include <cstdint>
+#include <string>
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -12,6 +15,17 @@ namespace mlperf {
 /// Exact clean-up of a tg module: removes layout no-ops and redundant computation. Runs after
 /// verification and again after every pass that creates new tg ops (autodiff, partitioning).
 void buildTGCleanupPipeline(mlir::OpPassManager &pm);
+
+struct TrainStepOptions {
+  /// "bf16" (the declaration's reference precision) or "fp32" (oracle and RCP runs).
+  std::string precision = "bf16";
+  /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
+  int64_t accumulationSteps = 1;
+};
+
+/// Lowers a declaration to its train step: @forward_backward (one micro-batch, gradients of
+/// loss / accumulationSteps) and @optimizer_step. docs/train-step.md states the semantics.
+void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options);
 
 /// Registers every pipeline above with the pass registry (`mlperf-opt --tg-cleanup-pipeline`).
 void registerMlperfcPipelines();

@@ -111,9 +111,55 @@ def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
     parameter read several times accumulates its gradient the same way. Gradients have the
     type of their primal value (bf16 gradients for bf16 parameters, as the reference).
 
+    The gradient seed is `loss-scale` (default 1): with gradient accumulation over A
+    micro-batches the reference back-propagates loss / A, so the train-step pipeline sets
+    `loss-scale = 1/A` and the micro-batch gradients add up to the gradient of the mean loss.
+
     Fails, naming the op, if `@forward` still contains calls or layer stacks, or if an op on
     the path to the loss has no VJP rule.
   }];
+  let options = [
+    Option<"lossScale", "loss-scale", "double", /*default=*/"1.0",
+           "Gradient of the loss seeding the backward pass (1/A with A micro-batches)">,
+  ];
+  let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
+}
+
+def TGOptimizerPass : Pass<"tg-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Builds @optimizer_step from the model's optimizer and LR schedule";
+  let description = [{
+    Rewrite class: exact (adds a function).
+
+    For each `tg.model` (concrete parameters: run tg-inline-layers first), adds
+
+    ```mlir
+    func.func @optimizer_step(%step: tensor<i64>, %grad_0, ..., %master_0, ..., %m_0, ...,
+                              %v_0, ...)
+        -> (params..., masters..., ms..., vs..., lr: tensor<f32>, grad_norm: tensor<f32>)
+        attributes {tg.parameters = [@param_0, ...]}
+    ```
+
+    implementing the reference's update after gradient accumulation: the global L2 norm of
+    all gradients, the clipping factor min(1, clip_grad_norm / (norm + 1e-6)), the learning
+    rate of `tg.lr_schedule` at `%step` (0-based), one `tg.adamw` per parameter on f32 master
+    weights with the parameter's weight decay (`weight_decay_params`: `all`, or `matrices`
+    for rank >= 2 only), and the new parameters rounded to their declared type.
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
+}
+
+def TGSetPrecisionPass : Pass<"tg-set-precision", "::mlir::ModuleOp"> {
+  let summary = "Sets the compute precision of a model: bf16 as declared, or all fp32";
+  let description = [{
+    Rewrite class: precision (towards more precision: `fp32` is what oracle and RCP
+    reference runs use). With `precision=fp32`, every bf16 and fp8 element type in each
+    `tg.model` (parameters, function signatures, values) becomes f32; conversions that become
+    f32 -> f32 are left for tg-simplify to remove. `precision=bf16` keeps the declaration.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "fp32 or bf16">,
+  ];
   let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
 }
 

@@ -38,6 +38,8 @@ private:
 };
 
 struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     for (auto model : getOperation().getOps<tg::ModelOp>()) {
       if (failed(runOnModel(model))) {
@@ -78,7 +80,8 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
     builder.setInsertionPoint(ret);
     GradientMap grads(builder);
     grads.accumulate(
-        loss, tg::FillOp::create(builder, loc, loss.getType(), builder.getF64FloatAttr(1.0)), loc);
+        loss, tg::FillOp::create(builder, loc, loss.getType(), builder.getF64FloatAttr(lossScale)),
+        loc);
     llvm::StringMap<Value> paramGrads;
 
     for (Operation *op : llvm::reverse(forwardOps)) {

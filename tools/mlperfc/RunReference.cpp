@@ -1,16 +1,17 @@
 //===- RunReference.cpp - mlperfc run-reference ----------------*- C++ -*-===//
 //
-// Runs a model's @forward or @forward_backward on the CPU reference interpreter: the numbers
-// every pass, backend and the external oracle are compared with.
+// Runs a model on the CPU reference interpreter: one micro-batch's loss (and gradients), or
+// whole optimizer steps. These are the numbers every pass, backend and the external oracle
+// are compared with.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
 
-#include "compiler/Interpreter/TGInterpreter.h"
+#include "compiler/Interpreter/ReferenceTrainer.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
-#include "compiler/Transforms/Passes.h"
 #include "runtime/checkpoint/Safetensors.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -25,7 +26,7 @@ namespace mlperf::cli {
 
 cl::SubCommand
     runReferenceCommand("run-reference",
-                        "Run @forward or @forward_backward on the CPU reference interpreter");
+                        "Run a micro-batch or whole train steps on the CPU reference interpreter");
 
 static cl::opt<std::string> refModel(cl::Positional, cl::Required, cl::sub(runReferenceCommand),
                                      cl::desc("<model.mlir>"), cl::cat(mlperfcCategory()));
@@ -33,6 +34,14 @@ static cl::opt<std::string>
     refFunction("function", cl::sub(runReferenceCommand), cl::init("forward"),
                 cl::desc("forward (loss) or forward_backward (loss and every parameter gradient)"),
                 cl::cat(mlperfcCategory()));
+static cl::opt<int64_t> refTrainSteps(
+    "train-steps", cl::sub(runReferenceCommand), cl::init(0),
+    cl::desc("Train this many optimizer steps instead; --inputs then holds tokens and labels of "
+             "shape [steps, global_batch, seq]"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<std::string> refPrecision("precision", cl::sub(runReferenceCommand),
+                                         cl::init("bf16"), cl::desc("bf16 (as declared) or fp32"),
+                                         cl::cat(mlperfcCategory()));
 static cl::opt<std::string> refParams("params", cl::sub(runReferenceCommand),
                                       cl::value_desc("W.safetensors"),
                                       cl::desc("Parameter values by Hugging Face name (default: "
@@ -43,16 +52,18 @@ static cl::opt<uint64_t> refSeed("seed", cl::sub(runReferenceCommand), cl::init(
                                  cl::cat(mlperfcCategory()));
 static cl::opt<std::string>
     refSaveParams("save-params", cl::sub(runReferenceCommand), cl::value_desc("W.safetensors"),
-                  cl::desc("Write the parameters used (after initialization) to this file"),
+                  cl::desc("Write the initial parameters (after initialization) to this file"),
                   cl::cat(mlperfcCategory()));
 static cl::opt<std::string>
     refInputs("inputs", cl::sub(runReferenceCommand), cl::Required,
               cl::value_desc("BATCH.safetensors"),
-              cl::desc("Tensors 'tokens' and 'labels', [micro_batch, seq] integers"),
+              cl::desc("Integer tensors 'tokens' and 'labels': [micro_batch, seq], or [steps, "
+                       "global_batch, seq] with --train-steps"),
               cl::cat(mlperfcCategory()));
 static cl::opt<std::string>
     refOutput("o", cl::sub(runReferenceCommand), cl::value_desc("OUT.safetensors"),
-              cl::desc("Write 'loss' and, for forward_backward, 'grad.<parameter>' tensors"),
+              cl::desc("Write 'loss' and 'grad.<parameter>' tensors; with --train-steps, the final "
+                       "parameters and optimizer state"),
               cl::cat(mlperfcCategory()));
 
 static int fail(const llvm::Twine &message) {
@@ -60,20 +71,92 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Converts integer data to the integer type the function declares (token files are often
-/// int64 while models take int32).
-static rt::HostTensor asDeclared(rt::HostTensor tensor, mlir::Type declared) {
-  auto type = llvm::cast<mlir::RankedTensorType>(declared);
-  mlir::FailureOr<rt::DType> dtype = toDType(type.getElementType());
-  if (succeeded(dtype) && !rt::isFloat(tensor.dtype) && !rt::isFloat(*dtype)) {
-    tensor.dtype = *dtype;
+/// The integer tensor `name` of `inputs` with the given shape, or an error naming it.
+static mlir::FailureOr<rt::HostTensor> integerInput(const rt::TensorFile &inputs, const char *name,
+                                                    const std::vector<int64_t> &shape,
+                                                    rt::DType dtype) {
+  auto it = inputs.tensors.find(name);
+  auto describe = [&] {
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i) {
+      text += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    return text + "]";
+  };
+  if (it == inputs.tensors.end()) {
+    fail(refInputs + " has no tensor '" + name + "'");
+    return mlir::failure();
   }
+  if (rt::isFloat(it->second.dtype) || it->second.shape != shape) {
+    fail(refInputs + ": '" + name + "' is " + it->second.describe() + ", expected integers of " +
+         "shape " + describe());
+    return mlir::failure();
+  }
+  rt::HostTensor tensor = it->second;
+  tensor.dtype = dtype; // token files are often int64 while models take int32
   return tensor;
+}
+
+static rt::HostTensor stepSlice(const rt::HostTensor &all, int64_t step) {
+  rt::HostTensor slice = rt::HostTensor::zeros(all.dtype, {all.shape[1], all.shape[2]});
+  int64_t size = slice.numElements();
+  std::copy_n(all.ints.begin() + step * size, size, slice.ints.begin());
+  return slice;
+}
+
+static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFile &inputs,
+                      rt::DType idType) {
+  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  std::vector<int64_t> shape{refTrainSteps, batch.getGlobalBatchSizeAttr().getInt(),
+                             batch.getSeqLenAttr().getInt()};
+  mlir::FailureOr<rt::HostTensor> tokens = integerInput(inputs, "tokens", shape, idType);
+  if (failed(tokens)) {
+    return 1;
+  }
+  mlir::FailureOr<rt::HostTensor> labels = integerInput(inputs, "labels", shape, idType);
+  if (failed(labels)) {
+    return 1;
+  }
+  TrainState state = initialTrainState(std::move(params));
+  ReferenceTrainer trainer(model);
+  for (int64_t step = 0; step < refTrainSteps; ++step) {
+    mlir::FailureOr<StepMetrics> metrics =
+        trainer.step(state, stepSlice(*tokens, step), stepSlice(*labels, step));
+    if (failed(metrics)) {
+      return 1;
+    }
+    llvm::outs() << llvm::format("step %lld loss %.9g lr %.9g grad_norm %.9g\n",
+                                 static_cast<long long>(metrics->step), metrics->loss, metrics->lr,
+                                 metrics->gradNorm);
+    llvm::outs().flush();
+  }
+  if (!refOutput.empty()) {
+    // Parameters by Hugging Face name; optimizer state under PyTorch's AdamW names.
+    rt::TensorFile out;
+    out.metadata = {{"format", "mlperfc train state"}, {"step", std::to_string(state.step)}};
+    for (auto &[name, value] : state.params) {
+      out.tensors[name] = value;
+      out.tensors["optimizer.master." + name] = state.masters[name];
+      out.tensors["optimizer.exp_avg." + name] = state.m[name];
+      out.tensors["optimizer.exp_avg_sq." + name] = state.v[name];
+    }
+    rt::Status written = rt::writeSafetensors(refOutput, out);
+    if (!written.isOk()) {
+      return fail(written.message());
+    }
+  }
+  return 0;
 }
 
 int runRunReference() {
   if (refFunction != "forward" && refFunction != "forward_backward") {
     return fail("--function must be forward or forward_backward, got '" + refFunction + "'");
+  }
+  if (refPrecision != "bf16" && refPrecision != "fp32") {
+    return fail("--precision must be bf16 or fp32, got '" + refPrecision + "'");
+  }
+  if (refTrainSteps < 0) {
+    return fail("--train-steps must be >= 0");
   }
   std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
   ModelFile modelFile(*contextOwner, refModel);
@@ -81,15 +164,19 @@ int runRunReference() {
   if (!module) {
     return 1;
   }
-  mlir::PassManager pm(contextOwner.get());
-  pm.addPass(createTGInlineLayersPass());
-  if (refFunction == "forward_backward") {
-    pm.addPass(createTGAutodiffPass());
-  }
-  if (failed(pm.run(*module))) {
-    return fail("could not prepare " + refFunction + " (errors above)");
-  }
   tg::ModelOp model = getModel(*module);
+  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  TrainStepOptions options;
+  options.precision = refPrecision;
+  // A lone forward_backward call is one micro-batch: its loss gradient, unscaled.
+  options.accumulationSteps = refTrainSteps > 0 ? batch.getGlobalBatchSizeAttr().getInt() /
+                                                      batch.getMicroBatchSizeAttr().getInt()
+                                                : 1;
+  mlir::PassManager pm(contextOwner.get());
+  buildTrainStepPipeline(pm, options);
+  if (failed(pm.run(*module))) {
+    return fail("could not build the train step (errors above)");
+  }
 
   ParamValues params;
   if (!refParams.empty()) {
@@ -124,17 +211,23 @@ int runRunReference() {
     return fail(status.message());
   }
   auto func = llvm::cast<mlir::func::FuncOp>(mlir::SymbolTable::lookupSymbolIn(model, refFunction));
-  std::vector<rt::HostTensor> args;
-  const char *const argumentNames[] = {"tokens", "labels"};
-  for (auto [index, name] : llvm::enumerate(argumentNames)) {
-    auto it = inputs.tensors.find(name);
-    if (it == inputs.tensors.end()) {
-      return fail(refInputs + " has no tensor '" + llvm::Twine(name) + "'");
-    }
-    args.push_back(asDeclared(it->second, func.getFunctionType().getInput(index)));
+  auto tokenType = llvm::cast<mlir::RankedTensorType>(func.getFunctionType().getInput(0));
+  rt::DType idType = *toDType(tokenType.getElementType());
+  if (refTrainSteps > 0) {
+    return trainSteps(model, std::move(params), inputs, idType);
+  }
+
+  std::vector<int64_t> shape(tokenType.getShape().begin(), tokenType.getShape().end());
+  mlir::FailureOr<rt::HostTensor> tokens = integerInput(inputs, "tokens", shape, idType);
+  if (failed(tokens)) {
+    return 1;
+  }
+  mlir::FailureOr<rt::HostTensor> labels = integerInput(inputs, "labels", shape, idType);
+  if (failed(labels)) {
+    return 1;
   }
   TGInterpreter interpreter(model, params);
-  mlir::FailureOr<std::vector<rt::HostTensor>> results = interpreter.call(func, std::move(args));
+  mlir::FailureOr<std::vector<rt::HostTensor>> results = interpreter.call(func, {*tokens, *labels});
   if (failed(results)) {
     return 1;
   }

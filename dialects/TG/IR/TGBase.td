@@ -14,6 +14,8 @@ include "mlir/IR/AttrTypeBase.td"
 def TG_Dialect : Dialect {
   let name = "tg";
   let cppNamespace = "::mlperf::tg";
+  // Folded constants (splat tensors) are materialized as tg.fill.
+  let hasConstantMaterializer = 1;
   let summary = "Training-graph dialect: tensor ops with value semantics";
   let description = [{
     Ops in `tg` operate on ranked tensors of the MLPerf approved floating-point formats used
@@ -29,7 +31,11 @@ def TG_Tensor : StaticShapeTensorOf<[TG_Float]>;
 // Token ids and labels.
 def TG_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 // Scalars such as the loss are f32 whatever the compute precision.
-def TG_F32Scalar : 0DTensorOf<[F32]>;
+def TG_F32Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+// Optimizer step counters.
+def TG_I64Scalar : 0DTensorOf<[I64]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
 
 class TG_Op<string mnemonic, list<Trait> traits = []> : Op<TG_Dialect, mnemonic, traits>;
 

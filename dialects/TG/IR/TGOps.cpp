@@ -31,6 +31,17 @@ void TGDialect::initialize() {
       >();
 }
 
+Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                          Location loc) {
+  auto splat = dyn_cast<SplatElementsAttr>(value);
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!splat || !tensorType || !isa<FloatType>(tensorType.getElementType())) {
+    return nullptr;
+  }
+  double scalar = splat.getSplatValue<APFloat>().convertToDouble();
+  return FillOp::create(builder, loc, tensorType, builder.getF64FloatAttr(scalar));
+}
+
 /// Prints a shape as `AxBxC` for diagnostics (`[]` when there are no dimensions).
 static std::string shapeString(ArrayRef<int64_t> shape) {
   if (shape.empty()) {
@@ -299,32 +310,44 @@ LogicalResult RepeatGradOp::inferReturnTypes(MLIRContext *context, std::optional
 }
 
 //===----------------------------------------------------------------------===//
+// AdamWOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AdamWOp::verify() {
+  auto master = cast<RankedTensorType>(getMaster().getType());
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  if (!master.getElementType().isF32()) {
+    return emitOpError() << "master weights and moments must be f32, got " << master;
+  }
+  if (master.getShape() != grad.getShape()) {
+    return emitOpError() << "gradient shape " << grad << " differs from the parameter's " << master;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
-                                               std::optional<Location> location, Adaptor adaptor,
-                                               SmallVectorImpl<Type> &inferredReturnTypes) {
-  auto logitsType = cast<RankedTensorType>(adaptor.getLogits().getType());
-  auto labelsType = cast<RankedTensorType>(adaptor.getLabels().getType());
+LogicalResult CrossEntropyOp::verify() {
+  auto logitsType = cast<RankedTensorType>(getLogits().getType());
+  auto labelsType = cast<RankedTensorType>(getLabels().getType());
   if (logitsType.getRank() < 1) {
-    return emitOptionalError(location, "'tg.cross_entropy' op logits must be [..., vocab]");
+    return emitOpError() << "logits must be [..., vocab]";
   }
   ArrayRef<int64_t> tokenShape = logitsType.getShape().drop_back();
   if (labelsType.getShape() != tokenShape) {
-    return emitOptionalError(
-        location, "'tg.cross_entropy' op labels shape ", shapeString(labelsType.getShape()),
-        " must equal the logits shape without vocab, ", shapeString(tokenShape));
+    return emitOpError() << "labels shape " << shapeString(labelsType.getShape())
+                         << " must equal the logits shape without vocab, "
+                         << shapeString(tokenShape);
   }
-  if (Value mask = adaptor.getLossMask()) {
+  if (Value mask = getLossMask()) {
     auto maskType = cast<RankedTensorType>(mask.getType());
     if (maskType.getShape() != tokenShape || !maskType.getElementType().isF32()) {
-      return emitOptionalError(location, "'tg.cross_entropy' op loss_mask must be an f32 tensor ",
-                               "of the labels' shape ", shapeString(tokenShape), ", got ",
-                               maskType);
+      return emitOpError() << "loss_mask must be an f32 tensor of the labels' shape "
+                           << shapeString(tokenShape) << ", got " << maskType;
     }
   }
-  inferredReturnTypes.push_back(RankedTensorType::get({}, Float32Type::get(context)));
   return success();
 }
 

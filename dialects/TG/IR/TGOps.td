@@ -222,7 +222,7 @@ def TG_RepeatOp : TG_Op<"repeat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
 // Loss
 //===----------------------------------------------------------------------===//
 
-def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure]> {
   let summary = "Mean token cross-entropy of logits against labels";
   let description = [{
     With `logits` `[..., vocab]` and integer `labels` `[...]`, per token
@@ -242,6 +242,7 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJP
     $logits `,` $labels (`,` $loss_mask^)? attr-dict `:` type($logits) `,` type($labels)
     (`,` type($loss_mask)^)? `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 
@@ -332,6 +333,67 @@ def TG_RepeatGradOp : TG_Op<"repeat_grad", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins TG_Tensor:$grad, I64Attr:$dim, I64Attr:$times);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer (created by tg-optimizer)
+//===----------------------------------------------------------------------===//
+
+def TG_LRValueOp : TG_Op<"lr_value", [Pure]> {
+  let summary = "The learning rate at an optimizer step";
+  let description = [{
+    `kind = "cosine_with_linear_warmup"` at step k (i64 scalar, 0-based), W = warmup_steps,
+    T = max_steps: k ≤ W: `base_lr·(k+1)/(W+1)`; W < k ≤ T:
+    `end_lr + (base_lr − end_lr)·(1 + cos(π(k−W)/(T−W)))/2`; k > T: `end_lr` (NeMo
+    CosineAnnealing with WarmupAnnealHoldPolicy). Computed in f64, returned as f32.
+  }];
+  let arguments = (ins TG_I64Scalar:$step, StrAttr:$kind, F64Attr:$base_lr,
+                       F64Attr:$end_lr, I64Attr:$warmup_steps, I64Attr:$max_steps);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$step attr-dict";
+}
+
+def TG_GlobalNormOp : TG_Op<"global_norm", [Pure]> {
+  let summary = "The L2 norm of all gradients together";
+  let description = [{
+    `sqrt(Σ_tensors Σ_i g_i²)` over f32 copies of the gradients, each counted once,
+    accumulated in f64.
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$grads);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$grads attr-dict `:` type($grads)";
+}
+
+def TG_ClipCoefficientOp : TG_Op<"clip_coefficient", [Pure]> {
+  let summary = "The gradient-clipping factor for a global norm";
+  let description = [{
+    `c = max_norm / (norm + 1e-6)`; the result is `c` when `c < 1` and 1 otherwise, so the
+    gradients are scaled only when clipping applies (torch.nn.utils.clip_grad_norm_).
+  }];
+  let arguments = (ins TG_F32Scalar:$norm, F64Attr:$max_norm);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$norm attr-dict";
+}
+
+def TG_AdamWOp : TG_Op<"adamw", [Pure, AllTypesMatch<["master", "m", "v", "new_master",
+                                                      "new_m", "new_v"]>]> {
+  let summary = "One AdamW update of a parameter (decoupled weight decay, bias correction)";
+  let description = [{
+    In f32 arithmetic on f32 master weights, as apex/Transformer Engine FusedAdam in
+    adam_w_mode: with `g = f32(grad) · clip`, `t = step + 1`,
+    `m' = β1 m + (1 − β1) g`, `v' = β2 v + (1 − β2) g²`, `m̂ = m' / (1 − β1^t)`,
+    `v̂ = v' / (1 − β2^t)`, `master' = master − lr · (m̂ / (sqrt(v̂) + ε) + weight_decay · master)`.
+  }];
+  let arguments = (ins TG_Tensor:$master, TG_Tensor:$m, TG_Tensor:$v, TG_Tensor:$grad,
+                       TG_F32Scalar:$lr, TG_F32Scalar:$clip, TG_I64Scalar:$step,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
+                       F64Attr:$weight_decay);
+  let results = (outs TG_Tensor:$new_master, TG_Tensor:$new_m, TG_Tensor:$new_v);
+  let assemblyFormat = [{
+    $master `,` $m `,` $v `,` $grad `,` $lr `,` $clip `,` $step attr-dict `:` type($master) `,`
+    type($grad)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

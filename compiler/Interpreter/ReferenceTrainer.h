@@ -1,0 +1,45 @@
+//===- ReferenceTrainer.h - Train steps on the reference interpreter -*- C++ -*-===//
+//
+// Runs the reference train step: for each micro-batch @forward_backward (gradients already
+// scaled by 1/A), gradients summed in their declared type, then @optimizer_step. This is the
+// step the oracle trajectory test and the CPU backend are compared with.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_COMPILER_INTERPRETER_REFERENCETRAINER_H
+#define MLPERFC_COMPILER_INTERPRETER_REFERENCETRAINER_H
+
+#include "compiler/Interpreter/TGInterpreter.h"
+
+namespace mlperf {
+
+struct TrainState {
+  ParamValues params;        // in their declared types
+  ParamValues masters, m, v; // f32 master weights and AdamW moments
+  int64_t step = 0;          // optimizer steps taken
+};
+
+struct StepMetrics {
+  int64_t step = 0;
+  double loss = 0, lr = 0, gradNorm = 0;
+};
+
+/// The state before the first step: f32 masters equal to the parameters, zero moments.
+TrainState initialTrainState(ParamValues params);
+
+class ReferenceTrainer {
+public:
+  /// `model` has gone through the train-step pipeline (@forward_backward, @optimizer_step).
+  explicit ReferenceTrainer(tg::ModelOp model) : model(model) {}
+
+  /// One optimizer step on a global batch: tokens and labels [global_batch, seq].
+  mlir::FailureOr<StepMetrics> step(TrainState &state, const rt::HostTensor &tokens,
+                                    const rt::HostTensor &labels);
+
+private:
+  tg::ModelOp model;
+};
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_INTERPRETER_REFERENCETRAINER_H

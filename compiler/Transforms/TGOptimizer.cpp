@@ -1,0 +1,123 @@
+//===- TGOptimizer.cpp - Build @optimizer_step from the metadata -*- C++ -*-===//
+
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+#define DEBUG_TYPE "tg-optimizer"
+
+namespace mlperf {
+#define GEN_PASS_DEF_TGOPTIMIZERPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
+  void runOnOperation() override {
+    for (auto model : getOperation().getOps<tg::ModelOp>()) {
+      if (failed(runOnModel(model))) {
+        return signalPassFailure();
+      }
+    }
+  }
+
+  LogicalResult runOnModel(tg::ModelOp model) {
+    if (SymbolTable::lookupSymbolIn(model, "optimizer_step")) {
+      return model.emitError() << "tg-optimizer: model already has an @optimizer_step";
+    }
+    Block &body = model.getBody().front();
+    auto optimizer = *body.getOps<tg::OptimizerOp>().begin();
+    auto schedule = *body.getOps<tg::LRScheduleOp>().begin();
+    SmallVector<tg::ParamOp> params;
+    for (auto param : body.getOps<tg::ParamOp>()) {
+      if (param.getRepeat()) {
+        return param.emitError() << "tg-optimizer needs concrete parameters: run "
+                                    "tg-inline-layers first";
+      }
+      params.push_back(param);
+    }
+
+    OpBuilder builder(model.getContext());
+    Location loc = optimizer.getLoc();
+    auto f32 = builder.getF32Type();
+    auto stepType = RankedTensorType::get({}, builder.getI64Type());
+    auto scalarType = RankedTensorType::get({}, f32);
+    SmallVector<Type> inputs{stepType}, stateTypes, paramTypes;
+    for (tg::ParamOp param : params) {
+      inputs.push_back(param.getType());
+      paramTypes.push_back(param.getType());
+      stateTypes.push_back(RankedTensorType::get(param.getTensorType().getShape(), f32));
+    }
+    for (int copy = 0; copy < 3; ++copy) { // masters, first and second moments
+      inputs.append(stateTypes);
+    }
+    SmallVector<Type> results(paramTypes);
+    for (int copy = 0; copy < 3; ++copy) {
+      results.append(stateTypes);
+    }
+    results.append({scalarType, scalarType});
+
+    builder.setInsertionPointToEnd(&body);
+    auto func = func::FuncOp::create(builder, loc, "optimizer_step",
+                                     builder.getFunctionType(inputs, results));
+    Block *entry = func.addEntryBlock();
+    builder.setInsertionPointToStart(entry);
+    size_t n = params.size();
+    Value step = entry->getArgument(0);
+    auto arg = [&](size_t group, size_t index) {
+      return entry->getArgument(1 + group * n + index);
+    };
+
+    SmallVector<Value> grads;
+    for (size_t i = 0; i < n; ++i) {
+      grads.push_back(arg(0, i));
+    }
+    Value norm = tg::GlobalNormOp::create(builder, loc, scalarType, grads);
+    Value clip = tg::ClipCoefficientOp::create(builder, loc, scalarType, norm,
+                                               optimizer.getClipGradNormAttr());
+    Value lr = tg::LRValueOp::create(builder, loc, scalarType, step, schedule.getKindAttr(),
+                                     schedule.getBaseLrAttr(), schedule.getEndLrAttr(),
+                                     schedule.getWarmupStepsAttr(), schedule.getMaxStepsAttr());
+    bool decayAll = optimizer.getWeightDecayParams() == "all";
+    SmallVector<Value> newParams, newMasters, newM, newV;
+    for (size_t i = 0; i < n; ++i) {
+      // The reference's parameter groups: every parameter decays ("all", as NeMo 2.1 runs
+      // Llama 3.1), or only matrices.
+      bool decays = decayAll || params[i].getTensorType().getRank() >= 2;
+      auto update = tg::AdamWOp::create(
+          builder, loc, stateTypes[i], stateTypes[i], stateTypes[i], arg(1, i), arg(2, i),
+          arg(3, i), grads[i], lr, clip, step, optimizer.getBeta1Attr(), optimizer.getBeta2Attr(),
+          optimizer.getEpsilonAttr(),
+          builder.getF64FloatAttr(decays ? optimizer.getWeightDecay().convertToDouble() : 0.0));
+      Value master = update.getNewMaster();
+      newParams.push_back(
+          paramTypes[i] == master.getType()
+              ? master
+              : tg::ConvertOp::create(builder, loc, paramTypes[i], master).getResult());
+      newMasters.push_back(master);
+      newM.push_back(update.getNewM());
+      newV.push_back(update.getNewV());
+    }
+    SmallVector<Value> returned(newParams);
+    returned.append(newMasters);
+    returned.append(newM);
+    returned.append(newV);
+    returned.append({lr, norm});
+    func::ReturnOp::create(builder, loc, returned);
+    SmallVector<Attribute> names;
+    for (tg::ParamOp param : params) {
+      names.push_back(FlatSymbolRefAttr::get(param.getSymNameAttr()));
+    }
+    func->setAttr("tg.parameters", builder.getArrayAttr(names));
+    return success();
+  }
+};
+
+} // namespace
+} // namespace mlperf
