@@ -23,6 +23,10 @@ extern llvm::cl::SubCommand summaryCommand;
 /// `mlperfc summary MODEL.mlir [--json]`: parameters, memory, FLOPs, op counts.
 int runSummary();
 
+extern llvm::cl::SubCommand compileCommand;
+/// `mlperfc compile MODEL.mlir [--precision fp32|bf16] [--dump-ir DIR]`.
+int runCompile();
+
 extern llvm::cl::SubCommand runReferenceCommand;
 /// `mlperfc run-reference MODEL.mlir --inputs BATCH [--function forward_backward] ...`.
 int runRunReference();

@@ -104,8 +104,15 @@ static rt::HostTensor stepSlice(const rt::HostTensor &all, int64_t step) {
   return slice;
 }
 
+/// Optimizer state saved by --train-steps -o (or an empty state when none was loaded).
+struct LoadedOptimizerState {
+  ParamValues masters, m, v;
+  int64_t step = 0;
+  bool present = false;
+};
+
 static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFile &inputs,
-                      rt::DType idType) {
+                      rt::DType idType, LoadedOptimizerState loaded) {
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   std::vector<int64_t> shape{refTrainSteps, batch.getGlobalBatchSizeAttr().getInt(),
                              batch.getSeqLenAttr().getInt()};
@@ -118,6 +125,23 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFil
     return 1;
   }
   TrainState state = initialTrainState(std::move(params));
+  if (loaded.present) {
+    // Resume: every parameter needs its f32 master and moments of the same shape.
+    for (const auto &[name, value] : state.params) {
+      for (ParamValues *group : {&loaded.masters, &loaded.m, &loaded.v}) {
+        auto it = group->find(name);
+        if (it == group->end() || it->second.dtype != rt::DType::kF32 ||
+            it->second.shape != value.shape) {
+          return fail(refParams + ": incomplete optimizer state for '" + name +
+                      "' (master, exp_avg and exp_avg_sq, f32, the parameter's shape)");
+        }
+      }
+    }
+    state.masters = std::move(loaded.masters);
+    state.m = std::move(loaded.m);
+    state.v = std::move(loaded.v);
+    state.step = loaded.step;
+  }
   ReferenceTrainer trainer(model);
   for (int64_t step = 0; step < refTrainSteps; ++step) {
     mlir::FailureOr<StepMetrics> metrics =
@@ -179,13 +203,35 @@ int runRunReference() {
   }
 
   ParamValues params;
+  LoadedOptimizerState optimizerState;
   if (!refParams.empty()) {
     rt::TensorFile file;
     rt::Status status = rt::readSafetensors(refParams, file);
     if (!status.isOk()) {
       return fail(status.message());
     }
-    params = std::move(file.tensors);
+    // A train-state file holds the optimizer state next to the parameters.
+    for (auto &[name, tensor] : file.tensors) {
+      llvm::StringRef key = name;
+      if (key.consume_front("optimizer.master.")) {
+        optimizerState.masters[key.str()] = std::move(tensor);
+      } else if (key.consume_front("optimizer.exp_avg_sq.")) {
+        optimizerState.v[key.str()] = std::move(tensor);
+      } else if (key.consume_front("optimizer.exp_avg.")) {
+        optimizerState.m[key.str()] = std::move(tensor);
+      } else {
+        params[name] = std::move(tensor);
+      }
+    }
+    optimizerState.present =
+        !optimizerState.masters.empty() || !optimizerState.m.empty() || !optimizerState.v.empty();
+    auto step = file.metadata.find("step");
+    if (optimizerState.present &&
+        (step == file.metadata.end() ||
+         llvm::StringRef(step->second).getAsInteger(10, optimizerState.step) ||
+         optimizerState.step < 0)) {
+      return fail(refParams + ": optimizer state without a valid 'step' in its metadata");
+    }
   } else {
     mlir::FailureOr<ParamValues> drawn = initializeParameters(model, refSeed);
     if (failed(drawn)) {
@@ -214,7 +260,7 @@ int runRunReference() {
   auto tokenType = llvm::cast<mlir::RankedTensorType>(func.getFunctionType().getInput(0));
   rt::DType idType = *toDType(tokenType.getElementType());
   if (refTrainSteps > 0) {
-    return trainSteps(model, std::move(params), inputs, idType);
+    return trainSteps(model, std::move(params), inputs, idType, std::move(optimizerState));
   }
 
   std::vector<int64_t> shape(tokenType.getShape().begin(), tokenType.getShape().end());

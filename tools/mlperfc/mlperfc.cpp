@@ -31,6 +31,8 @@ static constexpr llvm::StringLiteral kOverview =
     "mlperfc: ahead-of-time compiler for MLPerf Training graphs\n\n"
     "  mlperfc check MODEL.mlir...          parse and verify model declarations\n"
     "  mlperfc summary MODEL.mlir [--json]  parameters, memory, FLOPs, op counts\n"
+    "  mlperfc compile MODEL.mlir [--precision bf16|fp32] [--dump-ir DIR]\n"
+    "                                       lower to the train step\n"
     "  mlperfc emit-model llama3 [--preset P] [--set key=value,...] [-o FILE]\n"
     "                                       write a model declaration\n"
     "  mlperfc run-reference MODEL.mlir --inputs BATCH.safetensors [--function forward_backward]\n"
@@ -45,7 +47,7 @@ int main(int argc, char **argv) {
   // Only our options in --help: libLLVM registers hundreds of its own at load time.
   cl::HideUnrelatedOptions(mlperfcCategory());
   for (cl::SubCommand *sub :
-       {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand}) {
+       {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand, &compileCommand}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 
@@ -76,6 +78,9 @@ int main(int argc, char **argv) {
   }
   if (runReferenceCommand) {
     return runRunReference();
+  }
+  if (compileCommand) {
+    return runCompile();
   }
   llvm::WithColor::error(llvm::errs(), "mlperfc")
       << "no command given (run 'mlperfc --help' for the list)\n";

@@ -1,0 +1,109 @@
+//===- Compile.cpp - mlperfc compile ---------------------------*- C++ -*-===//
+//
+// Lowers a declaration to its train step (@forward_backward, @optimizer_step). The execution
+// plan (plan.pb, `-o`) is the next stage of the pipeline and not written yet; today compile
+// verifies the lowering, reports it, and writes the IR after every pass with --dump-ir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Registration.h"
+#include "compiler/Support/IRDump.h"
+#include "compiler/Support/ModelFile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+namespace mlperf::cli {
+
+cl::SubCommand compileCommand("compile", "Lower a model declaration to its train step");
+
+static cl::opt<std::string> compileInput(cl::Positional, cl::Required, cl::sub(compileCommand),
+                                         cl::desc("<model.mlir>"), cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compilePrecision(
+    "precision", cl::sub(compileCommand), cl::init("bf16"),
+    cl::desc("Compute precision: bf16 (the reference's, as declared) or fp32 (oracle and RCP "
+             "reference runs)"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compileDumpIR(
+    "dump-ir", cl::sub(compileCommand), cl::value_desc("DIR"),
+    cl::desc("Write the IR before the first pass and after every pass, numbered in pipeline "
+             "order (DIR/00-input.mlir, DIR/01-tg-set-precision.mlir, ...)"),
+    cl::cat(mlperfcCategory()));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "mlperfc compile") << message << "\n";
+  return 1;
+}
+
+static void describeFunction(mlir::func::FuncOp func) {
+  llvm::MapVector<llvm::StringRef, unsigned> counts;
+  unsigned total = 0;
+  func.walk([&](mlir::Operation *op) {
+    if (op != func.getOperation()) {
+      ++counts[op->getName().getStringRef()];
+      ++total;
+    }
+  });
+  llvm::outs() << "  @" << func.getSymName() << ": " << func.getNumArguments() << " inputs, "
+               << func.getNumResults() << " results, " << total << " ops (";
+  llvm::interleaveComma(counts, llvm::outs(), [](const auto &entry) {
+    llvm::outs() << entry.first << " " << entry.second;
+  });
+  llvm::outs() << ")\n";
+}
+
+int runCompile() {
+  if (compilePrecision != "bf16" && compilePrecision != "fp32") {
+    return fail("--precision must be bf16 or fp32, got '" + compilePrecision + "'");
+  }
+  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
+  ModelFile modelFile(*contextOwner, compileInput);
+  mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
+  if (!module) {
+    return 1;
+  }
+  tg::ModelOp model = getModel(*module);
+  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  TrainStepOptions options;
+  options.precision = compilePrecision;
+  // One data-parallel rank until the cluster options exist: every micro-batch of the global
+  // batch is accumulated here.
+  options.accumulationSteps =
+      batch.getGlobalBatchSizeAttr().getInt() / batch.getMicroBatchSizeAttr().getInt();
+  mlir::PassManager pm(contextOwner.get());
+  buildTrainStepPipeline(pm, options);
+  if (!compileDumpIR.empty()) {
+    std::string error;
+    if (!addIRDump(pm, compileDumpIR, error)) {
+      return fail(error);
+    }
+  }
+  if (failed(pm.run(*module))) {
+    return fail("lowering failed (errors above)");
+  }
+  unsigned params = 0;
+  for ([[maybe_unused]] auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+    ++params;
+  }
+  llvm::outs() << "compiled @" << model.getSymName() << ": precision " << compilePrecision << ", "
+               << params << " parameter tensors, " << options.accumulationSteps
+               << " micro-batches of " << batch.getMicroBatchSizeAttr().getInt() << " per step\n";
+  for (auto func : model.getBody().front().getOps<mlir::func::FuncOp>()) {
+    describeFunction(func);
+  }
+  if (!compileDumpIR.empty()) {
+    llvm::outs() << "  IR after every pass: " << compileDumpIR << "/\n";
+  }
+  return 0;
+}
+
+} // namespace mlperf::cli
