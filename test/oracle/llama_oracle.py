@@ -242,6 +242,100 @@ def check_trajectory(name, cfg, mlperfc, workdir):
     return not failures
 
 
+# VJP rules the Llama models do not exercise: split and concat, matmuls in every transpose
+# layout (batched and with a shared rank-2 weight), reshape, mul, scale, silu.
+OPS_MODEL = """
+tg.model @ops {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16,
+                target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 2, micro_batch_size = 2, seq_len = 6}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05,
+                weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04,
+                  warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<12x8xf32> {init = "normal", std = 0.5}
+  tg.param @w : tensor<8x8xf32> {init = "normal", std = 0.5}
+  func.func @forward(%tokens: tensor<2x6xi32>, %labels: tensor<2x6xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<12x8xf32>
+    %w = tg.param_ref @w : tensor<8x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<12x8xf32>, tensor<2x6xi32> -> tensor<2x6x8xf32>
+    %a, %b = tg.split %h {dim = 2 : i64, sizes = array<i64: 3, 5>}
+        : tensor<2x6x8xf32> -> tensor<2x6x3xf32>, tensor<2x6x5xf32>
+    %c = tg.concat %b, %a {dim = 2 : i64} : tensor<2x6x5xf32>, tensor<2x6x3xf32> -> tensor<2x6x8xf32>
+    %p = tg.matmul %c, %w : tensor<2x6x8xf32>, tensor<8x8xf32> -> tensor<2x6x8xf32>
+    %q = tg.matmul %p, %c {transpose_lhs} : tensor<2x6x8xf32>, tensor<2x6x8xf32> -> tensor<2x8x8xf32>
+    %r = tg.matmul %q, %c {transpose_lhs, transpose_rhs} : tensor<2x8x8xf32>, tensor<2x6x8xf32> -> tensor<2x8x6xf32>
+    %s = tg.transpose %r {permutation = array<i64: 0, 2, 1>} : tensor<2x8x6xf32> -> tensor<2x6x8xf32>
+    %t = tg.matmul %s, %q : tensor<2x6x8xf32>, tensor<2x8x8xf32> -> tensor<2x6x8xf32>
+    %u = tg.mul %t, %p : tensor<2x6x8xf32>
+    %flat = tg.reshape %u : tensor<2x6x8xf32> -> tensor<12x8xf32>
+    %half = tg.scale %flat {factor = 0.05 : f64} : tensor<12x8xf32>
+    %back = tg.reshape %half : tensor<12x8xf32> -> tensor<2x6x8xf32>
+    %act = tg.silu %back : tensor<2x6x8xf32>
+    %logits = tg.matmul %act, %e {transpose_rhs} : tensor<2x6x8xf32>, tensor<12x8xf32> -> tensor<2x6x12xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x6x12xf32>, tensor<2x6xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+"""
+
+
+def ops_loss(params, tokens, labels):
+    e, w = params["embed"], params["w"]
+    h = e[tokens]
+    c = jnp.concatenate([h[..., 3:], h[..., :3]], axis=-1)
+    p = c @ w
+    q = jnp.swapaxes(p, 1, 2) @ c
+    r = jnp.swapaxes(q, 1, 2) @ jnp.swapaxes(c, 1, 2)
+    t = jnp.swapaxes(r, 1, 2) @ q
+    act = jax.nn.silu((t * p) * 0.05)
+    log_probs = jax.nn.log_softmax(act @ e.T, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(log_probs, labels[..., None], axis=-1))
+
+
+def check_ops(mlperfc, workdir):
+    model = os.path.join(workdir, "ops.mlir")
+    with open(model, "w") as f:
+        f.write(OPS_MODEL)
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, 12, size=(2, 6), dtype=np.int64)
+    labels = rng.integers(0, 12, size=(2, 6), dtype=np.int64)
+    batch = os.path.join(workdir, "ops.batch.safetensors")
+    write_safetensors(batch, {"tokens": tokens, "labels": labels})
+    weights = os.path.join(workdir, "ops.weights.safetensors")
+    out = os.path.join(workdir, "ops.out.safetensors")
+    subprocess.run([mlperfc, "run-reference", model, "--seed", "5", "--save-params", weights,
+                    "--inputs", batch, "--function", "forward_backward", "-o", out],
+                   check=True, capture_output=True)
+    params = {k: jnp.asarray(v) for k, v in read_safetensors(weights).items()}
+    ours = read_safetensors(out)
+    loss, grads = jax.value_and_grad(ops_loss)(params, jnp.asarray(tokens), jnp.asarray(labels))
+    return compare("ops", ours, float(loss), grads)
+
+
+def compare(name, ours, loss, grads):
+    failures = []
+    loss_error = abs(ours["loss"].item() - loss) / abs(loss)
+    if loss_error > LOSS_RTOL:
+        failures.append(f"loss {ours['loss'].item()} vs {loss} (rel {loss_error:.2e})")
+    worst = 0.0
+    for param, ref in grads.items():
+        ref = np.asarray(ref)
+        got = ours[f"grad.{param}"]
+        scale = np.max(np.abs(ref))
+        bound = ATOL * scale + RTOL * np.abs(ref)
+        worst = max(worst, float(np.max(np.abs(got - ref)) / max(scale, 1e-30)))
+        if np.max(np.abs(got - ref) - bound) > 0:
+            failures.append(f"grad of {param}: max |diff| {np.max(np.abs(got - ref)):.3e}, "
+                            f"scale {scale:.3e}")
+    print(f"{name}: loss {ours['loss'].item():.9f} (JAX f64 {loss:.9f}, rel "
+          f"{loss_error:.1e}); {len(grads)} gradients, worst |diff|/max|ref| {worst:.1e}: "
+          f"{'ok' if not failures else 'MISMATCH'}")
+    for failure in failures:
+        print("  " + failure)
+    return not failures
+
+
 def check_config(name, cfg, mlperfc, workdir):
     cfg = {k: v for k, v in cfg.items() if k != "gbs"}
     sets = ",".join(f"{k}={v}" for k, v in cfg.items())
@@ -264,27 +358,7 @@ def check_config(name, cfg, mlperfc, workdir):
     ours = read_safetensors(out)
     loss, grads = jax.value_and_grad(loss_fn)(params, jnp.asarray(tokens), jnp.asarray(labels),
                                               cfg)
-    failures = []
-    loss_error = abs(ours["loss"].item() - float(loss)) / abs(float(loss))
-    if loss_error > LOSS_RTOL:
-        failures.append(f"loss {ours['loss'].item()} vs {float(loss)} (rel {loss_error:.2e})")
-    worst = 0.0
-    for param, ref in grads.items():
-        ref = np.asarray(ref)
-        got = ours[f"grad.{param}"]
-        scale = np.max(np.abs(ref))
-        bound = ATOL * scale + RTOL * np.abs(ref)
-        excess = np.max(np.abs(got - ref) - bound)
-        worst = max(worst, float(np.max(np.abs(got - ref)) / max(scale, 1e-30)))
-        if excess > 0:
-            failures.append(f"grad of {param}: max |diff| {np.max(np.abs(got - ref)):.3e}, "
-                            f"scale {scale:.3e}")
-    print(f"{name}: loss {ours['loss'].item():.9f} (JAX f64 {float(loss):.9f}, rel "
-          f"{loss_error:.1e}); {len(grads)} gradients, worst |diff|/max|ref| {worst:.1e}: "
-          f"{'ok' if not failures else 'MISMATCH'}")
-    for failure in failures:
-        print("  " + failure)
-    return not failures
+    return compare(name, ours, float(loss), grads)
 
 
 def main():
@@ -293,7 +367,7 @@ def main():
     parser.add_argument("--keep", help="keep the files in this directory")
     args = parser.parse_args()
     def run_all(workdir):
-        results = []
+        results = [check_ops(args.mlperfc, workdir)]
         for n, c in CONFIGS.items():
             results.append(check_config(n, c, args.mlperfc, workdir))
             results.append(check_trajectory(n, c, args.mlperfc, workdir))
