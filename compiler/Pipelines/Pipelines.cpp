@@ -16,6 +16,11 @@ void buildTGCleanupPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
+int64_t accumulationStepsOnOneRank(tg::ModelOp model) {
+  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  return batch.getGlobalBatchSizeAttr().getInt() / batch.getMicroBatchSizeAttr().getInt();
+}
+
 void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options) {
   // Compute precision first, so every later pass sees the types that will execute.
   pm.addPass(createTGSetPrecisionPass(TGSetPrecisionPassOptions{options.precision}));

@@ -10,6 +10,10 @@ namespace mlir {
 class OpPassManager;
 } // namespace mlir
 
+namespace mlperf::tg {
+class ModelOp;
+} // namespace mlperf::tg
+
 namespace mlperf {
 
 /// Exact clean-up of a tg module: removes layout no-ops and redundant computation. Runs after
@@ -22,6 +26,10 @@ struct TrainStepOptions {
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;
 };
+
+/// Micro-batches per optimizer step with every one on a single data-parallel rank:
+/// global_batch_size / micro_batch_size.
+int64_t accumulationStepsOnOneRank(mlperf::tg::ModelOp model);
 
 /// Lowers a declaration to its train step: @forward_backward (one micro-batch, gradients of
 /// loss / accumulationSteps) and @optimizer_step. docs/train-step.md states the semantics.

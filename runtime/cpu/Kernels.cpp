@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace mlperf::rt::cpu {
 
@@ -312,6 +313,20 @@ void copySlice(const T *x, T *y, int64_t outer, int64_t inner, int64_t srcDim, i
   }
 }
 
+/// max and Σ exp(x − max) of one row of logits: log-sum-exp = max + log(sum), computed without
+/// overflow.
+template <typename T> std::pair<double, double> rowMaxAndExpSum(const T *row, int64_t vocab) {
+  double maximum = -std::numeric_limits<double>::infinity();
+  for (int64_t v = 0; v < vocab; ++v) {
+    maximum = std::max(maximum, static_cast<double>(row[v]));
+  }
+  double sum = 0.0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    sum += std::exp(row[v] - maximum);
+  }
+  return {maximum, sum};
+}
+
 template <typename T>
 double crossEntropy(const T *logits, const int64_t *labels, const T *mask, int64_t tokens,
                     int64_t vocab, int64_t *badLabel) {
@@ -322,14 +337,7 @@ double crossEntropy(const T *logits, const int64_t *labels, const T *mask, int64
       return std::numeric_limits<double>::quiet_NaN();
     }
     const T *row = logits + t * vocab;
-    double maximum = -std::numeric_limits<double>::infinity();
-    for (int64_t v = 0; v < vocab; ++v) {
-      maximum = std::max(maximum, static_cast<double>(row[v]));
-    }
-    double sum = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      sum += std::exp(row[v] - maximum);
-    }
+    auto [maximum, sum] = rowMaxAndExpSum(row, vocab);
     double w = mask ? static_cast<double>(mask[t]) : 1.0;
     total += w * (maximum + std::log(sum) - row[labels[t]]);
     weight += w;
@@ -347,14 +355,7 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
   }
   for (int64_t t = 0; t < tokens; ++t) {
     const T *row = logits + t * vocab;
-    double maximum = -std::numeric_limits<double>::infinity();
-    for (int64_t v = 0; v < vocab; ++v) {
-      maximum = std::max(maximum, static_cast<double>(row[v]));
-    }
-    double sum = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      sum += std::exp(row[v] - maximum);
-    }
+    auto [maximum, sum] = rowMaxAndExpSum(row, vocab);
     double coefficient = dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / weight;
     for (int64_t v = 0; v < vocab; ++v) {
       double probability = std::exp(row[v] - maximum) / sum;

@@ -75,10 +75,8 @@ int runCompile() {
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   TrainStepOptions options;
   options.precision = compilePrecision;
-  // One data-parallel rank until the cluster options exist: every micro-batch of the global
-  // batch is accumulated here.
-  options.accumulationSteps =
-      batch.getGlobalBatchSizeAttr().getInt() / batch.getMicroBatchSizeAttr().getInt();
+  // One data-parallel rank until the cluster options exist.
+  options.accumulationSteps = accumulationStepsOnOneRank(model);
   mlir::PassManager pm(contextOwner.get());
   buildTrainStepPipeline(pm, options);
   if (!compileDumpIR.empty()) {

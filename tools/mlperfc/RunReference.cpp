@@ -97,6 +97,20 @@ static mlir::FailureOr<rt::HostTensor> integerInput(const rt::TensorFile &inputs
   return tensor;
 }
 
+/// The batch's 'tokens' and 'labels', both of `shape`.
+static mlir::FailureOr<std::pair<rt::HostTensor, rt::HostTensor>>
+tokensAndLabels(const rt::TensorFile &inputs, const std::vector<int64_t> &shape, rt::DType dtype) {
+  mlir::FailureOr<rt::HostTensor> tokens = integerInput(inputs, "tokens", shape, dtype);
+  if (failed(tokens)) {
+    return mlir::failure();
+  }
+  mlir::FailureOr<rt::HostTensor> labels = integerInput(inputs, "labels", shape, dtype);
+  if (failed(labels)) {
+    return mlir::failure();
+  }
+  return std::make_pair(std::move(*tokens), std::move(*labels));
+}
+
 static rt::HostTensor stepSlice(const rt::HostTensor &all, int64_t step) {
   rt::HostTensor slice = rt::HostTensor::zeros(all.dtype, {all.shape[1], all.shape[2]});
   int64_t size = slice.numElements();
@@ -116,14 +130,11 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFil
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   std::vector<int64_t> shape{refTrainSteps, batch.getGlobalBatchSizeAttr().getInt(),
                              batch.getSeqLenAttr().getInt()};
-  mlir::FailureOr<rt::HostTensor> tokens = integerInput(inputs, "tokens", shape, idType);
-  if (failed(tokens)) {
+  auto batchTensors = tokensAndLabels(inputs, shape, idType);
+  if (failed(batchTensors)) {
     return 1;
   }
-  mlir::FailureOr<rt::HostTensor> labels = integerInput(inputs, "labels", shape, idType);
-  if (failed(labels)) {
-    return 1;
-  }
+  const auto &[tokens, labels] = *batchTensors;
   TrainState state = initialTrainState(std::move(params));
   if (loaded.present) {
     // Resume: every parameter needs its f32 master and moments of the same shape.
@@ -145,7 +156,7 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFil
   ReferenceTrainer trainer(model);
   for (int64_t step = 0; step < refTrainSteps; ++step) {
     mlir::FailureOr<StepMetrics> metrics =
-        trainer.step(state, stepSlice(*tokens, step), stepSlice(*labels, step));
+        trainer.step(state, stepSlice(tokens, step), stepSlice(labels, step));
     if (failed(metrics)) {
       return 1;
     }
@@ -189,13 +200,10 @@ int runRunReference() {
     return 1;
   }
   tg::ModelOp model = getModel(*module);
-  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   TrainStepOptions options;
   options.precision = refPrecision;
   // A lone forward_backward call is one micro-batch: its loss gradient, unscaled.
-  options.accumulationSteps = refTrainSteps > 0 ? batch.getGlobalBatchSizeAttr().getInt() /
-                                                      batch.getMicroBatchSizeAttr().getInt()
-                                                : 1;
+  options.accumulationSteps = refTrainSteps > 0 ? accumulationStepsOnOneRank(model) : 1;
   mlir::PassManager pm(contextOwner.get());
   buildTrainStepPipeline(pm, options);
   if (failed(pm.run(*module))) {
@@ -264,16 +272,13 @@ int runRunReference() {
   }
 
   std::vector<int64_t> shape(tokenType.getShape().begin(), tokenType.getShape().end());
-  mlir::FailureOr<rt::HostTensor> tokens = integerInput(inputs, "tokens", shape, idType);
-  if (failed(tokens)) {
+  auto batchTensors = tokensAndLabels(inputs, shape, idType);
+  if (failed(batchTensors)) {
     return 1;
   }
-  mlir::FailureOr<rt::HostTensor> labels = integerInput(inputs, "labels", shape, idType);
-  if (failed(labels)) {
-    return 1;
-  }
+  const auto &[tokens, labels] = *batchTensors;
   TGInterpreter interpreter(model, params);
-  mlir::FailureOr<std::vector<rt::HostTensor>> results = interpreter.call(func, {*tokens, *labels});
+  mlir::FailureOr<std::vector<rt::HostTensor>> results = interpreter.call(func, {tokens, labels});
   if (failed(results)) {
     return 1;
   }
