@@ -1,0 +1,166 @@
+//===- DataTest.cpp - Indexed datasets and GPT samples -------------------===//
+
+#include "runtime/data/GPTSamples.h"
+#include "runtime/data/IndexedDataset.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <unistd.h>
+
+using namespace mlperf::rt;
+
+namespace {
+
+class DataTest : public ::testing::Test {
+protected:
+  std::string prefix(const std::string &name) {
+    return ::testing::TempDir() + "/mlperf_data_" + std::to_string(::getpid()) + "_" + name;
+  }
+  // Documents of lengths 5, 1, 7, 3 with token value = 100 * document + position.
+  std::vector<std::vector<int64_t>> documents() {
+    std::vector<std::vector<int64_t>> docs;
+    for (int64_t d : {0, 1, 2, 3}) {
+      int64_t length = std::vector<int64_t>{5, 1, 7, 3}[d];
+      std::vector<int64_t> doc;
+      for (int64_t i = 0; i < length; ++i) {
+        doc.push_back(100 * d + i);
+      }
+      docs.push_back(doc);
+    }
+    return docs;
+  }
+  std::string readFile(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  void writeFile(const std::string &path, const std::string &bytes) {
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+};
+
+TEST_F(DataTest, RoundTripEveryTokenType) {
+  for (TokenType type : {TokenType::kUInt16, TokenType::kInt32, TokenType::kInt64}) {
+    std::string p = prefix("roundtrip");
+    ASSERT_TRUE(writeIndexedDataset(p, documents(), type).isOk());
+    IndexedDataset dataset;
+    Status status = IndexedDataset::open(p, dataset);
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    EXPECT_EQ(dataset.numDocuments(), 4);
+    EXPECT_EQ(dataset.numTokens(), 16);
+    EXPECT_EQ(dataset.tokenType(), type);
+    for (int64_t d = 0; d < 4; ++d) {
+      std::vector<int64_t> tokens;
+      ASSERT_TRUE(dataset.readDocument(d, 0, dataset.documentLength(d), tokens).isOk());
+      EXPECT_EQ(tokens, documents()[d]);
+    }
+    std::vector<int64_t> middle;
+    ASSERT_TRUE(dataset.readDocument(2, 3, 2, middle).isOk());
+    EXPECT_EQ(middle, (std::vector<int64_t>{203, 204}));
+    EXPECT_FALSE(dataset.readDocument(2, 6, 2, middle).isOk());
+  }
+}
+
+TEST_F(DataTest, TokensThatDoNotFitAreRejected) {
+  Status status = writeIndexedDataset(prefix("fit"), {{1, 300}}, TokenType::kUInt8);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("token 300"), std::string::npos);
+}
+
+TEST_F(DataTest, SequentialSamplesOverlapByOneTokenAcrossDocuments) {
+  std::string p = prefix("windows");
+  ASSERT_TRUE(writeIndexedDataset(p, documents(), TokenType::kInt32).isOk());
+  IndexedDataset dataset;
+  ASSERT_TRUE(IndexedDataset::open(p, dataset).isOk());
+  GPTSamples samples;
+  ASSERT_TRUE(GPTSamples::create(dataset, 4, SampleOrder::kSequential, 0, samples).isOk());
+  EXPECT_EQ(samples.numSamples(), (16 - 1) / 4);
+  // The concatenation: 0..4, 100, 200..206, 300..302.
+  std::vector<int64_t> all = {0, 1, 2, 3, 4, 100, 200, 201, 202, 203, 204, 205, 206, 300, 301, 302};
+  for (int64_t k = 0; k < samples.numSamples(); ++k) {
+    std::vector<int64_t> tokens;
+    ASSERT_TRUE(samples.get(k, tokens).isOk());
+    EXPECT_EQ(tokens, std::vector<int64_t>(all.begin() + 4 * k, all.begin() + 4 * k + 5)) << k;
+  }
+}
+
+TEST_F(DataTest, ShuffledOrderIsASeededPermutation) {
+  std::vector<int64_t> a = seededPermutation(1000, 7, 1), b = seededPermutation(1000, 7, 1);
+  std::vector<int64_t> c = seededPermutation(1000, 8, 1);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(1000);
+  std::iota(identity.begin(), identity.end(), 0);
+  EXPECT_EQ(sorted, identity);
+  EXPECT_NE(a, identity);
+
+  std::string p = prefix("shuffled");
+  ASSERT_TRUE(writeIndexedDataset(p, documents(), TokenType::kInt32).isOk());
+  IndexedDataset dataset;
+  ASSERT_TRUE(IndexedDataset::open(p, dataset).isOk());
+  GPTSamples samples;
+  ASSERT_TRUE(GPTSamples::create(dataset, 3, SampleOrder::kShuffled, 11, samples).isOk());
+  // Every token of the shuffled concatenation is covered by exactly one window start.
+  std::vector<int64_t> starts;
+  for (int64_t k = 0; k < samples.numSamples(); ++k) {
+    std::vector<int64_t> tokens;
+    ASSERT_TRUE(samples.get(k, tokens).isOk());
+    ASSERT_EQ(tokens.size(), 4u);
+    starts.push_back(tokens[0]);
+  }
+  std::sort(starts.begin(), starts.end());
+  EXPECT_EQ(std::unique(starts.begin(), starts.end()), starts.end());
+}
+
+TEST_F(DataTest, TooSmallDatasetIsAnError) {
+  std::string p = prefix("small");
+  ASSERT_TRUE(writeIndexedDataset(p, {{1, 2, 3}}, TokenType::kInt32).isOk());
+  IndexedDataset dataset;
+  ASSERT_TRUE(IndexedDataset::open(p, dataset).isOk());
+  GPTSamples samples;
+  Status status = GPTSamples::create(dataset, 8, SampleOrder::kSequential, 0, samples);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("fewer than one sample"), std::string::npos);
+}
+
+TEST_F(DataTest, CorruptFilesAreRejectedWithTheReason) {
+  std::string p = prefix("corrupt");
+  ASSERT_TRUE(writeIndexedDataset(p, documents(), TokenType::kInt32).isOk());
+  std::string idx = readFile(p + ".idx"), bin = readFile(p + ".bin");
+  struct Case {
+    std::string idx, bin, expected;
+  };
+  std::string badMagic = idx, badVersion = idx, badType = idx, badOffset = idx, badDocs = idx;
+  badMagic[0] = 'X';
+  badVersion[9] = 2;
+  badType[17] = 7;
+  badOffset[34 + 4 * 4 + 8 * 3] = 0x7f;    // last sequence offset far beyond the .bin
+  badDocs[34 + 4 * 4 + 8 * 4 + 8 * 4] = 2; // last document index entry != sequence count
+  std::vector<Case> cases = {
+      {idx.substr(0, 20), bin, "shorter than the 34-byte header"},
+      {badMagic, bin, "missing the MMIDIDX magic"},
+      {badVersion, bin, "unsupported version 2"},
+      {badType, bin, "dtype code 7 is not an integer token type"},
+      {idx.substr(0, idx.size() - 8), bin, "do not fill"},
+      {idx, bin.substr(0, bin.size() - 4), "lies outside"},
+      {badOffset, bin, "lies outside"},
+      {badDocs, bin, "the document index must run from 0 to the sequence count"},
+  };
+  for (const Case &c : cases) {
+    writeFile(p + ".idx", c.idx);
+    writeFile(p + ".bin", c.bin);
+    IndexedDataset dataset;
+    Status status = IndexedDataset::open(p, dataset);
+    EXPECT_EQ(status.code(), StatusCode::kDataLoss) << c.expected << ": " << status.toString();
+    EXPECT_NE(status.message().find(c.expected), std::string::npos) << status.toString();
+  }
+  IndexedDataset dataset;
+  EXPECT_EQ(IndexedDataset::open(prefix("missing"), dataset).code(), StatusCode::kNotFound);
+}
+
+} // namespace
