@@ -3,6 +3,8 @@
 #ifndef MLPERFC_DIALECTS_TG_IR_TGUTILS_H
 #define MLPERFC_DIALECTS_TG_IR_TGUTILS_H
 
+#include "runtime/support/NumberFormat.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
@@ -19,14 +21,7 @@ namespace mlperf::tg {
 /// "0.00080000001"). With `mlirLiteral`, always contains a '.' so MLIR parses it as a float
 /// ("1.0e-05", "3.0").
 inline std::string formatNumber(double value, bool mlirLiteral = false) {
-  char buffer[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) {
-      break;
-    }
-  }
-  std::string text = buffer;
+  std::string text = rt::shortestDecimal(value);
   if (mlirLiteral && std::isfinite(value) && text.find('.') == std::string::npos) {
     size_t exponent = text.find_first_of("eE");
     text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");

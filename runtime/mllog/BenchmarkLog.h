@@ -1,0 +1,29 @@
+//===- BenchmarkLog.h - The MLPerf keys of a benchmark run -----*- C++ -*-===//
+
+#ifndef MLPERFC_RUNTIME_MLLOG_BENCHMARKLOG_H
+#define MLPERFC_RUNTIME_MLLOG_BENCHMARKLOG_H
+
+#include "runtime/mllog/MLLog.h"
+
+namespace mlperf::rt {
+
+/// What a run logs once about its configuration: the submission, the batch and the
+/// benchmark's fixed hyperparameters (taken from the model declaration's metadata).
+struct BenchmarkConfig {
+  std::string organization = "mlperfc", platform, division = "closed", benchmark;
+  int64_t globalBatchSize = 0, microBatchSize = 0, gradientAccumulationSteps = 0;
+  int64_t maxSequenceLength = 0, evalSamples = 0, trainSamples = 0, maxSteps = 0;
+  int64_t warmupSteps = 0, decaySteps = 0;
+  std::string optimizer = "adamw", schedule = "cosine with linear warmup";
+  double baseLr = 0, endLr = 0, beta1 = 0, beta2 = 0, epsilon = 0, weightDecay = 0;
+  double gradientClipNorm = 0;
+  std::string lowestPrecisionLinear = "bfloat16", lowestPrecisionAttention = "bfloat16";
+};
+
+/// Logs the submission keys and every hyperparameter key the closed-division rules require
+/// for LLM benchmarks (checked by `mlperf_logging.compliance_checker`).
+void logBenchmarkConfig(MLLogger &logger, const BenchmarkConfig &config);
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_MLLOG_BENCHMARKLOG_H

@@ -1,0 +1,115 @@
+//===- MLLog.cpp - MLPerf compliance logs ----------------------*- C++ -*-===//
+
+#include "runtime/mllog/MLLog.h"
+
+#include "runtime/support/NumberFormat.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace mlperf::rt {
+namespace {
+
+std::string quote(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20) {
+        char buffer[8];
+        std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
+        out += buffer;
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+MLLogger::~MLLogger() {
+  if (ownsStream && stream) {
+    std::fclose(stream);
+  }
+}
+
+Status MLLogger::open(const std::string &path) {
+  if (path == "-") {
+    stream = stdout;
+    return Status::ok();
+  }
+  stream = std::fopen(path.c_str(), "w");
+  if (!stream) {
+    return Status(StatusCode::kNotFound,
+                  "cannot create MLPerf log " + path + ": " + std::strerror(errno));
+  }
+  ownsStream = true;
+  return Status::ok();
+}
+
+std::string MLLogger::encode(const MLLogValue &value) {
+  if (std::holds_alternative<std::monostate>(value)) {
+    return "null";
+  }
+  if (const bool *b = std::get_if<bool>(&value)) {
+    return *b ? "true" : "false";
+  }
+  if (const int64_t *i = std::get_if<int64_t>(&value)) {
+    return std::to_string(*i);
+  }
+  if (const double *d = std::get_if<double>(&value)) {
+    if (std::isnan(*d)) {
+      return "NaN"; // what Python's json module reads back
+    }
+    if (std::isinf(*d)) {
+      return *d > 0 ? "Infinity" : "-Infinity";
+    }
+    std::string text = shortestDecimal(*d);
+    if (text.find_first_of(".eE") == std::string::npos) {
+      text += ".0"; // stays a float in Python
+    }
+    return text;
+  }
+  return quote(std::get<std::string>(value));
+}
+
+void MLLogger::log(MLLogEvent event, const std::string &key, const MLLogValue &value,
+                   const MLLogMetadata &metadata, const char *file, int line) {
+  if (!stream) {
+    return;
+  }
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  const char *type = event == MLLogEvent::kPoint           ? "POINT_IN_TIME"
+                     : event == MLLogEvent::kIntervalStart ? "INTERVAL_START"
+                                                           : "INTERVAL_END";
+  std::string text = ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(now) +
+                     ", \"event_type\": \"" + type + "\", \"key\": " + quote(key) +
+                     ", \"value\": " + encode(value) + ", \"metadata\": {\"file\": " + quote(file) +
+                     ", \"lineno\": " + std::to_string(line);
+  for (const auto &[name, entry] : metadata) {
+    text += ", " + quote(name) + ": " + encode(entry);
+  }
+  text += "}}\n";
+  std::fputs(text.c_str(), stream);
+  std::fflush(stream);
+}
+
+} // namespace mlperf::rt
