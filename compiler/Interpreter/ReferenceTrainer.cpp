@@ -4,6 +4,8 @@
 
 #include "mlir/IR/SymbolTable.h"
 
+#include <cmath>
+
 using namespace mlir;
 using mlperf::rt::DType;
 using mlperf::rt::HostTensor;
@@ -91,11 +93,22 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
       args.push_back((*group)[name]);
     }
   }
+  double loss = lossSum / static_cast<double>(accumulation);
+  if (!std::isfinite(loss)) {
+    return model.emitError() << "non-finite loss " << loss << " at step " << state.step
+                             << ": training diverged or the data or parameters hold NaN/Inf; "
+                                "stopping before the update";
+  }
   FailureOr<std::vector<HostTensor>> updated = interpreter.call(optimizerStep, std::move(args));
   if (failed(updated)) {
     return failure();
   }
   size_t n = names.size();
+  double gradNorm = (*updated)[4 * n + 1].values[0];
+  if (!std::isfinite(gradNorm)) {
+    return model.emitError() << "non-finite gradient norm at step " << state.step
+                             << ": stopping before the update";
+  }
   ParamValues *groups[] = {&state.params, &state.masters, &state.m, &state.v};
   for (size_t group = 0; group < 4; ++group) {
     for (size_t i = 0; i < n; ++i) {
@@ -104,9 +117,9 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
   }
   StepMetrics metrics;
   metrics.step = state.step;
-  metrics.loss = lossSum / static_cast<double>(accumulation);
+  metrics.loss = loss;
   metrics.lr = (*updated)[4 * n].values[0];
-  metrics.gradNorm = (*updated)[4 * n + 1].values[0];
+  metrics.gradNorm = gradNorm;
   ++state.step;
   return metrics;
 }

@@ -135,6 +135,11 @@ LogicalResult checkParameters(tg::ModelOp model, const ParamValues &values) {
         return param.emitError() << "parameter '" << name << "' is " << it->second.describe()
                                  << " but the model declares " << param.getType();
       }
+      for (float value : it->second.values) {
+        if (!std::isfinite(value)) {
+          return param.emitError() << "parameter '" << name << "' holds non-finite values";
+        }
+      }
     }
   }
   if (values.size() != expected) {
@@ -268,11 +273,16 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
                               out.numElements() / (n * n), n, o.getGradient());
               return success();
             })
-            .Case([&](tg::SoftmaxOp o) {
+            .Case([&](tg::SoftmaxOp o) -> LogicalResult {
               size_t dim = o.getDimAttr().getInt();
-              cpu::softmax(get(o.getInput()).values.data(), out.values.data(),
-                           product(out.shape, 0, dim), out.shape[dim],
-                           product(out.shape, dim + 1, out.shape.size()));
+              int64_t bad = cpu::softmax(get(o.getInput()).values.data(), out.values.data(),
+                                         product(out.shape, 0, dim), out.shape[dim],
+                                         product(out.shape, dim + 1, out.shape.size()));
+              if (bad >= 0) {
+                return o.emitError() << "softmax row " << bad
+                                     << " has no finite entry (every score masked or "
+                                        "infinite/NaN inputs)";
+              }
               return success();
             })
             .Case([&](tg::RepeatOp o) {
@@ -470,7 +480,8 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
     if (failed(result)) {
       return failure();
     }
-    if (op.getNumResults() == 1 && !isa<func::CallOp>(op)) {
+    // Ops with several results (or none known in advance) store their results themselves.
+    if (op.getNumResults() == 1 && !isa<func::CallOp, tg::SplitOp>(op)) {
       finish(out);
       env[op.getResult(0)] = std::move(out);
     }

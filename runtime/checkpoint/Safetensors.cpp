@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -126,11 +127,18 @@ private:
         out += '\f';
         break;
       case 'u': {
-        if (pos + 4 > input.size()) {
-          return fail("short \\u escape");
+        unsigned code = 0;
+        for (int digit = 0; digit < 4; ++digit, ++pos) {
+          char h = pos < input.size() ? input[pos] : '\0';
+          int value = (h >= '0' && h <= '9')   ? h - '0'
+                      : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                      : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                               : -1;
+          if (value < 0) {
+            return fail("bad \\u escape");
+          }
+          code = code * 16 + static_cast<unsigned>(value);
         }
-        unsigned code = std::stoul(input.substr(pos, 4), nullptr, 16);
-        pos += 4;
         if (code < 0x80) {
           out += static_cast<char>(code);
         } else if (code < 0x800) {
@@ -204,7 +212,11 @@ private:
       while (pos < input.size() && input[pos] >= '0' && input[pos] <= '9') {
         ++pos;
       }
-      if (pos - start > 18) {
+      size_t digits = pos - start - (c == '-' ? 1 : 0);
+      if (digits == 0) {
+        return fail("'-' without digits");
+      }
+      if (digits > 18) {
         return fail("integer too large");
       }
       out.kind = Json::Kind::kInteger;
@@ -384,8 +396,24 @@ Status readSafetensors(const std::string &path, TensorFile &file) {
       }
       tensor.shape.push_back(dim.integer);
     }
+    if (offsets->elements[0].kind != Json::Kind::kInteger ||
+        offsets->elements[1].kind != Json::Kind::kInteger) {
+      return dataLoss(path, "tensor '" + name + "' has non-integer data_offsets");
+    }
+    // Element and byte counts must not overflow: a forged shape could otherwise wrap to a
+    // small size that passes the range check.
+    uint64_t elements = 1, expected = 0;
+    for (int64_t dim : tensor.shape) {
+      if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements)) {
+        return dataLoss(path, "tensor '" + name + "' has a shape whose size overflows");
+      }
+    }
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dtypeBytes(tensor.dtype)),
+                               &expected) ||
+        elements > static_cast<uint64_t>(INT64_MAX)) {
+      return dataLoss(path, "tensor '" + name + "' has a shape whose size overflows");
+    }
     int64_t begin = offsets->elements[0].integer, end = offsets->elements[1].integer;
-    uint64_t expected = static_cast<uint64_t>(tensor.numElements()) * dtypeBytes(tensor.dtype);
     if (begin < 0 || end < begin || static_cast<uint64_t>(end) > dataSize ||
         static_cast<uint64_t>(end - begin) != expected) {
       return dataLoss(path, "tensor '" + name + "' has data_offsets [" + std::to_string(begin) +

@@ -215,7 +215,8 @@ void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient)
   }
 }
 
-template <typename T> void softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
+template <typename T> int64_t softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
+  int64_t badRow = -1;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const T *in = x + o * n * inner + i;
@@ -223,6 +224,10 @@ template <typename T> void softmax(const T *x, T *y, int64_t outer, int64_t n, i
       double maximum = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < n; ++j) {
         maximum = std::max(maximum, static_cast<double>(in[j * inner]));
+      }
+      if (!std::isfinite(maximum)) {
+        badRow = badRow < 0 ? o * inner + i : badRow;
+        continue;
       }
       double sum = 0.0;
       for (int64_t j = 0; j < n; ++j) {
@@ -233,6 +238,7 @@ template <typename T> void softmax(const T *x, T *y, int64_t outer, int64_t n, i
       }
     }
   }
+  return badRow;
 }
 
 template <typename T>
@@ -381,7 +387,7 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
   template void rope<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t,                        \
                         const std::vector<double> &, bool);                                        \
   template void causalMask<T>(const T *, T *, int64_t, int64_t, bool);                             \
-  template void softmax<T>(const T *, T *, int64_t, int64_t, int64_t);                             \
+  template int64_t softmax<T>(const T *, T *, int64_t, int64_t, int64_t);                          \
   template void softmaxGrad<T>(const T *, const T *, T *, int64_t, int64_t, int64_t);              \
   template void repeat<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                     \
   template void repeatGrad<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                 \

@@ -36,9 +36,10 @@ void adamwUpdate(float *master, float *m, float *v, const float *grad, int64_t c
   const float beta1 = static_cast<float>(h.beta1), beta2 = static_cast<float>(h.beta2);
   const float epsilon = static_cast<float>(h.epsilon);
   const float weightDecay = static_cast<float>(h.weightDecay);
-  const float t = static_cast<float>(step + 1);
-  const float correction1 = 1.0f - std::pow(beta1, t);
-  const float correction2 = 1.0f - std::pow(beta2, t);
+  // Bias corrections in double, rounded once, as Transformer Engine's FusedAdam computes them.
+  const double t = static_cast<double>(step + 1);
+  const float correction1 = static_cast<float>(1.0 - std::pow(h.beta1, t));
+  const float correction2 = static_cast<float>(1.0 - std::pow(h.beta2, t));
   for (int64_t i = 0; i < count; ++i) {
     float g = grad[i] * clip;
     m[i] = beta1 * m[i] + (1.0f - beta1) * g;

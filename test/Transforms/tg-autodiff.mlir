@@ -116,3 +116,25 @@ tg.model @no_rule {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// Tests that a transposed batched lhs against a shared weight is a diagnostic, not a crash.
+tg.model @tlhs {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "matrices", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @w : tensor<4x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %w = tg.param_ref @w : tensor<4x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    // expected-error @+1 {{'tg.matmul' op tg-autodiff cannot differentiate a transposed batched lhs against a shared rank-2 rhs}}
+    %t = tg.matmul %h, %w {transpose_lhs} : tensor<1x4x8xf32>, tensor<4x8xf32> -> tensor<1x8x8xf32>
+    %t2 = tg.reshape %t : tensor<1x8x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %t2, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

@@ -46,9 +46,14 @@ ATOL = 1e-5
 TRAJECTORY_RTOL = 1e-4
 STEPS = 20
 
-# Training hyperparameters shared by both configurations (warmup 5 of 20 steps: both the
-# linear warmup and the cosine decay are exercised; clipping engages while norms exceed 1).
-TRAIN = dict(lr=2e-3, warmup_steps=5, max_steps=20, clip=1.0)
+# Training hyperparameters (warmup 5 of 20 steps: both the linear warmup and the cosine decay
+# are exercised). "gqa" clips (its norms exceed 1) and decays every parameter; "mha" never
+# clips (limit 10) and decays only matrices.
+TRAIN = dict(lr=2e-3, warmup_steps=5, max_steps=20)
+TRAIN_OVERRIDES = {
+    "gqa": dict(clip=1.0, weight_decay_params="all"),
+    "mha": dict(clip=10.0, weight_decay_params="matrices"),
+}
 
 CONFIGS = {
     # Grouped-query attention (kv_heads < heads), two sequences per micro-batch and two
@@ -154,6 +159,11 @@ def loss_fn(params, tokens, labels, cfg):
     return -jnp.mean(jnp.take_along_axis(log_probs, labels[..., None], axis=-1))
 
 
+def finite_and_within(error, tolerance):
+    """False for NaN or Inf errors, which plain `error > tolerance` tests would let pass."""
+    return bool(np.isfinite(error)) and error <= tolerance
+
+
 def learning_rate(step):
     """NeMo CosineAnnealing + WarmupAnnealHoldPolicy (shared/reference/MLPERF.md)."""
     base, end = TRAIN["lr"], 0.1 * TRAIN["lr"]
@@ -177,7 +187,7 @@ def train_batches(cfg):
     return sequence[..., :-1].astype(np.int64), sequence[..., 1:].astype(np.int64)
 
 
-def oracle_trajectory(params, tokens, labels, cfg):
+def oracle_trajectory(params, tokens, labels, cfg, train):
     grad_fn = jax.jit(jax.value_and_grad(lambda p, t, l: loss_fn(p, t, l, cfg)))
     m = {k: jnp.zeros_like(v) for k, v in params.items()}
     v = {k: jnp.zeros_like(x) for k, x in params.items()}
@@ -193,24 +203,27 @@ def oracle_trajectory(params, tokens, labels, cfg):
             loss_sum += float(loss)
             grads = {k: grads[k] + g[k] / accumulation for k in grads}
         norm = float(jnp.sqrt(sum(jnp.sum(g * g) for g in grads.values())))
-        coefficient = TRAIN["clip"] / (norm + 1e-6)
+        coefficient = train["clip"] / (norm + 1e-6)
         if coefficient < 1:
             grads = {k: g * coefficient for k, g in grads.items()}
         lr = learning_rate(step)
         t = step + 1
         for k in params:
+            decay = WEIGHT_DECAY if (train["weight_decay_params"] == "all"
+                                     or params[k].ndim >= 2) else 0.0
             m[k] = BETA1 * m[k] + (1 - BETA1) * grads[k]
             v[k] = BETA2 * v[k] + (1 - BETA2) * grads[k] ** 2
             m_hat, v_hat = m[k] / (1 - BETA1 ** t), v[k] / (1 - BETA2 ** t)
             params[k] = params[k] - lr * (m_hat / (jnp.sqrt(v_hat) + ADAM_EPS)
-                                          + WEIGHT_DECAY * params[k])
+                                          + decay * params[k])
         history.append((loss_sum / accumulation, lr, norm))
     return history
 
 
 def check_trajectory(name, cfg, mlperfc, workdir):
     model = os.path.join(workdir, f"{name}.train.mlir")
-    sets = ",".join(f"{k}={v}" for k, v in {**cfg, **TRAIN}.items())
+    train = {**TRAIN, **TRAIN_OVERRIDES[name]}
+    sets = ",".join(f"{k}={v}" for k, v in {**cfg, **train}.items())
     subprocess.run([mlperfc, "emit-model", "llama3", "--set", sets + ",dtype=f32", "-o", model],
                    check=True, capture_output=True)
     tokens, labels = train_batches(cfg)
@@ -223,18 +236,20 @@ def check_trajectory(name, cfg, mlperfc, workdir):
     ours = [tuple(float(x) for x in line.split()[3::2])
             for line in run.stdout.splitlines() if line.startswith("step ")]
     params = {k: jnp.asarray(v) for k, v in read_safetensors(weights).items()}
-    reference = oracle_trajectory(params, tokens, labels, cfg)
+    reference = oracle_trajectory(params, tokens, labels, cfg, train)
     worst = 0.0
     failures = []
+    clipped = sum(1 for ref in reference if ref[2] > train["clip"])
     for step, (got, ref) in enumerate(zip(ours, reference)):
         for what, a, b in zip(("loss", "lr", "grad_norm"), got, ref):
             error = abs(a - b) / abs(b)
-            worst = max(worst, error)
-            if error > TRAJECTORY_RTOL:
+            worst = max(worst, error) if np.isfinite(error) else float("inf")
+            if not finite_and_within(error, TRAJECTORY_RTOL):
                 failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
     if len(ours) != STEPS:
         failures.append(f"expected {STEPS} steps, got {len(ours)}")
-    print(f"{name} trajectory: {STEPS} steps, loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} "
+    print(f"{name} trajectory: {STEPS} steps (clipped in {clipped}, weight decay on "
+          f"{train['weight_decay_params']}), loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} "
           f"(JAX f64 {reference[0][0]:.4f} -> {reference[-1][0]:.4f}), worst rel diff of loss, "
           f"lr, grad_norm {worst:.1e}: {'ok' if not failures else 'MISMATCH'}")
     for failure in failures[:10]:
@@ -261,7 +276,9 @@ tg.model @ops {
     %h = tg.embedding %e, %tokens : tensor<12x8xf32>, tensor<2x6xi32> -> tensor<2x6x8xf32>
     %a, %b = tg.split %h {dim = 2 : i64, sizes = array<i64: 3, 5>}
         : tensor<2x6x8xf32> -> tensor<2x6x3xf32>, tensor<2x6x5xf32>
-    %c = tg.concat %b, %a {dim = 2 : i64} : tensor<2x6x5xf32>, tensor<2x6x3xf32> -> tensor<2x6x8xf32>
+    %c0 = tg.concat %b, %a {dim = 2 : i64} : tensor<2x6x5xf32>, tensor<2x6x3xf32> -> tensor<2x6x8xf32>
+    %whole = tg.split %c0 {dim = 1 : i64, sizes = array<i64: 6>} : tensor<2x6x8xf32> -> tensor<2x6x8xf32>
+    %c = tg.concat %whole {dim = 0 : i64} : tensor<2x6x8xf32> -> tensor<2x6x8xf32>
     %p = tg.matmul %c, %w : tensor<2x6x8xf32>, tensor<8x8xf32> -> tensor<2x6x8xf32>
     %q = tg.matmul %p, %c {transpose_lhs} : tensor<2x6x8xf32>, tensor<2x6x8xf32> -> tensor<2x8x8xf32>
     %r = tg.matmul %q, %c {transpose_lhs, transpose_rhs} : tensor<2x8x8xf32>, tensor<2x6x8xf32> -> tensor<2x8x6xf32>
@@ -316,7 +333,7 @@ def check_ops(mlperfc, workdir):
 def compare(name, ours, loss, grads):
     failures = []
     loss_error = abs(ours["loss"].item() - loss) / abs(loss)
-    if loss_error > LOSS_RTOL:
+    if not finite_and_within(loss_error, LOSS_RTOL):
         failures.append(f"loss {ours['loss'].item()} vs {loss} (rel {loss_error:.2e})")
     worst = 0.0
     for param, ref in grads.items():
@@ -325,13 +342,80 @@ def compare(name, ours, loss, grads):
         scale = np.max(np.abs(ref))
         bound = ATOL * scale + RTOL * np.abs(ref)
         worst = max(worst, float(np.max(np.abs(got - ref)) / max(scale, 1e-30)))
-        if np.max(np.abs(got - ref) - bound) > 0:
+        if not np.all(np.isfinite(got)) or not np.all(np.abs(got - ref) <= bound):
             failures.append(f"grad of {param}: max |diff| {np.max(np.abs(got - ref)):.3e}, "
                             f"scale {scale:.3e}")
     print(f"{name}: loss {ours['loss'].item():.9f} (JAX f64 {loss:.9f}, rel "
           f"{loss_error:.1e}); {len(grads)} gradients, worst |diff|/max|ref| {worst:.1e}: "
           f"{'ok' if not failures else 'MISMATCH'}")
     for failure in failures:
+        print("  " + failure)
+    return not failures
+
+
+# A bf16 run (the reference precision) rounds every activation, gradient and parameter to
+# bf16 while the oracle computes in float64 from the same (bf16) initial weights, so it is
+# compared loosely: measured 8e-5 (loss) and 3e-3 (gradient norm) over 20 steps; a broken
+# bf16 path (a misplaced conversion, gradients accumulated in the wrong type) moves them far
+# more than these bounds.
+BF16_LOSS_RTOL = 1e-3
+BF16_NORM_RTOL = 3e-2
+
+
+def check_bf16_and_init(mlperfc, workdir):
+    name, cfg = "gqa", CONFIGS["gqa"]
+    train = {**TRAIN, **TRAIN_OVERRIDES[name]}
+    model = os.path.join(workdir, "bf16.mlir")
+    sets = ",".join(f"{k}={v}" for k, v in {**cfg, **train}.items())
+    subprocess.run([mlperfc, "emit-model", "llama3", "--set", sets, "-o", model],
+                   check=True, capture_output=True)
+    tokens, labels = train_batches(cfg)
+    batches = os.path.join(workdir, "bf16.batches.safetensors")
+    write_safetensors(batches, {"tokens": tokens, "labels": labels})
+    weights = os.path.join(workdir, "bf16.weights.safetensors")
+    run = subprocess.run([mlperfc, "run-reference", model, "--seed", "42", "--save-params",
+                          weights, "--inputs", batches, "--train-steps", str(STEPS)],
+                         check=True, capture_output=True, text=True)
+    ours = [tuple(float(x) for x in line.split()[3::2])
+            for line in run.stdout.splitlines() if line.startswith("step ")]
+    drawn = read_safetensors(weights)
+    failures = []
+
+    # Initialization: drawn in bf16; ones for norms; normal(0, 0.02), and 0.02/sqrt(2 layers)
+    # for the output projections (shared/reference/MLPERF.md).
+    layers = cfg["layers"]
+    for param, values in drawn.items():
+        if not np.array_equal(values, values.astype(ml_dtypes.bfloat16).astype(np.float64)):
+            failures.append(f"init of {param}: values are not bf16")
+        if "norm" in param:
+            if not np.all(values == 1.0):
+                failures.append(f"init of {param}: not all ones")
+            continue
+        std = 0.02 / np.sqrt(2 * layers) if ("o_proj" in param or "down_proj" in param) else 0.02
+        measured = float(np.std(values))
+        if abs(measured - std) > 0.1 * std or abs(float(np.mean(values))) > 0.1 * std:
+            failures.append(f"init of {param}: mean {np.mean(values):.2e}, std {measured:.4e}, "
+                            f"expected std {std:.4e}")
+
+    params = {k: jnp.asarray(v) for k, v in drawn.items()}
+    reference = oracle_trajectory(params, tokens, labels, cfg, train)
+    worst_loss = worst_norm = 0.0
+    for step, (got, ref) in enumerate(zip(ours, reference)):
+        loss_error = abs(got[0] - ref[0]) / ref[0]
+        norm_error = abs(got[2] - ref[2]) / ref[2]
+        worst_loss = max(worst_loss, loss_error) if np.isfinite(loss_error) else float("inf")
+        worst_norm = max(worst_norm, norm_error) if np.isfinite(norm_error) else float("inf")
+        if not finite_and_within(loss_error, BF16_LOSS_RTOL):
+            failures.append(f"bf16 step {step} loss {got[0]} vs {ref[0]} (rel {loss_error:.1e})")
+        if not finite_and_within(norm_error, BF16_NORM_RTOL):
+            failures.append(f"bf16 step {step} grad_norm {got[2]} vs {ref[2]}")
+    if len(ours) != STEPS:
+        failures.append(f"expected {STEPS} bf16 steps, got {len(ours)}")
+    print(f"bf16 trajectory and init: {len(drawn)} parameters drawn in bf16 with the declared "
+          f"statistics; {STEPS} bf16 steps, loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 "
+          f"{reference[0][0]:.4f} -> {reference[-1][0]:.4f}), worst rel diff loss "
+          f"{worst_loss:.1e}, grad_norm {worst_norm:.1e}: {'ok' if not failures else 'MISMATCH'}")
+    for failure in failures[:10]:
         print("  " + failure)
     return not failures
 
@@ -367,7 +451,7 @@ def main():
     parser.add_argument("--keep", help="keep the files in this directory")
     args = parser.parse_args()
     def run_all(workdir):
-        results = [check_ops(args.mlperfc, workdir)]
+        results = [check_ops(args.mlperfc, workdir), check_bf16_and_init(args.mlperfc, workdir)]
         for n, c in CONFIGS.items():
             results.append(check_config(n, c, args.mlperfc, workdir))
             results.append(check_trajectory(n, c, args.mlperfc, workdir))

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 using namespace mlperf::rt::cpu;
@@ -150,6 +151,16 @@ TEST_F(KernelsTest, CrossEntropyGradientWithAndWithoutMask) {
         },
         logits, Vec{1.0}, dlogits);
   }
+}
+
+TEST_F(KernelsTest, SoftmaxNamesAFullyMaskedRow) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Vec x = {0.0, 1.0, -inf, -inf}, y(4);
+  EXPECT_EQ(softmax(x.data(), y.data(), 2, 2, 1), 1);
+  EXPECT_NEAR(y[0] + y[1], 1.0, 1e-15);
+  Vec ok = {0.0, -inf, 2.0, 1.0};
+  EXPECT_EQ(softmax(ok.data(), y.data(), 2, 2, 1), -1);
+  EXPECT_EQ(y[1], 0.0);
 }
 
 TEST_F(KernelsTest, CrossEntropyNamesBadLabel) {

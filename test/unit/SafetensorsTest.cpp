@@ -112,6 +112,18 @@ TEST_F(SafetensorsTest, CorruptFilesAreRejectedWithTheReason) {
        "overlap"},
       {withHeader(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd"),
        "invalid shape"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[-],"data_offsets":[0,4]}})", "abcd"),
+       "'-' without digits"},
+      {withHeader(R"({"x\uzzzz":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcd"),
+       "bad \\u escape"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1099511627776,4194304],"data_offsets":[0,4]}})",
+                  "abcd"),
+       "size overflows"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",
+                  "abcd"),
+       "size overflows"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":["a","b"]}})", "abcd"),
+       "non-integer data_offsets"},
   };
   for (const Case &c : cases) {
     Status status = readExpectingFailure(c.bytes);

@@ -204,6 +204,16 @@ int runRunReference() {
   options.precision = refPrecision;
   // A lone forward_backward call is one micro-batch: its loss gradient, unscaled.
   options.accumulationSteps = refTrainSteps > 0 ? accumulationStepsOnOneRank(model) : 1;
+  // Draw before lowering: the reference draws in the declared type (bf16) even when the run
+  // computes in fp32, whose master weights then start from those bf16 values.
+  ParamValues drawn;
+  if (refParams.empty()) {
+    mlir::FailureOr<ParamValues> values = initializeParameters(model, refSeed);
+    if (failed(values)) {
+      return 1;
+    }
+    drawn = std::move(*values);
+  }
   mlir::PassManager pm(contextOwner.get());
   buildTrainStepPipeline(pm, options);
   if (failed(pm.run(*module))) {
@@ -241,11 +251,15 @@ int runRunReference() {
       return fail(refParams + ": optimizer state without a valid 'step' in its metadata");
     }
   } else {
-    mlir::FailureOr<ParamValues> drawn = initializeParameters(model, refSeed);
-    if (failed(drawn)) {
-      return 1;
+    params = std::move(drawn);
+  }
+  if (refPrecision == "fp32") {
+    // bf16 and fp8 values are exact in f32: an fp32 run starts from the same numbers.
+    for (auto &entry : params) {
+      if (rt::isFloat(entry.second.dtype)) {
+        entry.second.dtype = rt::DType::kF32;
+      }
     }
-    params = std::move(*drawn);
   }
   if (failed(checkParameters(model, params))) {
     return 1;

@@ -44,8 +44,8 @@ def TG_MulOp : TG_Op<"mul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure,
 def TG_ScaleOp : TG_Op<"scale", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "Multiplies every element by a constant";
   let description = [{
-    `result[i] = input[i] * factor`, the product computed in f32 and rounded once to the
-    element type (attention's `1/sqrt(head_dim)`).
+    `result[i] = input[i] * factor` (attention's `1/sqrt(head_dim)`), computed at least in
+    f32 and rounded to the element type.
 
     ```mlir
     %s = tg.scale %scores {factor = 0.125 : f64} : tensor<8x4x32x32xf32>

@@ -172,14 +172,24 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   auto lhsType = cast<RankedTensorType>(lhs.getType());
   auto rhsType = cast<RankedTensorType>(rhs.getType());
   // A wider (f32) output's gradient enters the operand-precision GEMMs converted.
+  bool tA = getTransposeLhs(), tB = getTransposeRhs();
+  bool broadcastRhs = rhsType.getRank() == 2 && lhsType.getRank() > 2;
+  if (broadcastRhs && tA) {
+    return emitOpError() << "tg-autodiff cannot differentiate a transposed batched lhs "
+                            "against a shared rank-2 rhs";
+  }
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(lhsType.getElementType())) {
+    // fp8 GEMM gradients need the per-tensor scales tg-fp8 introduces; an unscaled cast of
+    // the gradient to E4M3 would silently lose most of it.
+    return emitOpError() << "tg-autodiff cannot differentiate an fp8 matmul: fp8 comes from "
+                            "tg-fp8, after autodiff";
+  }
   Value grad = grads[0];
   auto gradType = cast<RankedTensorType>(grad.getType());
   if (gradType.getElementType() != lhsType.getElementType()) {
     grad = convertTo(b, loc, grad,
                      RankedTensorType::get(gradType.getShape(), lhsType.getElementType()));
   }
-  bool tA = getTransposeLhs(), tB = getTransposeRhs();
-  bool broadcastRhs = rhsType.getRank() == 2 && lhsType.getRank() > 2;
 
   // C = op(A)·op(B). Per layout:      dA                      dB
   //   A·B                          dC·Bᵀ                    Aᵀ·dC
@@ -190,10 +200,6 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   Value dB;
   if (broadcastRhs) {
     // A weight shared by every batch entry collects the gradient of all rows.
-    if (tA) {
-      return emitOpError() << "tg-autodiff cannot differentiate a transposed batched lhs "
-                              "against a shared rank-2 rhs";
-    }
     Value rows = flattenRows(b, loc, lhs), gradRows = flattenRows(b, loc, grad);
     dB = !tB ? matmul(b, loc, rows, gradRows, true, false)
              : matmul(b, loc, gradRows, rows, true, false);

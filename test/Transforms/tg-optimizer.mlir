@@ -1,0 +1,33 @@
+// RUN: mlperf-opt %s --tg-optimizer | FileCheck %s
+
+// Tests @optimizer_step: the global norm of every gradient, the clip factor, the LR from the
+// schedule, one AdamW per parameter with weight decay only on matrices ("matrices"), and the
+// bf16 parameter rounded from its f32 master.
+// CHECK-LABEL: func.func @optimizer_step
+// CHECK-SAME: (%[[STEP:.+]]: tensor<i64>, %[[GE:.+]]: tensor<16x8xbf16>, %[[GN:.+]]: tensor<8xbf16>,
+// CHECK-SAME: %[[ME:.+]]: tensor<16x8xf32>, %[[MN:.+]]: tensor<8xf32>, %[[M1E:.+]]: tensor<16x8xf32>, %[[M1N:.+]]: tensor<8xf32>, %[[VE:.+]]: tensor<16x8xf32>, %[[VN:.+]]: tensor<8xf32>)
+// CHECK-SAME: attributes {tg.parameters = [@embed, @norm]}
+// CHECK: %[[NORM:.+]] = tg.global_norm %[[GE]], %[[GN]] : tensor<16x8xbf16>, tensor<8xbf16>
+// CHECK: %[[CLIP:.+]] = tg.clip_coefficient %[[NORM]] {max_norm = 1.000000e+00 : f64}
+// CHECK: %[[LR:.+]] = tg.lr_value %[[STEP]] {base_lr = 1.000000e-03 : f64, end_lr = 1.000000e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
+// CHECK: %[[EM:[^,]+]], %[[EM1:[^,]+]], %[[EV:[^ ]+]] = tg.adamw %[[ME]], %[[M1E]], %[[VE]], %[[GE]], %[[LR]], %[[CLIP]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, epsilon = 1.000000e-05 : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK: %[[PE:.+]] = tg.convert %[[EM]] : tensor<16x8xf32> -> tensor<16x8xbf16>
+// CHECK: %[[NM:[^,]+]], %[[NM1:[^,]+]], %[[NV:[^ ]+]] = tg.adamw %[[MN]], %[[M1N]], %[[VN]], %[[GN]], %[[LR]], %[[CLIP]], %[[STEP]] {{{.*}}weight_decay = 0.000000e+00 : f64}
+// CHECK: return %[[PE]], %{{.+}}, %[[EM]], %[[NM]], %[[EM1]], %[[NM1]], %[[EV]], %[[NV]], %[[LR]], %[[NORM]]
+tg.model @opt {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "matrices", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xbf16> {init = "normal", std = 0.02}
+  tg.param @norm : tensor<8xbf16> {init = "ones"}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xbf16>
+    %w = tg.param_ref @norm : tensor<8xbf16>
+    %h = tg.embedding %e, %tokens : tensor<16x8xbf16>, tensor<1x4xi32> -> tensor<1x4x8xbf16>
+    %n = tg.rms_norm %h, %w {epsilon = 1.0e-05 : f64} : tensor<1x4x8xbf16>, tensor<8xbf16>
+    %logits = tg.matmul %n, %e {transpose_rhs} : tensor<1x4x8xbf16>, tensor<16x8xbf16> -> tensor<1x4x16xbf16>
+    %loss = tg.cross_entropy %logits, %labels : tensor<1x4x16xbf16>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
