@@ -20,6 +20,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
+
 namespace cl = llvm::cl;
 
 namespace mlperf::cli {
@@ -155,14 +157,17 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFil
   }
   ReferenceTrainer trainer(model);
   for (int64_t step = 0; step < refTrainSteps; ++step) {
+    auto start = std::chrono::steady_clock::now();
     mlir::FailureOr<StepMetrics> metrics =
         trainer.step(state, stepSlice(tokens, step), stepSlice(labels, step));
     if (failed(metrics)) {
       return 1;
     }
-    llvm::outs() << llvm::format("step %lld loss %.9g lr %.9g grad_norm %.9g\n",
+    double milliseconds =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    llvm::outs() << llvm::format("step %lld loss %.9g lr %.9g grad_norm %.9g time_ms %.1f\n",
                                  static_cast<long long>(metrics->step), metrics->loss, metrics->lr,
-                                 metrics->gradNorm);
+                                 metrics->gradNorm, milliseconds);
     llvm::outs().flush();
   }
   if (!refOutput.empty()) {

@@ -1,0 +1,103 @@
+"""Benchmark: one fp32 training step (forward, backward, AdamW) of Llama 3.1-structured models
+on mlperfc's CPU reference (`mlperfc run-reference --train-steps`) against JAX on the same
+machine, in the same run, with the same threads and precision.
+
+Usage: .venv/bin/python benchmarks/cpu_train_step.py [--mlperfc build/bin/mlperfc] [--steps 4]
+
+Both sides train on the same tokens from the same weights; each reports the median step time
+over steps after the first (JAX's first step compiles). The models are the "tiny" and "mid"
+configurations of shared/reference/HARDWARE.md.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "oracle"))
+import llama_oracle as oracle  # noqa: E402  (the JAX Llama and safetensors helpers)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+jax.config.update("jax_enable_x64", False)  # fp32, like our fp32 run
+
+CONFIGS = {
+    "tiny": dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=160, vocab=256, seq=32,
+                 micro_batch=8, gbs=8),
+    "mid": dict(layers=4, hidden=512, heads=8, kv_heads=2, ffn=1408, vocab=256, seq=256,
+                micro_batch=8, gbs=8),
+}
+
+
+def ours(mlperfc, cfg, steps, workdir, name):
+    model = os.path.join(workdir, f"{name}.mlir")
+    sets = ",".join(f"{k}={v}" for k, v in cfg.items())
+    subprocess.run([mlperfc, "emit-model", "llama3", "--set",
+                    sets + ",dtype=f32,lr=1e-3,warmup_steps=10,max_steps=100", "-o", model],
+                   check=True, capture_output=True)
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, cfg["vocab"], size=(steps, cfg["gbs"], cfg["seq"]), dtype=np.int64)
+    labels = rng.integers(0, cfg["vocab"], size=tokens.shape, dtype=np.int64)
+    batches = os.path.join(workdir, f"{name}.batches.safetensors")
+    oracle.write_safetensors(batches, {"tokens": tokens, "labels": labels})
+    weights = os.path.join(workdir, f"{name}.weights.safetensors")
+    run = subprocess.run([mlperfc, "run-reference", model, "--precision", "fp32",
+                          "--save-params", weights, "--inputs", batches, "--train-steps",
+                          str(steps)], check=True, capture_output=True, text=True)
+    times = [float(line.split()[-1]) / 1e3 for line in run.stdout.splitlines()
+             if line.startswith("step ")]
+    return float(np.median(times[1:])), weights, tokens, labels
+
+
+def jax_step_time(cfg, weights, tokens, labels):
+    params = {k: jnp.asarray(v, dtype=jnp.float32)
+              for k, v in oracle.read_safetensors(weights).items()}
+    m = {k: jnp.zeros_like(v) for k, v in params.items()}
+    v = {k: jnp.zeros_like(x) for k, x in params.items()}
+
+    @jax.jit
+    def step(params, m, v, tokens, labels, t):
+        loss, grads = jax.value_and_grad(oracle.loss_fn)(params, tokens, labels, cfg)
+        norm = jnp.sqrt(sum(jnp.sum(g * g) for g in grads.values()))
+        clip = jnp.minimum(1.0, 1.0 / (norm + 1e-6))
+        new_p, new_m, new_v = {}, {}, {}
+        for k in params:
+            g = grads[k] * clip
+            new_m[k] = 0.9 * m[k] + 0.1 * g
+            new_v[k] = 0.95 * v[k] + 0.05 * g * g
+            m_hat = new_m[k] / (1 - 0.9 ** t)
+            v_hat = new_v[k] / (1 - 0.95 ** t)
+            new_p[k] = params[k] - 1e-3 * (m_hat / (jnp.sqrt(v_hat) + 1e-5) + 0.1 * params[k])
+        return loss, new_p, new_m, new_v
+
+    times = []
+    for s in range(tokens.shape[0]):
+        start = time.perf_counter()
+        loss, params, m, v = step(params, m, v, jnp.asarray(tokens[s]), jnp.asarray(labels[s]),
+                                  float(s + 1))
+        loss.block_until_ready()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times[1:]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mlperfc", default="build/bin/mlperfc")
+    parser.add_argument("--steps", type=int, default=4)
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} CPU threads; JAX {jax.__version__} on {jax.devices()[0]}; "
+          f"fp32; median step time over steps 2..{args.steps}")
+    print(f"{'model':6} {'mlperfc (s)':>12} {'JAX (s)':>10} {'ratio':>7}")
+    with tempfile.TemporaryDirectory() as workdir:
+        for name, cfg in CONFIGS.items():
+            ours_s, weights, tokens, labels = ours(args.mlperfc, cfg, args.steps, workdir, name)
+            jax_s = jax_step_time(cfg, weights, tokens, labels)
+            print(f"{name:6} {ours_s:12.4f} {jax_s:10.4f} {ours_s / jax_s:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
