@@ -62,9 +62,9 @@ tg.model @llama31_405b {
     %q4 = tg.reshape %q : tensor<1x8192x16384xbf16> -> tensor<1x8192x128x128xbf16>
     %k4 = tg.reshape %k : tensor<1x8192x1024xbf16> -> tensor<1x8192x8x128xbf16>
     %v4 = tg.reshape %v : tensor<1x8192x1024xbf16> -> tensor<1x8192x8x128xbf16>
-    %q_rope = tg.rope %q4 {theta = 5.0e+05, scaling_factor = 8.0, low_freq_factor = 1.0,
+    %q_rope = tg.rope %q4 {theta = 500000.0, scaling_factor = 8.0, low_freq_factor = 1.0,
                      high_freq_factor = 4.0, original_max_position = 8192} : tensor<1x8192x128x128xbf16>
-    %k_rope = tg.rope %k4 {theta = 5.0e+05, scaling_factor = 8.0, low_freq_factor = 1.0,
+    %k_rope = tg.rope %k4 {theta = 500000.0, scaling_factor = 8.0, low_freq_factor = 1.0,
                      high_freq_factor = 4.0, original_max_position = 8192} : tensor<1x8192x8x128xbf16>
     %q_heads = tg.transpose %q_rope {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x8192x128x128xbf16> -> tensor<1x128x8192x128xbf16>
     %k_heads = tg.transpose %k_rope {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x8192x8x128xbf16> -> tensor<1x8x8192x128xbf16>

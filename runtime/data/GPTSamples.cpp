@@ -34,7 +34,7 @@ Status GPTSamples::create(const IndexedDataset &dataset, int64_t seqLen, SampleO
   if (seqLen < 1) {
     return Status(StatusCode::kInvalidArgument, "sequence length must be positive");
   }
-  if (dataset.numTokens() < seqLen + 1) {
+  if (dataset.numTokens() - 1 < seqLen) {
     return Status(
         StatusCode::kInvalidArgument,
         "the dataset holds " + std::to_string(dataset.numTokens()) +

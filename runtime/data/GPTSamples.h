@@ -1,6 +1,8 @@
 //===- GPTSamples.h - GPT training samples over a dataset ------*- C++ -*-===//
 //
-// Megatron GPTDataset semantics: the documents are concatenated (in a seeded random order for
+// Megatron GPTDataset semantics, with documents as the shuffled unit (Megatron shuffles the
+// index's sequences; for the MLPerf C4 `*_text_document` files, one sequence per document, the
+// two are the same): the documents are concatenated (in a seeded random order for
 // training, in file order for evaluation) and sample i is the window of seq_len + 1 tokens
 // starting at token i · seq_len, so consecutive samples overlap by one token (the last input
 // token's label is the next sample's first token). Training visits the samples in a seeded
@@ -18,6 +20,7 @@ namespace mlperf::rt {
 
 enum class SampleOrder { kShuffled, kSequential };
 
+/// Refers to its dataset, which must outlive it and not be moved.
 class GPTSamples {
 public:
   /// Fails (INVALID_ARGUMENT) when the dataset holds fewer than seq_len + 1 tokens.
@@ -41,8 +44,8 @@ private:
   std::vector<int64_t> sampleOrder;   // visiting order of sample indices
 };
 
-/// A uniformly random permutation of 0..n-1 (Fisher-Yates on Philox draws keyed by seed and
-/// `stream`).
+/// A random permutation of 0..n-1: Fisher-Yates on 64-bit Philox draws (key: seed; counter:
+/// position and `stream`), so the modulo bias is below 2^-32.
 std::vector<int64_t> seededPermutation(int64_t n, uint64_t seed, uint32_t stream);
 
 } // namespace mlperf::rt

@@ -98,7 +98,8 @@ Status writeFileAtomically(const std::string &path, const std::string &data) {
   std::string temp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    return Status(StatusCode::kNotFound, "cannot create " + temp + ": " + std::strerror(errno));
+    return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kInternal,
+                  "cannot create " + temp + ": " + std::strerror(errno));
   }
   const char *cursor = data.data();
   size_t left = data.size();
@@ -164,40 +165,47 @@ Status IndexedDataset::open(const std::string &prefix, IndexedDataset &dataset) 
   if (idxFd < 0) {
     return Status(StatusCode::kNotFound, "cannot open " + idxPath + ": " + std::strerror(errno));
   }
+  // Closes the index on every return below.
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } idxCloser{idxFd};
   struct stat idxStat{};
   ::fstat(idxFd, &idxStat);
-  std::string idx(static_cast<size_t>(idxStat.st_size), '\0');
-  bool read = readAt(idxFd, idx.data(), idx.size(), 0);
-  ::close(idxFd);
-  if (!read) {
-    return corrupt(idxPath, "could not read the index");
-  }
-  if (idx.size() < kHeaderBytes) {
+  uint64_t idxBytes = static_cast<uint64_t>(idxStat.st_size);
+  char header[kHeaderBytes];
+  if (idxBytes < kHeaderBytes || !readAt(idxFd, header, kHeaderBytes, 0)) {
     return corrupt(idxPath, "shorter than the " + std::to_string(kHeaderBytes) + "-byte header");
   }
-  if (std::memcmp(idx.data(), kMagic, sizeof(kMagic)) != 0) {
+  if (std::memcmp(header, kMagic, sizeof(kMagic)) != 0) {
     return corrupt(idxPath, "missing the MMIDIDX magic (is this a .bin file or another format?)");
   }
   auto u64 = [&](size_t at) {
     uint64_t value = 0;
-    std::memcpy(&value, idx.data() + at, 8);
+    std::memcpy(&value, header + at, 8);
     return value;
   };
   if (u64(9) != 1) {
     return corrupt(idxPath, "unsupported version " + std::to_string(u64(9)) + " (expected 1)");
   }
-  auto code = static_cast<uint8_t>(idx[17]);
+  auto code = static_cast<uint8_t>(header[17]);
   if (code < 1 || code > 8 || code == 6 || code == 7) {
     return corrupt(idxPath, "dtype code " + std::to_string(code) + " is not an integer token type");
   }
   uint64_t sequences = u64(18), documents = u64(26);
-  // Exact size check, computed without overflow: 12 bytes per sequence, 8 per document entry.
-  uint64_t body = idx.size() - kHeaderBytes;
-  if (sequences > body / 12 || documents > body / 8 || sequences * 12 + documents * 8 != body) {
+  // Sizes checked against the file before anything is allocated; no product can overflow
+  // because each count is first bounded by the file size.
+  uint64_t body = idxBytes - kHeaderBytes;
+  if (sequences > body / 12 || documents > body / 8 || sequences * 12 + documents * 8 > body) {
     return corrupt(idxPath, "declares " + std::to_string(sequences) + " sequences and " +
                                 std::to_string(documents) +
-                                " document-index entries, which do not fill the " +
-                                std::to_string(idx.size()) + "-byte file (truncated?)");
+                                " document-index entries, more than the " +
+                                std::to_string(idxBytes) + "-byte file holds (truncated?)");
+  }
+  if (sequences * 12 + documents * 8 < body) {
+    return corrupt(idxPath, std::to_string(body - sequences * 12 - documents * 8) +
+                                " bytes follow the document index (a multimodal index with "
+                                "sequence modes? only text datasets are supported)");
   }
   IndexedDataset out;
   out.prefix = prefix;
@@ -206,9 +214,13 @@ Status IndexedDataset::open(const std::string &prefix, IndexedDataset &dataset) 
   out.sequenceLengths.resize(sequences);
   out.sequenceOffsets.resize(sequences);
   out.documentIndex.resize(documents);
-  std::memcpy(out.sequenceLengths.data(), idx.data() + kHeaderBytes, sequences * 4);
-  std::memcpy(out.sequenceOffsets.data(), idx.data() + kHeaderBytes + sequences * 4, sequences * 8);
-  std::memcpy(out.documentIndex.data(), idx.data() + kHeaderBytes + sequences * 12, documents * 8);
+  if ((sequences &&
+       (!readAt(idxFd, out.sequenceLengths.data(), sequences * 4, kHeaderBytes) ||
+        !readAt(idxFd, out.sequenceOffsets.data(), sequences * 8, kHeaderBytes + sequences * 4))) ||
+      (documents &&
+       !readAt(idxFd, out.documentIndex.data(), documents * 8, kHeaderBytes + sequences * 12))) {
+    return corrupt(idxPath, "could not read the index arrays");
+  }
 
   out.binFd = ::open(binPath.c_str(), O_RDONLY);
   if (out.binFd < 0) {
@@ -219,8 +231,10 @@ Status IndexedDataset::open(const std::string &prefix, IndexedDataset &dataset) 
   int64_t binBytes = binStat.st_size;
   for (uint64_t i = 0; i < sequences; ++i) {
     int64_t length = out.sequenceLengths[i], offset = out.sequenceOffsets[i];
-    if (length < 0 || offset < 0 || offset > binBytes ||
-        length > (binBytes - offset) / out.tokenBytes) {
+    if (length < 0 || offset < 0) {
+      return corrupt(idxPath, "sequence " + std::to_string(i) + " has a negative length or offset");
+    }
+    if (offset > binBytes || length > (binBytes - offset) / out.tokenBytes) {
       return corrupt(binPath, "sequence " + std::to_string(i) + " (" + std::to_string(length) +
                                   " tokens at byte " + std::to_string(offset) +
                                   ") lies outside the " + std::to_string(binBytes) +
@@ -241,7 +255,14 @@ Status IndexedDataset::open(const std::string &prefix, IndexedDataset &dataset) 
   return Status::ok();
 }
 
+int64_t IndexedDataset::numDocuments() const {
+  return documentIndex.empty() ? 0 : static_cast<int64_t>(documentIndex.size()) - 1;
+}
+
 int64_t IndexedDataset::documentLength(int64_t document) const {
+  if (document < 0 || document >= numDocuments()) {
+    return 0;
+  }
   int64_t length = 0;
   for (int64_t s = documentIndex[document]; s < documentIndex[document + 1]; ++s) {
     length += sequenceLengths[s];
@@ -308,9 +329,15 @@ Status writeIndexedDataset(const std::string &prefix,
     appendLittleEndian(docIndex, d, 8);
   }
   idx += lengths + offsets + docIndex;
-  // The .bin first: a reader that finds the new .idx also finds its data.
+  // The .bin first: a reader that finds the new .idx also finds its data. The pair is not
+  // replaced atomically: write a new dataset under a fresh prefix rather than over one that a
+  // reader may be opening.
   MLPERF_RETURN_IF_ERROR(writeFileAtomically(prefix + ".bin", bin));
-  return writeFileAtomically(prefix + ".idx", idx);
+  Status status = writeFileAtomically(prefix + ".idx", idx);
+  if (!status.isOk()) {
+    std::remove((prefix + ".bin").c_str());
+  }
+  return status;
 }
 
 } // namespace mlperf::rt

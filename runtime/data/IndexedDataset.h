@@ -45,8 +45,8 @@ public:
   /// count and offset against the file sizes. A malformed file is DATA_LOSS naming the problem.
   static Status open(const std::string &prefix, IndexedDataset &dataset);
 
-  int64_t numDocuments() const { return static_cast<int64_t>(documentIndex.size()) - 1; }
-  /// Tokens in document `document` (the sum of its sequences).
+  int64_t numDocuments() const;
+  /// Tokens in document `document` (the sum of its sequences); 0 outside [0, numDocuments).
   int64_t documentLength(int64_t document) const;
   int64_t numTokens() const { return totalTokens; }
   TokenType tokenType() const { return type; }
@@ -66,9 +66,10 @@ private:
   int64_t totalTokens = 0;
 };
 
-/// Writes documents as `<prefix>.bin` and `<prefix>.idx` (one sequence per document), each file
-/// written to a temporary name and renamed, so readers never see a half-written dataset.
-/// Fails if a token does not fit `type`.
+/// Writes documents as `<prefix>.bin` and `<prefix>.idx` (one sequence per document). Each file
+/// is written to a temporary name and renamed, so neither is ever half-written; the pair is not
+/// replaced atomically (write a new dataset under a fresh prefix). Fails if a token does not
+/// fit `type`.
 Status writeIndexedDataset(const std::string &prefix,
                            const std::vector<std::vector<int64_t>> &documents, TokenType type);
 

@@ -50,6 +50,12 @@ MLLogger::~MLLogger() {
 }
 
 Status MLLogger::open(const std::string &path) {
+  if (ownsStream && stream) {
+    std::fclose(stream);
+  }
+  stream = nullptr;
+  ownsStream = false;
+  writeFailed = false;
   if (path == "-") {
     stream = stdout;
     return Status::ok();
@@ -108,8 +114,9 @@ void MLLogger::log(MLLogEvent event, const std::string &key, const MLLogValue &v
     text += ", " + quote(name) + ": " + encode(entry);
   }
   text += "}}\n";
-  std::fputs(text.c_str(), stream);
-  std::fflush(stream);
+  if (std::fputs(text.c_str(), stream) < 0 || std::fflush(stream) != 0) {
+    writeFailed = true; // a lost compliance line invalidates the run: callers check status()
+  }
 }
 
 } // namespace mlperf::rt

@@ -44,12 +44,20 @@ public:
   void log(MLLogEvent event, const std::string &key, const MLLogValue &value,
            const MLLogMetadata &metadata, const char *file, int line);
 
+  /// OK unless a line could not be written (full disk, closed pipe): a log missing lines is
+  /// not a valid MLPerf log, so the run must report it.
+  Status status() const {
+    return writeFailed ? Status(StatusCode::kInternal, "an MLPerf log line could not be written")
+                       : Status::ok();
+  }
+
   /// The JSON text of a value, as written in the log.
   static std::string encode(const MLLogValue &value);
 
 private:
   std::FILE *stream = nullptr;
   bool ownsStream = false;
+  bool writeFailed = false;
 };
 
 } // namespace mlperf::rt

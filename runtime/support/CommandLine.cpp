@@ -2,6 +2,7 @@
 
 #include "runtime/support/CommandLine.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -23,8 +24,12 @@ void CommandLine::addInt(const std::string &name, int64_t *target, const std::st
   options.push_back({name, "N", help, [target](const std::string &value) {
                        errno = 0;
                        char *end = nullptr;
+                       // Digits with an optional '-': no spaces, no '+'.
+                       bool wellFormed =
+                           !value.empty() &&
+                           (std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '-');
                        long long parsed = std::strtoll(value.c_str(), &end, 10);
-                       if (value.empty() || *end != '\0' || errno != 0) {
+                       if (!wellFormed || *end != '\0' || errno != 0) {
                          return false;
                        }
                        *target = parsed;
@@ -61,13 +66,21 @@ void CommandLine::printHelp() const {
 }
 
 std::optional<int> CommandLine::parse(int argc, char **argv) {
+  bool optionsEnded = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
+    if (!optionsEnded && arg == "--") {
+      optionsEnded = true; // everything after is positional
+      continue;
+    }
+    if (!optionsEnded && (arg == "--help" || arg == "-h")) {
       printHelp();
       return 0;
     }
-    if (arg.rfind("--", 0) != 0 || arg == "--") {
+    if (!optionsEnded && arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
+      return error("unknown option '" + arg + "' (options are spelled --name; see --help)");
+    }
+    if (optionsEnded || arg.rfind("--", 0) != 0) {
       if (!positional) {
         return error("unexpected argument '" + arg + "' (see --help)");
       }

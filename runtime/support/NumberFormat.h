@@ -3,23 +3,19 @@
 #ifndef MLPERFC_RUNTIME_SUPPORT_NUMBERFORMAT_H
 #define MLPERFC_RUNTIME_SUPPORT_NUMBERFORMAT_H
 
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 #include <string>
 
 namespace mlperf::rt {
 
 /// The shortest decimal that parses back to exactly `value` ("0.001", "1e-05",
 /// "0.00080000001"): what users wrote, and what Python's float() reads as the same double.
+/// std::to_chars in general (%g-like) style: shortest round trip, independent of the C locale.
 inline std::string shortestDecimal(double value) {
-  char buffer[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) {
-      break;
-    }
-  }
-  return buffer;
+  char buffer[64];
+  std::to_chars_result result =
+      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::general);
+  return std::string(buffer, result.ptr);
 }
 
 } // namespace mlperf::rt

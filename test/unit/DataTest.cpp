@@ -33,6 +33,10 @@ protected:
     }
     return docs;
   }
+  void removeDataset(const std::string &p) {
+    std::remove((p + ".idx").c_str());
+    std::remove((p + ".bin").c_str());
+  }
   std::string readFile(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -115,6 +119,27 @@ TEST_F(DataTest, ShuffledOrderIsASeededPermutation) {
   }
   std::sort(starts.begin(), starts.end());
   EXPECT_EQ(std::unique(starts.begin(), starts.end()), starts.end());
+  // Every window is the right slice of the concatenation in the shuffled document order.
+  std::vector<int64_t> concatenation;
+  for (int64_t document : samples.documentOrder()) {
+    ASSERT_TRUE(
+        dataset.readDocument(document, 0, dataset.documentLength(document), concatenation).isOk());
+  }
+  std::vector<int64_t> windowStarts;
+  for (int64_t k = 0; k < samples.numSamples(); ++k) {
+    std::vector<int64_t> tokens;
+    ASSERT_TRUE(samples.get(k, tokens).isOk());
+    auto it = std::search(concatenation.begin(), concatenation.end(), tokens.begin(), tokens.end());
+    ASSERT_NE(it, concatenation.end()) << k;
+    EXPECT_EQ((it - concatenation.begin()) % 3, 0) << k;
+    windowStarts.push_back((it - concatenation.begin()) / 3);
+  }
+  std::vector<int64_t> sampleIds(samples.numSamples());
+  std::iota(sampleIds.begin(), sampleIds.end(), 0);
+  EXPECT_NE(windowStarts, sampleIds); // visited in a shuffled order
+  std::sort(windowStarts.begin(), windowStarts.end());
+  EXPECT_EQ(windowStarts, sampleIds); // each sample exactly once
+  removeDataset(p);
 }
 
 TEST_F(DataTest, TooSmallDatasetIsAnError) {
@@ -141,12 +166,21 @@ TEST_F(DataTest, CorruptFilesAreRejectedWithTheReason) {
   badType[17] = 7;
   badOffset[34 + 4 * 4 + 8 * 3] = 0x7f;    // last sequence offset far beyond the .bin
   badDocs[34 + 4 * 4 + 8 * 4 + 8 * 4] = 2; // last document index entry != sequence count
+  std::string negativeLength = idx, decreasing = idx;
+  negativeLength[34 + 3] = static_cast<char>(0x80); // sequence 0 length < 0
+  // Document index 0, 1, 2, 3, 4 becomes 0, 2, 1, 3, 4.
+  decreasing[34 + 4 * 4 + 8 * 4 + 8 * 1] = 2;
+  decreasing[34 + 4 * 4 + 8 * 4 + 8 * 2] = 1;
   std::vector<Case> cases = {
       {idx.substr(0, 20), bin, "shorter than the 34-byte header"},
       {badMagic, bin, "missing the MMIDIDX magic"},
       {badVersion, bin, "unsupported version 2"},
       {badType, bin, "dtype code 7 is not an integer token type"},
-      {idx.substr(0, idx.size() - 8), bin, "do not fill"},
+      {idx.substr(0, idx.size() - 8), bin, "more than the"},
+      {idx + std::string(4, '\0'), bin, "4 bytes follow the document index"},
+      {negativeLength, bin, "negative length or offset"},
+      {decreasing, bin, "the document index decreases at entry 2"},
+      {idx, "", "lies outside the 0-byte file"},
       {idx, bin.substr(0, bin.size() - 4), "lies outside"},
       {badOffset, bin, "lies outside"},
       {badDocs, bin, "the document index must run from 0 to the sequence count"},
@@ -161,6 +195,65 @@ TEST_F(DataTest, CorruptFilesAreRejectedWithTheReason) {
   }
   IndexedDataset dataset;
   EXPECT_EQ(IndexedDataset::open(prefix("missing"), dataset).code(), StatusCode::kNotFound);
+  removeDataset(p);
+}
+
+// Narrow and signed token types round-trip, including negative values.
+TEST_F(DataTest, NarrowAndSignedTokenTypes) {
+  struct Case {
+    TokenType type;
+    std::vector<int64_t> tokens;
+  };
+  for (const Case &c :
+       {Case{TokenType::kUInt8, {0, 7, 255}}, Case{TokenType::kInt8, {-128, -1, 127}},
+        Case{TokenType::kInt16, {-32768, -5, 32767}}}) {
+    std::string p = prefix("narrow");
+    ASSERT_TRUE(writeIndexedDataset(p, {c.tokens, {1}}, c.type).isOk());
+    IndexedDataset dataset;
+    ASSERT_TRUE(IndexedDataset::open(p, dataset).isOk());
+    std::vector<int64_t> tokens;
+    ASSERT_TRUE(dataset.readDocument(0, 0, 3, tokens).isOk());
+    EXPECT_EQ(tokens, c.tokens);
+    removeDataset(p);
+  }
+}
+
+// Megatron files may split a document into several sequences (--split-sentences); reading
+// and windows cross the sequence boundaries. The index is written by hand here.
+TEST_F(DataTest, DocumentsOfSeveralSequences) {
+  std::string p = prefix("multiseq");
+  // Two documents: sequences [10 11] [12] | [20 21 22]; int32 tokens.
+  std::vector<int32_t> lengths = {2, 1, 3};
+  std::vector<int64_t> offsets = {0, 8, 12}, documentIndex = {0, 2, 3};
+  std::vector<int32_t> tokens = {10, 11, 12, 20, 21, 22};
+  std::string idx("MMIDIDX\0\0", 9);
+  auto append = [&](const void *data, size_t bytes) {
+    idx.append(static_cast<const char *>(data), bytes);
+  };
+  uint64_t version = 1, sequences = 3, documents = 3;
+  append(&version, 8);
+  idx += static_cast<char>(TokenType::kInt32);
+  append(&sequences, 8);
+  append(&documents, 8);
+  append(lengths.data(), 12);
+  append(offsets.data(), 24);
+  append(documentIndex.data(), 24);
+  writeFile(p + ".idx", idx);
+  writeFile(p + ".bin", std::string(reinterpret_cast<const char *>(tokens.data()), 24));
+  IndexedDataset dataset;
+  Status status = IndexedDataset::open(p, dataset);
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(dataset.numDocuments(), 2);
+  EXPECT_EQ(dataset.documentLength(0), 3);
+  std::vector<int64_t> read;
+  ASSERT_TRUE(dataset.readDocument(0, 1, 2, read).isOk());
+  EXPECT_EQ(read, (std::vector<int64_t>{11, 12}));
+  GPTSamples samples;
+  ASSERT_TRUE(GPTSamples::create(dataset, 2, SampleOrder::kSequential, 0, samples).isOk());
+  ASSERT_EQ(samples.numSamples(), 2);
+  ASSERT_TRUE(samples.get(1, read).isOk());
+  EXPECT_EQ(read, (std::vector<int64_t>{12, 20, 21}));
+  removeDataset(p);
 }
 
 } // namespace

@@ -25,6 +25,9 @@ TEST(MLLog, ValuesReadBackAsTheSameNumbers) {
   EXPECT_EQ(MLLogger::encode(true), "true");
   EXPECT_EQ(MLLogger::encode(MLLogValue{}), "null");
   EXPECT_EQ(MLLogger::encode(std::numeric_limits<double>::quiet_NaN()), "NaN");
+  EXPECT_EQ(MLLogger::encode(-std::numeric_limits<double>::infinity()), "-Infinity");
+  EXPECT_EQ(MLLogger::encode(std::string("\x01")), "\"\\u0001\"");
+  EXPECT_EQ(MLLogger::encode(100.0), "100.0");
 }
 
 TEST(MLLog, LineFormat) {
@@ -51,6 +54,22 @@ TEST(MLLog, LineFormat) {
             std::string::npos)
       << second;
   std::remove(path.c_str());
+}
+
+TEST(MLLog, ReopeningSwitchesFiles) {
+  std::string first = ::testing::TempDir() + "/mllog_a_" + std::to_string(::getpid());
+  std::string second = ::testing::TempDir() + "/mllog_b_" + std::to_string(::getpid());
+  MLLogger logger;
+  ASSERT_TRUE(logger.open(first).isOk());
+  ASSERT_TRUE(logger.open(second).isOk());
+  MLLOG_POINT(logger, "cache_clear", true);
+  EXPECT_TRUE(logger.status().isOk());
+  std::ifstream a(first), b(second);
+  std::string line;
+  EXPECT_FALSE(std::getline(a, line));
+  EXPECT_TRUE(std::getline(b, line));
+  std::remove(first.c_str());
+  std::remove(second.c_str());
 }
 
 TEST(MLLog, UnwritablePathIsAnError) {

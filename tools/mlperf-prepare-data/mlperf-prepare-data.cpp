@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <sys/stat.h>
 
 using namespace mlperf::rt;
 
@@ -55,27 +57,40 @@ int main(int argc, char **argv) {
   };
   int64_t bytes = 0;
   for (const std::string &path : inputs) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return cli.error("cannot read " + path);
+    struct stat info{};
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+      return cli.error("cannot read " + path + ": not a regular file");
     }
+    std::ifstream in(path, std::ios::binary);
     std::stringstream contents;
     contents << in.rdbuf();
+    if (!in || in.bad()) {
+      return cli.error("cannot read " + path);
+    }
     std::string text = contents.str();
     bytes += static_cast<int64_t>(text.size());
     if (splitOn.empty()) {
       addDocument(text);
       continue;
     }
-    std::string current, line;
-    std::istringstream lines(text);
-    while (std::getline(lines, line)) {
-      if (line == splitOn) {
+    // Line endings are kept as they are; a separator line may end in "\r\n".
+    std::string current;
+    size_t begin = 0;
+    while (begin < text.size()) {
+      size_t newline = text.find('\n', begin);
+      size_t end = newline == std::string::npos ? text.size() : newline + 1;
+      std::string_view line(text.data() + begin, end - begin);
+      std::string_view content = line;
+      while (!content.empty() && (content.back() == '\n' || content.back() == '\r')) {
+        content.remove_suffix(1);
+      }
+      if (content == splitOn) {
         addDocument(current);
         current.clear();
       } else {
-        current += line + "\n";
+        current.append(line);
       }
+      begin = end;
     }
     addDocument(current);
   }
