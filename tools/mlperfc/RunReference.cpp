@@ -13,6 +13,7 @@
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/data/GPTSamples.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -21,6 +22,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 namespace cl = llvm::cl;
 
@@ -57,8 +60,7 @@ static cl::opt<std::string>
                   cl::desc("Write the initial parameters (after initialization) to this file"),
                   cl::cat(mlperfcCategory()));
 static cl::opt<std::string>
-    refInputs("inputs", cl::sub(runReferenceCommand), cl::Required,
-              cl::value_desc("BATCH.safetensors"),
+    refInputs("inputs", cl::sub(runReferenceCommand), cl::value_desc("BATCH.safetensors"),
               cl::desc("Integer tensors 'tokens' and 'labels': [micro_batch, seq], or [steps, "
                        "global_batch, seq] with --train-steps"),
               cl::cat(mlperfcCategory()));
@@ -67,6 +69,16 @@ static cl::opt<std::string>
               cl::desc("Write 'loss' and 'grad.<parameter>' tensors; with --train-steps, the final "
                        "parameters and optimizer state"),
               cl::cat(mlperfcCategory()));
+
+static cl::opt<std::string> refData(
+    "data", cl::sub(runReferenceCommand), cl::value_desc("PREFIX"),
+    cl::desc("With --train-steps: train on a Megatron indexed dataset (PREFIX.bin/.idx) instead "
+             "of --inputs, global_batch_size GPT samples per step"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<std::string>
+    refDataOrder("data-order", cl::sub(runReferenceCommand), cl::init("shuffled"),
+                 cl::desc("shuffled (by --seed, as training does) or sequential (file order)"),
+                 cl::cat(mlperfcCategory()));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "mlperfc run-reference") << message << "\n";
@@ -127,16 +139,85 @@ struct LoadedOptimizerState {
   bool present = false;
 };
 
-static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFile &inputs,
-                      rt::DType idType, LoadedOptimizerState loaded) {
+/// Fills one step's [global_batch, seq] tokens and labels, or fails after printing why.
+using BatchSource =
+    std::function<mlir::LogicalResult(int64_t step, rt::HostTensor &, rt::HostTensor &)>;
+
+/// Batches from the [steps, global_batch, seq] tensors of an --inputs file.
+static mlir::FailureOr<BatchSource> tensorBatches(tg::ModelOp model, const rt::TensorFile &inputs,
+                                                  rt::DType idType) {
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   std::vector<int64_t> shape{refTrainSteps, batch.getGlobalBatchSizeAttr().getInt(),
                              batch.getSeqLenAttr().getInt()};
   auto batchTensors = tokensAndLabels(inputs, shape, idType);
   if (failed(batchTensors)) {
-    return 1;
+    return mlir::failure();
   }
-  const auto &[tokens, labels] = *batchTensors;
+  auto tensors =
+      std::make_shared<std::pair<rt::HostTensor, rt::HostTensor>>(std::move(*batchTensors));
+  return BatchSource([tensors](int64_t step, rt::HostTensor &tokens, rt::HostTensor &labels) {
+    tokens = stepSlice(tensors->first, step);
+    labels = stepSlice(tensors->second, step);
+    return mlir::success();
+  });
+}
+
+/// Batches of GPT samples (seq_len + 1 tokens: inputs and next-token labels) from an indexed
+/// dataset; each epoch is visited in a new order (seed + epoch) when shuffled.
+static mlir::FailureOr<BatchSource> datasetBatches(tg::ModelOp model, rt::DType idType) {
+  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  int64_t globalBatch = batch.getGlobalBatchSizeAttr().getInt();
+  int64_t seq = batch.getSeqLenAttr().getInt();
+  if (refDataOrder != "shuffled" && refDataOrder != "sequential") {
+    fail("--data-order must be shuffled or sequential, got '" + refDataOrder + "'");
+    return mlir::failure();
+  }
+  auto dataset = std::make_shared<rt::IndexedDataset>();
+  rt::Status status = rt::IndexedDataset::open(refData, *dataset);
+  if (!status.isOk()) {
+    fail(status.message());
+    return mlir::failure();
+  }
+  rt::SampleOrder order =
+      refDataOrder == "shuffled" ? rt::SampleOrder::kShuffled : rt::SampleOrder::kSequential;
+  // Epoch 0 now (it also tells the epoch size); later epochs when the steps reach them.
+  auto samples = std::make_shared<rt::GPTSamples>();
+  status = rt::GPTSamples::create(*dataset, seq, order, refSeed, *samples);
+  if (!status.isOk()) {
+    fail(refData + ": " + status.message());
+    return mlir::failure();
+  }
+  auto epoch = std::make_shared<int64_t>(0);
+  uint64_t seed = refSeed;
+  return BatchSource([=](int64_t step, rt::HostTensor &tokens, rt::HostTensor &labels) {
+    tokens = rt::HostTensor::zeros(idType, {globalBatch, seq});
+    labels = rt::HostTensor::zeros(idType, {globalBatch, seq});
+    std::vector<int64_t> sample;
+    int64_t perEpoch = samples->numSamples();
+    for (int64_t row = 0; row < globalBatch; ++row) {
+      int64_t index = step * globalBatch + row;
+      if (index / perEpoch != *epoch) {
+        *epoch = index / perEpoch;
+        rt::Status created = rt::GPTSamples::create(*dataset, seq, order, seed + *epoch, *samples);
+        if (!created.isOk()) {
+          fail(refData + ": " + created.message());
+          return mlir::failure();
+        }
+      }
+      rt::Status read = samples->get(index % perEpoch, sample);
+      if (!read.isOk()) {
+        fail(read.message());
+        return mlir::failure();
+      }
+      std::copy_n(sample.begin(), seq, tokens.ints.begin() + row * seq);
+      std::copy_n(sample.begin() + 1, seq, labels.ints.begin() + row * seq);
+    }
+    return mlir::success();
+  });
+}
+
+static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &nextBatch,
+                      LoadedOptimizerState loaded) {
   TrainState state = initialTrainState(std::move(params));
   if (loaded.present) {
     // Resume: every parameter needs its f32 master and moments of the same shape.
@@ -157,9 +238,12 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const rt::TensorFil
   }
   ReferenceTrainer trainer(model);
   for (int64_t step = 0; step < refTrainSteps; ++step) {
+    rt::HostTensor tokens, labels;
+    if (failed(nextBatch(step, tokens, labels))) {
+      return 1;
+    }
     auto start = std::chrono::steady_clock::now();
-    mlir::FailureOr<StepMetrics> metrics =
-        trainer.step(state, stepSlice(tokens, step), stepSlice(labels, step));
+    mlir::FailureOr<StepMetrics> metrics = trainer.step(state, tokens, labels);
     if (failed(metrics)) {
       return 1;
     }
@@ -278,16 +362,30 @@ int runRunReference() {
     }
   }
 
+  if (refData.empty() == refInputs.empty()) {
+    return fail(refData.empty() ? "give the batch with --inputs (or --data with --train-steps)"
+                                : "--inputs and --data are alternatives: give one");
+  }
+  if (!refData.empty() && refTrainSteps == 0) {
+    return fail("--data feeds training: give --train-steps");
+  }
   rt::TensorFile inputs;
-  rt::Status status = rt::readSafetensors(refInputs, inputs);
-  if (!status.isOk()) {
-    return fail(status.message());
+  if (!refInputs.empty()) {
+    rt::Status status = rt::readSafetensors(refInputs, inputs);
+    if (!status.isOk()) {
+      return fail(status.message());
+    }
   }
   auto func = llvm::cast<mlir::func::FuncOp>(mlir::SymbolTable::lookupSymbolIn(model, refFunction));
   auto tokenType = llvm::cast<mlir::RankedTensorType>(func.getFunctionType().getInput(0));
   rt::DType idType = *toDType(tokenType.getElementType());
   if (refTrainSteps > 0) {
-    return trainSteps(model, std::move(params), inputs, idType, std::move(optimizerState));
+    mlir::FailureOr<BatchSource> source =
+        refData.empty() ? tensorBatches(model, inputs, idType) : datasetBatches(model, idType);
+    if (failed(source)) {
+      return 1;
+    }
+    return trainSteps(model, std::move(params), *source, std::move(optimizerState));
   }
 
   std::vector<int64_t> shape(tokenType.getShape().begin(), tokenType.getShape().end());
