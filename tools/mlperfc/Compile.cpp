@@ -8,6 +8,7 @@
 
 #include "Commands.h"
 
+#include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/IRDump.h"
@@ -17,6 +18,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -44,6 +47,17 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+static std::string humanBytes(int64_t bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
+}
+
 static void describeFunction(mlir::func::FuncOp func) {
   llvm::MapVector<llvm::StringRef, unsigned> counts;
   unsigned total = 0;
@@ -59,6 +73,14 @@ static void describeFunction(mlir::func::FuncOp func) {
     llvm::outs() << entry.first << " " << entry.second;
   });
   llvm::outs() << ")\n";
+  MemoryPlan memory = planFunctionMemory(func);
+  if (memory.lowerBoundBytes > 0) {
+    llvm::outs() << llvm::format(
+        "    activation arena %s (%lld buffers), lower bound %s: %.3fx\n",
+        humanBytes(memory.arenaBytes).c_str(), static_cast<long long>(memory.buffers.size()),
+        humanBytes(memory.lowerBoundBytes).c_str(),
+        static_cast<double>(memory.arenaBytes) / static_cast<double>(memory.lowerBoundBytes));
+  }
 }
 
 int runCompile() {

@@ -1,0 +1,138 @@
+//===- MemoryPlan.cpp - Static arena offsets for a function ----*- C++ -*-===//
+
+#include "compiler/Analysis/MemoryPlan.h"
+
+#include "dialects/TG/IR/TGOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+int64_t storageBytes(Type type, int64_t alignment) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t elementBits = tensor.getElementType().getIntOrFloatBitWidth();
+  int64_t bytes = (tensor.getNumElements() * elementBits + 7) / 8;
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+/// First-fit placement in the given order: each buffer goes to the lowest offset that does
+/// not overlap a placed buffer whose lifetime intersects its own.
+int64_t place(std::vector<PlannedBuffer> &buffers, const std::vector<size_t> &order) {
+  std::vector<size_t> placed;
+  int64_t arena = 0;
+  for (size_t index : order) {
+    PlannedBuffer &buffer = buffers[index];
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t other : placed) {
+      const PlannedBuffer &b = buffers[other];
+      if (b.firstUse <= buffer.lastUse && buffer.firstUse <= b.lastUse) {
+        busy.emplace_back(b.offset, b.offset + b.bytes);
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (auto [begin, end] : busy) {
+      if (offset + buffer.bytes <= begin) {
+        break;
+      }
+      offset = std::max(offset, end);
+    }
+    buffer.offset = offset;
+    arena = std::max(arena, offset + buffer.bytes);
+    placed.push_back(index);
+  }
+  return arena;
+}
+
+} // namespace
+
+MemoryPlan planFunctionMemory(func::FuncOp func, int64_t alignment) {
+  MemoryPlan plan;
+  llvm::DenseMap<Value, size_t> bufferOf; // value -> index of its buffer
+  Block &body = func.getBody().front();
+  int64_t index = 0;
+  for (Operation &op : body) {
+    for (Value operand : op.getOperands()) {
+      auto it = bufferOf.find(operand);
+      if (it != bufferOf.end()) {
+        plan.buffers[it->second].lastUse = index;
+      }
+    }
+    if (isa<tg::ParamRefOp>(op)) {
+      ++index;
+      continue; // persistent parameter memory, not the activation arena
+    }
+    for (Value result : op.getResults()) {
+      if (!isa<RankedTensorType>(result.getType())) {
+        continue;
+      }
+      if (isa<tg::ReshapeOp>(op)) {
+        auto it = bufferOf.find(op.getOperand(0));
+        if (it != bufferOf.end()) {
+          bufferOf[result] = it->second; // a view: same bytes
+          continue;
+        }
+      }
+      bufferOf[result] = plan.buffers.size();
+      plan.buffers.push_back({result, storageBytes(result.getType(), alignment), index, index, 0});
+    }
+    ++index;
+  }
+  // What the function returns (gradients, new parameters and optimizer state) lives in the
+  // caller's buffers, like its arguments: not in the activation arena.
+  std::vector<bool> isOutput(plan.buffers.size(), false);
+  for (Value returned : body.getTerminator()->getOperands()) {
+    auto it = bufferOf.find(returned);
+    if (it != bufferOf.end()) {
+      isOutput[it->second] = true;
+    }
+  }
+  std::vector<PlannedBuffer> temporaries;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    if (!isOutput[i]) {
+      temporaries.push_back(plan.buffers[i]);
+    }
+  }
+  plan.buffers = std::move(temporaries);
+  if (plan.buffers.empty()) {
+    return plan;
+  }
+
+  // Lower bound: the largest sum of sizes live at one op.
+  std::vector<int64_t> live(index + 1, 0);
+  for (const PlannedBuffer &buffer : plan.buffers) {
+    for (int64_t i = buffer.firstUse; i <= buffer.lastUse; ++i) {
+      live[i] += buffer.bytes;
+    }
+  }
+  plan.lowerBoundBytes = *std::max_element(live.begin(), live.end());
+
+  // Two greedy orders (largest first; longest-lived first), keeping the smaller arena.
+  std::vector<size_t> bySize(plan.buffers.size()), byLifetime;
+  for (size_t i = 0; i < bySize.size(); ++i) {
+    bySize[i] = i;
+  }
+  byLifetime = bySize;
+  const auto &b = plan.buffers;
+  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t x, size_t y) {
+    return b[x].bytes != b[y].bytes ? b[x].bytes > b[y].bytes : b[x].firstUse < b[y].firstUse;
+  });
+  std::stable_sort(byLifetime.begin(), byLifetime.end(), [&](size_t x, size_t y) {
+    int64_t lx = b[x].lastUse - b[x].firstUse, ly = b[y].lastUse - b[y].firstUse;
+    return lx != ly ? lx > ly : b[x].bytes > b[y].bytes;
+  });
+  std::vector<PlannedBuffer> first = plan.buffers, second = plan.buffers;
+  int64_t arenaBySize = place(first, bySize);
+  int64_t arenaByLifetime = place(second, byLifetime);
+  plan.buffers = arenaBySize <= arenaByLifetime ? std::move(first) : std::move(second);
+  plan.arenaBytes = std::min(arenaBySize, arenaByLifetime);
+  return plan;
+}
+
+} // namespace mlperf

@@ -1,0 +1,42 @@
+//===- MemoryPlan.h - Static arena offsets for a function ------*- C++ -*-===//
+//
+// Liveness of every value a function computes, and a static offset for each in one arena such
+// that values live at the same time never overlap. This is the core of plan-memory: the plan's
+// activation buffers are these values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_COMPILER_ANALYSIS_MEMORYPLAN_H
+#define MLPERFC_COMPILER_ANALYSIS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mlperf {
+
+struct PlannedBuffer {
+  mlir::Value value;           // the value that owns the buffer (aliases share it)
+  int64_t bytes = 0;           // storage size, rounded up to the alignment
+  int64_t firstUse = 0;        // index of the defining op
+  int64_t lastUse = 0;         // index of the last op reading it (or of the return)
+  int64_t offset = 0;          // byte offset in the arena
+};
+
+struct MemoryPlan {
+  std::vector<PlannedBuffer> buffers;
+  int64_t arenaBytes = 0;
+  /// The most bytes live at any point of the op order: no assignment can use less.
+  int64_t lowerBoundBytes = 0;
+};
+
+/// Bytes per buffer are the storage size of the value's type (bf16 = 2 bytes), aligned to
+/// `alignment`. Excluded: function arguments and results (the caller's buffers: batch inputs,
+/// gradients, parameters and optimizer state) and parameter reads (persistent memory). A reshape is a view of its input: it shares the input's buffer,
+/// whose life extends to the view's last use.
+MemoryPlan planFunctionMemory(mlir::func::FuncOp func, int64_t alignment = 256);
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_ANALYSIS_MEMORYPLAN_H
