@@ -27,6 +27,10 @@ extern llvm::cl::SubCommand compileCommand;
 /// `mlperfc compile MODEL.mlir [--precision fp32|bf16] [--dump-ir DIR]`.
 int runCompile();
 
+extern llvm::cl::SubCommand showCommand;
+/// `mlperfc show plan.pb [--commands]`.
+int runShow();
+
 extern llvm::cl::SubCommand runReferenceCommand;
 /// `mlperfc run-reference MODEL.mlir --inputs BATCH [--function forward_backward] ...`.
 int runRunReference();

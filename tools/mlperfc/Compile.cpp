@@ -1,8 +1,8 @@
 //===- Compile.cpp - mlperfc compile ---------------------------*- C++ -*-===//
 //
-// Lowers a declaration to its train step (@forward_backward, @optimizer_step). The execution
-// plan (plan.pb, `-o`) is the next stage of the pipeline and not written yet; today compile
-// verifies the lowering, reports it, and writes the IR after every pass with --dump-ir.
+// Lowers a declaration to its train step (@forward_backward, @optimizer_step), reports it
+// (op counts, activation arena against its lower bound), writes the IR after every pass with
+// --dump-ir and the execution plan with -o.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +10,7 @@
 
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Plan/PlanEmit.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/IRDump.h"
 #include "compiler/Support/ModelFile.h"
@@ -18,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
@@ -40,6 +42,11 @@ static cl::opt<std::string> compileDumpIR(
     "dump-ir", cl::sub(compileCommand), cl::value_desc("DIR"),
     cl::desc("Write the IR before the first pass and after every pass, numbered in pipeline "
              "order (DIR/00-input.mlir, DIR/01-tg-set-precision.mlir, ...)"),
+    cl::cat(mlperfcCategory()));
+
+static cl::opt<std::string> compileOutput(
+    "o", cl::sub(compileCommand), cl::value_desc("plan.pb"),
+    cl::desc("Write the execution plan (runtime/plan.proto) to this file, atomically"),
     cl::cat(mlperfcCategory()));
 
 static int fail(const llvm::Twine &message) {
@@ -122,6 +129,30 @@ int runCompile() {
   }
   if (!compileDumpIR.empty()) {
     llvm::outs() << "  IR after every pass: " << compileDumpIR << "/\n";
+  }
+  if (!compileOutput.empty()) {
+    mlir::FailureOr<plan::Plan> plan = emitPlan(model, compilePrecision, options.accumulationSteps);
+    if (failed(plan)) {
+      return fail("could not emit the plan (errors above)");
+    }
+    std::string bytes;
+    if (!plan->SerializeToString(&bytes)) {
+      return fail("could not serialize the plan");
+    }
+    if (llvm::Error error = llvm::writeToOutput(compileOutput, [&](llvm::raw_ostream &os) {
+          os << bytes;
+          return llvm::Error::success();
+        })) {
+      return fail("cannot write '" + compileOutput + "': " + llvm::toString(std::move(error)));
+    }
+    int64_t commands = 0;
+    for (const plan::Program &program : plan->programs()) {
+      commands += program.commands_size();
+    }
+    llvm::outs() << "  plan: " << compileOutput << " (format " << plan->format_version() << ", "
+                 << plan->buffers_size() << " buffers, " << commands << " commands; persistent "
+                 << humanBytes(plan->arenas(0).size()) << ", activations "
+                 << humanBytes(plan->arenas(1).size()) << ")\n";
   }
   return 0;
 }

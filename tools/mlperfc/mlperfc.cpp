@@ -31,8 +31,9 @@ static constexpr llvm::StringLiteral kOverview =
     "mlperfc: ahead-of-time compiler for MLPerf Training graphs\n\n"
     "  mlperfc check MODEL.mlir...          parse and verify model declarations\n"
     "  mlperfc summary MODEL.mlir [--json]  parameters, memory, FLOPs, op counts\n"
-    "  mlperfc compile MODEL.mlir [--precision bf16|fp32] [--dump-ir DIR]\n"
-    "                                       lower to the train step\n"
+    "  mlperfc compile MODEL.mlir [--precision bf16|fp32] [--dump-ir DIR] [-o plan.pb]\n"
+    "                                       lower to the train step and its plan\n"
+    "  mlperfc show plan.pb [--commands]    print an execution plan\n"
     "  mlperfc emit-model llama3 [--preset P] [--set key=value,...] [-o FILE]\n"
     "                                       write a model declaration\n"
     "  mlperfc run-reference MODEL.mlir --inputs BATCH.safetensors [--function forward_backward]\n"
@@ -46,8 +47,8 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter(printVersion);
   // Only our options in --help: libLLVM registers hundreds of its own at load time.
   cl::HideUnrelatedOptions(mlperfcCategory());
-  for (cl::SubCommand *sub :
-       {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand, &compileCommand}) {
+  for (cl::SubCommand *sub : {&checkCommand, &summaryCommand, &emitModelCommand,
+                              &runReferenceCommand, &compileCommand, &showCommand}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 
@@ -81,6 +82,9 @@ int main(int argc, char **argv) {
   }
   if (compileCommand) {
     return runCompile();
+  }
+  if (showCommand) {
+    return runShow();
   }
   llvm::WithColor::error(llvm::errs(), "mlperfc")
       << "no command given (run 'mlperfc --help' for the list)\n";

@@ -1,0 +1,217 @@
+//===- PlanLoader.cpp - Read and validate execution plans ------*- C++ -*-===//
+
+#include "runtime/plan/PlanLoader.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+namespace mlperf::rt {
+namespace {
+
+// Plans are small (the 405B train step is a few MB); a larger file is not a plan.
+constexpr uint64_t kMaxPlanBytes = uint64_t{1} << 30;
+
+constexpr PlanOpSignature kOps[] = {
+    {"matmul", 2, 2, 1, 1},
+    {"add", 2, 2, 1, 1},
+    {"mul", 2, 2, 1, 1},
+    {"scale", 1, 1, 1, 1},
+    {"silu", 1, 1, 1, 1},
+    {"silu_grad", 2, 2, 1, 1},
+    {"convert", 1, 1, 1, 1},
+    {"reshape", 1, 1, 1, 1},
+    {"transpose", 1, 1, 1, 1},
+    {"embedding", 2, 2, 1, 1},
+    {"embedding_grad", 2, 2, 1, 1},
+    {"rms_norm", 2, 2, 1, 1},
+    {"rms_norm_grad", 3, 3, 2, 2},
+    {"rope", 1, 1, 1, 1},
+    {"causal_mask", 1, 1, 1, 1},
+    {"softmax", 1, 1, 1, 1},
+    {"softmax_grad", 2, 2, 1, 1},
+    {"repeat", 1, 1, 1, 1},
+    {"repeat_grad", 1, 1, 1, 1},
+    {"split", 1, 1, 1, -1},
+    {"concat", 1, -1, 1, 1},
+    {"cross_entropy", 2, 3, 1, 1},
+    {"cross_entropy_grad", 3, 4, 1, 1},
+    {"fill", 0, 0, 1, 1},
+    {"copy", 1, 1, 1, 1},
+    {"lr_value", 1, 1, 1, 1},
+    {"global_norm", 1, -1, 1, 1},
+    {"clip_coefficient", 1, 1, 1, 1},
+    {"adamw", 7, 7, 3, 3},
+};
+
+Status invalid(const std::string &what) {
+  return Status(StatusCode::kDataLoss, "invalid plan: " + what);
+}
+
+bool inArity(int count, int minimum, int maximum) {
+  return count >= minimum && (maximum < 0 || count <= maximum);
+}
+
+} // namespace
+
+const PlanOpSignature *findPlanOp(std::string_view op) {
+  for (const PlanOpSignature &signature : kOps) {
+    if (signature.name == op) {
+      return &signature;
+    }
+  }
+  return nullptr;
+}
+
+int64_t planDTypeBytes(plan::DType dtype) {
+  switch (dtype) {
+  case plan::F32:
+  case plan::I32:
+    return 4;
+  case plan::BF16:
+    return 2;
+  case plan::F8E4M3FN:
+  case plan::F8E5M2:
+    return 1;
+  case plan::I64:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+Status validatePlan(const plan::Plan &p) {
+  if (p.format_version() != kPlanFormatVersion) {
+    return Status(StatusCode::kInvalidArgument,
+                  "plan format version " + std::to_string(p.format_version()) +
+                      ", this runtime reads version " + std::to_string(kPlanFormatVersion) +
+                      ": recompile the model with a matching mlperfc (plan written by '" +
+                      p.producer() + "')");
+  }
+  uint64_t arenaSize[3] = {0, 0, 0};
+  bool hasArena[3] = {false, false, false};
+  for (const plan::Arena &arena : p.arenas()) {
+    int cls = arena.memory_class();
+    if (cls != plan::PERSISTENT && cls != plan::ACTIVATIONS) {
+      return invalid("an arena has an unknown memory class");
+    }
+    if (hasArena[cls]) {
+      return invalid("two arenas for memory class " + std::to_string(cls));
+    }
+    hasArena[cls] = true;
+    arenaSize[cls] = arena.size();
+  }
+  const int64_t buffers = p.buffers_size();
+  for (int64_t i = 0; i < buffers; ++i) {
+    const plan::Buffer &b = p.buffers(static_cast<int>(i));
+    std::string where = "buffer " + std::to_string(i) + " ('" + b.name() + "')";
+    if (b.id() != i) {
+      return invalid(where + " has id " + std::to_string(b.id()));
+    }
+    int64_t elementBytes = planDTypeBytes(b.dtype());
+    if (elementBytes == 0) {
+      return invalid(where + " has no valid dtype");
+    }
+    uint64_t elements = 1;
+    for (int64_t dim : b.shape()) {
+      if (dim < 0 || __builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements)) {
+        return invalid(where + " has an invalid shape");
+      }
+    }
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(elementBytes), &bytes) ||
+        bytes != b.size()) {
+      return invalid(where + " has size " + std::to_string(b.size()) + " but its shape needs " +
+                     std::to_string(bytes) + " bytes");
+    }
+    int cls = b.memory_class();
+    if ((cls != plan::PERSISTENT && cls != plan::ACTIVATIONS) || !hasArena[cls]) {
+      return invalid(where + " is in a memory class without an arena");
+    }
+    if (b.offset() > arenaSize[cls] || b.size() > arenaSize[cls] - b.offset()) {
+      return invalid(where + " at offset " + std::to_string(b.offset()) + " (" +
+                     std::to_string(b.size()) + " bytes) lies outside its " +
+                     std::to_string(arenaSize[cls]) + "-byte arena");
+    }
+  }
+  auto validId = [&](uint32_t id) { return static_cast<int64_t>(id) < buffers; };
+  std::set<std::string> programNames;
+  for (const plan::Program &program : p.programs()) {
+    if (!programNames.insert(program.name()).second) {
+      return invalid("program '" + program.name() + "' appears twice");
+    }
+    for (uint32_t id : program.inputs()) {
+      if (!validId(id)) {
+        return invalid("program '" + program.name() + "' reads missing buffer " +
+                       std::to_string(id));
+      }
+    }
+    for (uint32_t id : program.outputs()) {
+      if (!validId(id)) {
+        return invalid("program '" + program.name() + "' writes missing buffer " +
+                       std::to_string(id));
+      }
+    }
+    for (int c = 0; c < program.commands_size(); ++c) {
+      const plan::Command &command = program.commands(c);
+      std::string where =
+          "command " + std::to_string(c) + " ('" + command.op() + "') of '" + program.name() + "'";
+      const PlanOpSignature *signature = findPlanOp(command.op());
+      if (!signature) {
+        return invalid(where + " is not an op this runtime executes");
+      }
+      if (!inArity(command.operands_size(), signature->minOperands, signature->maxOperands) ||
+          !inArity(command.results_size(), signature->minResults, signature->maxResults)) {
+        return invalid(where + " has " + std::to_string(command.operands_size()) +
+                       " operands and " + std::to_string(command.results_size()) + " results");
+      }
+      for (uint32_t id : command.operands()) {
+        if (!validId(id)) {
+          return invalid(where + " reads missing buffer " + std::to_string(id));
+        }
+      }
+      for (uint32_t id : command.results()) {
+        if (!validId(id)) {
+          return invalid(where + " writes missing buffer " + std::to_string(id));
+        }
+      }
+    }
+  }
+  for (const plan::Parameter &parameter : p.parameters()) {
+    for (uint32_t id : {parameter.value(), parameter.grad(), parameter.master(),
+                        parameter.exp_avg(), parameter.exp_avg_sq()}) {
+      if (!validId(id)) {
+        return invalid("parameter '" + parameter.name() + "' refers to missing buffer " +
+                       std::to_string(id));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status loadPlan(const std::string &path, plan::Plan &plan) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    return Status(StatusCode::kNotFound, "cannot open plan " + path + ": " + std::strerror(errno));
+  }
+  std::streamoff size = in.tellg();
+  if (size < 0 || static_cast<uint64_t>(size) > kMaxPlanBytes) {
+    return Status(StatusCode::kDataLoss,
+                  path + " is not a plan (size " + std::to_string(size) + " bytes)");
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  if (!in || !plan.ParseFromString(bytes)) {
+    return Status(StatusCode::kDataLoss,
+                  path + " is not a valid plan file (truncated, or not written by mlperfc)");
+  }
+  Status status = validatePlan(plan);
+  if (!status.isOk()) {
+    return Status(status.code(), path + ": " + status.message());
+  }
+  return Status::ok();
+}
+
+} // namespace mlperf::rt

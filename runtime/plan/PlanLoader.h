@@ -1,0 +1,43 @@
+//===- PlanLoader.h - Read and validate execution plans --------*- C++ -*-===//
+//
+// A plan file is untrusted input: `loadPlan` rejects, with a message naming the problem, any
+// plan whose version differs from this runtime's, whose buffers do not fit their arenas or
+// their own shapes, or whose commands name unknown ops, wrong arities or missing buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_PLAN_PLANLOADER_H
+#define MLPERFC_RUNTIME_PLAN_PLANLOADER_H
+
+#include "runtime/plan.pb.h"
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mlperf::rt {
+
+/// Bumped on every incompatible change to runtime/plan.proto.
+constexpr uint32_t kPlanFormatVersion = 1;
+
+/// Operand and result counts of a command op; -1 for "any number".
+struct PlanOpSignature {
+  std::string_view name;
+  int minOperands, maxOperands, minResults, maxResults;
+};
+
+/// The signature of `op`, or null for an op this runtime does not execute.
+const PlanOpSignature *findPlanOp(std::string_view op);
+
+/// Bytes per element of a plan dtype (0 for DTYPE_UNSPECIFIED).
+int64_t planDTypeBytes(plan::DType dtype);
+
+Status validatePlan(const plan::Plan &plan);
+
+/// Reads `path`, parses and validates it.
+Status loadPlan(const std::string &path, plan::Plan &plan);
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_PLAN_PLANLOADER_H

@@ -1,0 +1,114 @@
+//===- PlanTest.cpp - Plan validation rejects malformed plans ------------===//
+
+#include "runtime/plan/PlanLoader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+using namespace mlperf;
+
+namespace {
+
+/// A small valid plan: two f32[4] buffers (persistent, activations) and one scale command.
+plan::Plan validPlan() {
+  plan::Plan p;
+  p.set_format_version(rt::kPlanFormatVersion);
+  p.set_producer("test");
+  for (auto [cls, offset] : {std::pair{plan::PERSISTENT, 0}, std::pair{plan::ACTIVATIONS, 0}}) {
+    plan::Buffer *b = p.add_buffers();
+    b->set_id(p.buffers_size() - 1);
+    b->set_name("b");
+    b->set_dtype(plan::F32);
+    b->add_shape(4);
+    b->set_memory_class(cls);
+    b->set_offset(offset);
+    b->set_size(16);
+  }
+  for (auto cls : {plan::PERSISTENT, plan::ACTIVATIONS}) {
+    plan::Arena *arena = p.add_arenas();
+    arena->set_memory_class(cls);
+    arena->set_size(256);
+  }
+  plan::Program *program = p.add_programs();
+  program->set_name("forward");
+  program->add_inputs(0);
+  program->add_outputs(1);
+  plan::Command *command = program->add_commands();
+  command->set_op("scale");
+  command->add_operands(0);
+  command->add_results(1);
+  return p;
+}
+
+TEST(Plan, ValidPlanPasses) {
+  rt::Status status = rt::validatePlan(validPlan());
+  EXPECT_TRUE(status.isOk()) << status.toString();
+}
+
+TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
+  struct Case {
+    std::function<void(plan::Plan &)> mutate;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {[](plan::Plan &p) { p.set_format_version(99); }, "plan format version 99"},
+      {[](plan::Plan &p) { p.mutable_buffers(1)->set_offset(250); }, "lies outside its 256-byte"},
+      {[](plan::Plan &p) { p.mutable_buffers(1)->set_offset(UINT64_MAX - 4); }, "lies outside"},
+      {[](plan::Plan &p) { p.mutable_buffers(0)->set_size(12); },
+       "has size 12 but its shape needs 16"},
+      {[](plan::Plan &p) { p.mutable_buffers(0)->add_shape(-1); }, "invalid shape"},
+      {[](plan::Plan &p) { p.mutable_buffers(0)->set_dtype(plan::DTYPE_UNSPECIFIED); },
+       "no valid dtype"},
+      {[](plan::Plan &p) { p.mutable_buffers(1)->set_id(7); }, "has id 7"},
+      {[](plan::Plan &p) { p.mutable_arenas()->RemoveLast(); }, "memory class without an arena"},
+      {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->set_op("launch_rocket"); },
+       "is not an op this runtime executes"},
+      {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->add_operands(0); },
+       "has 2 operands and 1 results"},
+      {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->set_results(0, 9); },
+       "writes missing buffer 9"},
+      {[](plan::Plan &p) { p.mutable_programs(0)->add_inputs(42); }, "reads missing buffer 42"},
+      {[](plan::Plan &p) { *p.add_programs() = p.programs(0); }, "appears twice"},
+      {[](plan::Plan &p) {
+         plan::Parameter *param = p.add_parameters();
+         param->set_name("w");
+         param->set_value(3);
+       },
+       "parameter 'w' refers to missing buffer 3"},
+  };
+  for (const Case &c : cases) {
+    plan::Plan p = validPlan();
+    c.mutate(p);
+    rt::Status status = rt::validatePlan(p);
+    EXPECT_FALSE(status.isOk()) << c.expected;
+    EXPECT_NE(status.message().find(c.expected), std::string::npos) << status.toString();
+  }
+}
+
+TEST(Plan, TruncatedAndForeignFilesAreRejected) {
+  std::string path = ::testing::TempDir() + "/plan_" + std::to_string(::getpid());
+  std::string bytes;
+  ASSERT_TRUE(validPlan().SerializeToString(&bytes));
+  {
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+  plan::Plan loaded;
+  rt::Status status = rt::loadPlan(path, loaded);
+  EXPECT_TRUE(status.isOk()) << status.toString();
+  for (const std::string &broken :
+       {bytes.substr(0, bytes.size() / 2), std::string("MMIDIDX\0\0 not a plan", 20)}) {
+    {
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << broken;
+    }
+    status = rt::loadPlan(path, loaded);
+    EXPECT_FALSE(status.isOk());
+  }
+  EXPECT_EQ(rt::loadPlan(path + ".missing", loaded).code(), rt::StatusCode::kNotFound);
+  std::remove(path.c_str());
+}
+
+} // namespace

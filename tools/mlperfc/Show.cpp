@@ -1,0 +1,123 @@
+//===- Show.cpp - mlperfc show ---------------------------------*- C++ -*-===//
+//
+// Prints an execution plan readably, after the same validation mlperf-run applies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "runtime/plan/PlanLoader.h"
+#include "runtime/support/NumberFormat.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <iterator>
+
+namespace cl = llvm::cl;
+
+namespace mlperf::cli {
+
+cl::SubCommand showCommand("show", "Print an execution plan (plan.pb) readably");
+
+static cl::opt<std::string> showInput(cl::Positional, cl::Required, cl::sub(showCommand),
+                                      cl::desc("<plan.pb>"), cl::cat(mlperfcCategory()));
+static cl::opt<bool> showCommands("commands", cl::sub(showCommand),
+                                  cl::desc("List every command with its buffers"),
+                                  cl::cat(mlperfcCategory()));
+
+static std::string bytesText(uint64_t bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
+}
+
+static std::string describeBuffer(const plan::Plan &p, uint32_t id) {
+  const plan::Buffer &b = p.buffers(static_cast<int>(id));
+  std::string shape;
+  for (int i = 0; i < b.shape_size(); ++i) {
+    shape += (i ? "x" : "") + std::to_string(b.shape(i));
+  }
+  return llvm::formatv("%{0} {1} {2}[{3}] @{4}+{5}", id, b.name(), plan::DType_Name(b.dtype()),
+                       shape, b.memory_class() == plan::PERSISTENT ? "persistent" : "activations",
+                       b.offset())
+      .str();
+}
+
+int runShow() {
+  plan::Plan p;
+  rt::Status status = rt::loadPlan(showInput, p);
+  if (!status.isOk()) {
+    llvm::WithColor::error(llvm::errs(), "mlperfc show") << status.message() << "\n";
+    return 1;
+  }
+  llvm::raw_ostream &os = llvm::outs();
+  const plan::ModelInfo &m = p.model();
+  os << "plan " << showInput << ": format " << p.format_version() << ", written by " << p.producer()
+     << "\n";
+  os << "model @" << m.name() << " (benchmark " << m.benchmark() << "), precision " << m.precision()
+     << ": global batch " << m.global_batch_size() << " = " << m.gradient_accumulation_steps()
+     << " micro-batches of " << m.micro_batch_size() << ", seq " << m.seq_len() << "\n";
+  auto num = [](double value) { return rt::shortestDecimal(value); };
+  os << "optimizer " << m.optimizer() << " (beta1 " << num(m.beta1()) << ", beta2 "
+     << num(m.beta2()) << ", eps " << num(m.epsilon()) << ", weight decay " << num(m.weight_decay())
+     << ", clip " << num(m.clip_grad_norm()) << "); LR " << m.lr_schedule() << " "
+     << num(m.base_lr()) << " -> " << num(m.end_lr()) << ", warmup " << m.warmup_steps()
+     << ", max steps " << m.max_steps() << "\n";
+  for (const plan::Arena &arena : p.arenas()) {
+    os << "arena " << (arena.memory_class() == plan::PERSISTENT ? "persistent" : "activations")
+       << ": " << bytesText(arena.size());
+    if (arena.lower_bound() > 0) {
+      os << " (lower bound " << bytesText(arena.lower_bound()) << ")";
+    }
+    os << "\n";
+  }
+  os << p.parameters_size() << " parameters, " << p.buffers_size() << " buffers\n";
+  for (const plan::Program &program : p.programs()) {
+    llvm::MapVector<llvm::StringRef, unsigned> ops;
+    for (const plan::Command &command : program.commands()) {
+      ++ops[command.op()];
+    }
+    os << "program @" << program.name() << ": " << program.inputs_size() << " inputs, "
+       << program.outputs_size() << " outputs, " << program.commands_size() << " commands (";
+    llvm::interleaveComma(ops, os, [&](const auto &e) { os << e.first << " " << e.second; });
+    os << ")\n";
+    if (!showCommands) {
+      continue;
+    }
+    for (int c = 0; c < program.commands_size(); ++c) {
+      const plan::Command &command = program.commands(c);
+      os << llvm::formatv("  {0,4}: {1}(", c, command.op());
+      llvm::interleaveComma(command.operands(), os,
+                            [&](uint32_t id) { os << describeBuffer(p, id); });
+      os << ") -> ";
+      llvm::interleaveComma(command.results(), os,
+                            [&](uint32_t id) { os << describeBuffer(p, id); });
+      for (const plan::Attribute &attr : command.attributes()) {
+        os << " " << attr.name() << "=";
+        if (attr.has_i()) {
+          os << attr.i();
+        } else if (attr.has_f()) {
+          os << rt::shortestDecimal(attr.f());
+        } else if (attr.has_s()) {
+          os << '"' << attr.s() << '"';
+        } else {
+          os << "[";
+          llvm::interleaveComma(attr.ints().values(), os);
+          os << "]";
+        }
+      }
+      os << "\n";
+    }
+  }
+  return 0;
+}
+
+} // namespace mlperf::cli
