@@ -2,8 +2,8 @@
 
 #include "compiler/Interpreter/TGInterpreter.h"
 
-#include "runtime/cpu/Kernels.h"
-#include "runtime/cpu/Optimizer.h"
+#include "runtime/cpu/Numerics.h"
+#include "runtime/cpu/OpKernels.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -16,7 +16,6 @@
 using namespace mlir;
 using mlperf::rt::DType;
 using mlperf::rt::HostTensor;
-namespace cpu = mlperf::rt::cpu;
 
 namespace mlperf {
 
@@ -64,13 +63,27 @@ HostTensor emptyLike(Type type) {
   return HostTensor::zeros(*toDType(tensor.getElementType()), shapeOf(type));
 }
 
-/// Product of `shape[begin, end)`.
-int64_t product(llvm::ArrayRef<int64_t> shape, size_t begin, size_t end) {
-  int64_t result = 1;
-  for (size_t i = begin; i < end; ++i) {
-    result *= shape[i];
+/// An op's attributes in the runtime's form (the same encoding plan-emit writes).
+FailureOr<rt::OpAttributes> kernelAttributes(Operation &op) {
+  rt::OpAttributes attributes;
+  for (NamedAttribute attr : op.getAttrs()) {
+    Attribute value = attr.getValue();
+    std::string name = attr.getName().str();
+    if (auto f = dyn_cast<FloatAttr>(value)) {
+      attributes.set(name, f.getValueAsDouble());
+    } else if (auto i = dyn_cast<IntegerAttr>(value)) {
+      attributes.set(name, i.getInt());
+    } else if (isa<UnitAttr>(value)) {
+      attributes.set(name, int64_t{1});
+    } else if (auto s = dyn_cast<StringAttr>(value)) {
+      attributes.set(name, s.str());
+    } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
+      attributes.set(name, std::vector<int64_t>(ints.asArrayRef().begin(), ints.asArrayRef().end()));
+    } else {
+      return op.emitError() << "attribute '" << attr.getName() << "' has no kernel encoding";
+    }
   }
-  return result;
+  return attributes;
 }
 
 /// Rounds a freshly computed float result to its declared element type.
@@ -187,9 +200,6 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
       return results;
     }
     HostTensor out;
-    if (op.getNumResults() == 1) {
-      out = emptyLike(op.getResult(0).getType());
-    }
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
             .Case([&](tg::ParamRefOp o) -> LogicalResult {
@@ -198,123 +208,6 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
                 return o.emitError() << "no value for parameter @\"" << o.getName() << "\"";
               }
               out = it->second;
-              return success();
-            })
-            .Case([&](tg::MatmulOp o) {
-              const HostTensor &a = get(o.getLhs()), &b = get(o.getRhs());
-              size_t rank = a.shape.size();
-              cpu::MatmulShape s;
-              s.transposeA = o.getTransposeLhs();
-              s.transposeB = o.getTransposeRhs();
-              s.batch = product(a.shape, 0, rank - 2);
-              s.m = out.shape[out.shape.size() - 2];
-              s.n = out.shape.back();
-              s.k = a.shape[rank - (s.transposeA ? 2 : 1)];
-              s.broadcastB = b.shape.size() == 2 && rank > 2;
-              cpu::matmul(a.values.data(), b.values.data(), out.values.data(), s);
-              return success();
-            })
-            .Case([&](tg::AddOp o) {
-              cpu::add(get(o.getLhs()).values.data(), get(o.getRhs()).values.data(),
-                       out.values.data(), out.numElements());
-              return success();
-            })
-            .Case([&](tg::MulOp o) {
-              cpu::mul(get(o.getLhs()).values.data(), get(o.getRhs()).values.data(),
-                       out.values.data(), out.numElements());
-              return success();
-            })
-            .Case([&](tg::ScaleOp o) {
-              cpu::scale(get(o.getInput()).values.data(), out.values.data(), out.numElements(),
-                         o.getFactor().convertToDouble());
-              return success();
-            })
-            .Case([&](tg::SiluOp o) {
-              cpu::silu(get(o.getInput()).values.data(), out.values.data(), out.numElements());
-              return success();
-            })
-            .Case([&](tg::ConvertOp o) {
-              out.values = get(o.getInput()).values;
-              return success();
-            })
-            .Case([&](tg::RMSNormOp o) {
-              int64_t dim = out.shape.back();
-              cpu::rmsNorm(get(o.getInput()).values.data(), get(o.getWeight()).values.data(),
-                           out.values.data(), out.numElements() / dim, dim,
-                           o.getEpsilon().convertToDouble());
-              return success();
-            })
-            .Case([&](tg::EmbeddingOp o) -> LogicalResult {
-              const HostTensor &table = get(o.getTable()), &ids = get(o.getIds());
-              int64_t bad = cpu::embedding(table.values.data(), ids.ints.data(), out.values.data(),
-                                           ids.numElements(), table.shape[0], table.shape[1]);
-              if (bad >= 0) {
-                return o.emitError() << "token id " << ids.ints[bad] << " at position " << bad
-                                     << " is outside the vocabulary [0, " << table.shape[0] << ")";
-              }
-              return success();
-            })
-            .Case([&](tg::RopeOp o) {
-              const auto &s = out.shape;
-              bool scaled = o.getScalingFactor().has_value();
-              std::vector<double> frequencies =
-                  cpu::ropeFrequencies(s[3], o.getTheta().convertToDouble(), scaled,
-                                       scaled ? o.getScalingFactor()->convertToDouble() : 0.0,
-                                       scaled ? o.getLowFreqFactor()->convertToDouble() : 0.0,
-                                       scaled ? o.getHighFreqFactor()->convertToDouble() : 0.0,
-                                       scaled ? o.getOriginalMaxPositionAttr().getInt() : 0);
-              cpu::rope(get(o.getInput()).values.data(), out.values.data(), s[0], s[1], s[2], s[3],
-                        frequencies, o.getInverse());
-              return success();
-            })
-            .Case([&](tg::CausalMaskOp o) {
-              int64_t n = out.shape.back();
-              cpu::causalMask(get(o.getInput()).values.data(), out.values.data(),
-                              out.numElements() / (n * n), n, o.getGradient());
-              return success();
-            })
-            .Case([&](tg::SoftmaxOp o) -> LogicalResult {
-              size_t dim = o.getDimAttr().getInt();
-              int64_t bad = cpu::softmax(get(o.getInput()).values.data(), out.values.data(),
-                                         product(out.shape, 0, dim), out.shape[dim],
-                                         product(out.shape, dim + 1, out.shape.size()));
-              if (bad >= 0) {
-                return o.emitError() << "softmax row " << bad
-                                     << " has no finite entry (every score masked or "
-                                        "infinite/NaN inputs)";
-              }
-              return success();
-            })
-            .Case([&](tg::RepeatOp o) {
-              const HostTensor &in = get(o.getInput());
-              size_t dim = o.getDimAttr().getInt();
-              cpu::repeat(in.values.data(), out.values.data(), product(in.shape, 0, dim),
-                          in.shape[dim], product(in.shape, dim + 1, in.shape.size()),
-                          o.getTimesAttr().getInt());
-              return success();
-            })
-            .Case([&](tg::TransposeOp o) {
-              const HostTensor &in = get(o.getInput());
-              ArrayRef<int64_t> perm = o.getPermutation();
-              cpu::transpose(in.values.data(), out.values.data(), in.shape,
-                             std::vector<int64_t>(perm.begin(), perm.end()));
-              return success();
-            })
-            .Case([&](tg::ReshapeOp o) {
-              out.values = get(o.getInput()).values;
-              return success();
-            })
-            .Case([&](tg::CrossEntropyOp o) -> LogicalResult {
-              const HostTensor &logits = get(o.getLogits()), &labels = get(o.getLabels());
-              const float *mask = o.getLossMask() ? get(o.getLossMask()).values.data() : nullptr;
-              int64_t vocab = logits.shape.back(), bad = -1;
-              double loss = cpu::crossEntropy(logits.values.data(), labels.ints.data(), mask,
-                                              labels.numElements(), vocab, &bad);
-              if (bad >= 0) {
-                return o.emitError() << "label " << labels.ints[bad] << " at position " << bad
-                                     << " is outside the vocabulary [0, " << vocab << ")";
-              }
-              out.values[0] = static_cast<float>(loss);
               return success();
             })
             .Case([&](tg::RepeatLayersOp o) -> LogicalResult {
@@ -357,131 +250,35 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
               }
               return success();
             })
-            .Case([&](tg::SplitOp o) {
-              const HostTensor &in = get(o.getInput());
-              size_t dim = o.getDimAttr().getInt();
-              int64_t outer = product(in.shape, 0, dim);
-              int64_t inner = product(in.shape, dim + 1, in.shape.size());
-              int64_t offset = 0;
-              for (auto [value, size] : llvm::zip(o.getResults(), o.getSizes())) {
-                HostTensor piece = emptyLike(value.getType());
-                cpu::copySlice(in.values.data(), piece.values.data(), outer, inner, in.shape[dim],
-                               size, offset, 0, size);
-                offset += size;
-                env[value] = std::move(piece);
+            .Default([&](Operation *other) -> LogicalResult {
+              // Every other op is a kernel: the one dispatch shared with the CPU backend.
+              std::vector<const HostTensor *> operands;
+              for (Value operand : other->getOperands()) {
+                operands.push_back(&get(operand));
+              }
+              std::vector<HostTensor> results;
+              for (Value value : other->getResults()) {
+                results.push_back(emptyLike(value.getType()));
+              }
+              FailureOr<rt::OpAttributes> attributes = kernelAttributes(*other);
+              if (failed(attributes)) {
+                return failure();
+              }
+              rt::Status status = rt::runHostOp(other->getName().stripDialect(), *attributes,
+                                                operands, results);
+              if (!status.isOk()) {
+                return other->emitError() << status.message();
+              }
+              for (auto [value, tensor] : llvm::zip(other->getResults(), results)) {
+                env[value] = std::move(tensor);
               }
               return success();
-            })
-            .Case([&](tg::ConcatOp o) {
-              size_t dim = o.getDimAttr().getInt();
-              int64_t outer = product(out.shape, 0, dim);
-              int64_t inner = product(out.shape, dim + 1, out.shape.size());
-              int64_t offset = 0;
-              for (Value input : o.getInputs()) {
-                const HostTensor &piece = get(input);
-                cpu::copySlice(piece.values.data(), out.values.data(), outer, inner,
-                               piece.shape[dim], out.shape[dim], 0, offset, piece.shape[dim]);
-                offset += piece.shape[dim];
-              }
-              return success();
-            })
-            .Case([&](tg::FillOp o) {
-              std::fill(out.values.begin(), out.values.end(),
-                        static_cast<float>(o.getValue().convertToDouble()));
-              return success();
-            })
-            .Case([&](tg::SiluGradOp o) {
-              cpu::siluGrad(get(o.getInput()).values.data(), get(o.getGrad()).values.data(),
-                            out.values.data(), out.numElements());
-              return success();
-            })
-            .Case([&](tg::SoftmaxGradOp o) {
-              size_t dim = o.getDimAttr().getInt();
-              cpu::softmaxGrad(get(o.getOutput()).values.data(), get(o.getGrad()).values.data(),
-                               out.values.data(), product(out.shape, 0, dim), out.shape[dim],
-                               product(out.shape, dim + 1, out.shape.size()));
-              return success();
-            })
-            .Case([&](tg::RepeatGradOp o) {
-              size_t dim = o.getDimAttr().getInt();
-              cpu::repeatGrad(get(o.getGrad()).values.data(), out.values.data(),
-                              product(out.shape, 0, dim), out.shape[dim],
-                              product(out.shape, dim + 1, out.shape.size()),
-                              o.getTimesAttr().getInt());
-              return success();
-            })
-            .Case([&](tg::EmbeddingGradOp o) {
-              const HostTensor &ids = get(o.getIds());
-              cpu::embeddingGrad(ids.ints.data(), get(o.getGrad()).values.data(), out.values.data(),
-                                 ids.numElements(), out.shape[0], out.shape[1]);
-              return success();
-            })
-            .Case([&](tg::CrossEntropyGradOp o) {
-              const HostTensor &logits = get(o.getLogits());
-              const float *mask = o.getLossMask() ? get(o.getLossMask()).values.data() : nullptr;
-              cpu::crossEntropyGrad(logits.values.data(), get(o.getLabels()).ints.data(), mask,
-                                    get(o.getGrad()).values[0], out.values.data(),
-                                    get(o.getLabels()).numElements(), logits.shape.back());
-              return success();
-            })
-            .Case([&](tg::RMSNormGradOp o) {
-              HostTensor dx = emptyLike(o.getInputGrad().getType());
-              HostTensor dw = emptyLike(o.getWeightGrad().getType());
-              int64_t dim = dx.shape.back();
-              cpu::rmsNormGrad(get(o.getInput()).values.data(), get(o.getWeight()).values.data(),
-                               get(o.getGrad()).values.data(), dx.values.data(), dw.values.data(),
-                               dx.numElements() / dim, dim, o.getEpsilon().convertToDouble());
-              finish(dx);
-              finish(dw);
-              env[o.getInputGrad()] = std::move(dx);
-              env[o.getWeightGrad()] = std::move(dw);
-              return success();
-            })
-            .Case([&](tg::LRValueOp o) {
-              rt::cpu::LRSchedule schedule{
-                  o.getBaseLr().convertToDouble(), o.getEndLr().convertToDouble(),
-                  o.getWarmupStepsAttr().getInt(), o.getMaxStepsAttr().getInt()};
-              out.values[0] =
-                  static_cast<float>(rt::cpu::learningRate(schedule, get(o.getStep()).ints[0]));
-              return success();
-            })
-            .Case([&](tg::GlobalNormOp o) {
-              double sum = 0.0;
-              for (Value grad : o.getGrads()) {
-                const HostTensor &g = get(grad);
-                sum += rt::cpu::sumOfSquares(g.values.data(), g.numElements());
-              }
-              out.values[0] = static_cast<float>(std::sqrt(sum));
-              return success();
-            })
-            .Case([&](tg::ClipCoefficientOp o) {
-              out.values[0] = static_cast<float>(rt::cpu::clipCoefficient(
-                  get(o.getNorm()).values[0], o.getMaxNorm().convertToDouble()));
-              return success();
-            })
-            .Case([&](tg::AdamWOp o) {
-              HostTensor master = get(o.getMaster()), m = get(o.getM()), v = get(o.getV());
-              rt::cpu::AdamWHyper hyper{
-                  o.getBeta1().convertToDouble(), o.getBeta2().convertToDouble(),
-                  o.getEpsilon().convertToDouble(), o.getWeightDecay().convertToDouble()};
-              rt::cpu::adamwUpdate(master.values.data(), m.values.data(), v.values.data(),
-                                   get(o.getGrad()).values.data(), master.numElements(),
-                                   get(o.getLr()).values[0], get(o.getClip()).values[0],
-                                   get(o.getStep()).ints[0], hyper);
-              env[o.getNewMaster()] = std::move(master);
-              env[o.getNewM()] = std::move(m);
-              env[o.getNewV()] = std::move(v);
-              return success();
-            })
-            .Default([&](Operation *other) {
-              return other->emitError()
-                     << "the reference interpreter cannot execute '" << other->getName() << "'";
             });
     if (failed(result)) {
       return failure();
     }
-    // Ops with several results (or none known in advance) store their results themselves.
-    if (op.getNumResults() == 1 && !isa<func::CallOp, tg::SplitOp>(op)) {
+    // Kernels and calls store their results themselves.
+    if (isa<tg::ParamRefOp, tg::RepeatLayersOp>(op)) {
       finish(out);
       env[op.getResult(0)] = std::move(out);
     }

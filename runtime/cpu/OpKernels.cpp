@@ -1,0 +1,266 @@
+//===- OpKernels.cpp - One tg/plan op on host tensors ----------*- C++ -*-===//
+
+#include "runtime/cpu/OpKernels.h"
+
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Numerics.h"
+#include "runtime/cpu/Optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace mlperf::rt {
+
+const OpAttributeValue *OpAttributes::find(std::string_view name) const {
+  for (const auto &[key, value] : entries) {
+    if (key == name) {
+      return &value;
+    }
+  }
+  return nullptr;
+}
+
+const int64_t *OpAttributes::getInt(std::string_view name) const {
+  const OpAttributeValue *value = find(name);
+  return value ? std::get_if<int64_t>(value) : nullptr;
+}
+
+const double *OpAttributes::getFloat(std::string_view name) const {
+  const OpAttributeValue *value = find(name);
+  return value ? std::get_if<double>(value) : nullptr;
+}
+
+const std::vector<int64_t> *OpAttributes::getInts(std::string_view name) const {
+  const OpAttributeValue *value = find(name);
+  return value ? std::get_if<std::vector<int64_t>>(value) : nullptr;
+}
+
+namespace {
+
+/// A required attribute that is absent or of the wrong kind; turned into a Status below.
+struct BadAttribute : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end) {
+  int64_t result = 1;
+  for (size_t i = begin; i < end; ++i) {
+    result *= shape[i];
+  }
+  return result;
+}
+
+class Dispatch {
+public:
+  Dispatch(const OpAttributes &attributes, const std::vector<const HostTensor *> &operands,
+           std::vector<HostTensor> &results)
+      : attributes(attributes), operands(operands), results(results) {}
+
+  Status run(std::string_view op);
+
+private:
+  const HostTensor &in(size_t i) const { return *operands[i]; }
+  const float *f(size_t i) const { return operands[i]->values.data(); }
+  HostTensor &out(size_t i = 0) { return results[i]; }
+
+  int64_t integer(const char *name) const {
+    if (const int64_t *value = attributes.getInt(name)) {
+      return *value;
+    }
+    throw BadAttribute(std::string("missing integer attribute '") + name + "'");
+  }
+  bool flag(const char *name) const {
+    const int64_t *value = attributes.getInt(name);
+    return value && *value != 0; // unit attributes are present or absent
+  }
+  double real(const char *name) const {
+    if (const double *value = attributes.getFloat(name)) {
+      return *value;
+    }
+    throw BadAttribute(std::string("missing float attribute '") + name + "'");
+  }
+  const std::vector<int64_t> &ints(const char *name) const {
+    if (const std::vector<int64_t> *value = attributes.getInts(name)) {
+      return *value;
+    }
+    throw BadAttribute(std::string("missing integer-list attribute '") + name + "'");
+  }
+
+  const OpAttributes &attributes;
+  const std::vector<const HostTensor *> &operands;
+  std::vector<HostTensor> &results;
+};
+
+Status invalidInput(const std::string &message) {
+  return Status(StatusCode::kInvalidArgument, message);
+}
+
+Status Dispatch::run(std::string_view op) {
+  if (op == "matmul") {
+    const HostTensor &a = in(0), &b = in(1);
+    size_t rank = a.shape.size();
+    cpu::MatmulShape s;
+    s.transposeA = flag("transpose_lhs");
+    s.transposeB = flag("transpose_rhs");
+    s.batch = product(a.shape, 0, rank - 2);
+    s.m = out().shape[out().shape.size() - 2];
+    s.n = out().shape.back();
+    s.k = a.shape[rank - (s.transposeA ? 2 : 1)];
+    s.broadcastB = b.shape.size() == 2 && rank > 2;
+    cpu::matmul(a.values.data(), b.values.data(), out().values.data(), s);
+  } else if (op == "add") {
+    cpu::add(f(0), f(1), out().values.data(), out().numElements());
+  } else if (op == "mul") {
+    cpu::mul(f(0), f(1), out().values.data(), out().numElements());
+  } else if (op == "scale") {
+    cpu::scale(f(0), out().values.data(), out().numElements(), real("factor"));
+  } else if (op == "silu") {
+    cpu::silu(f(0), out().values.data(), out().numElements());
+  } else if (op == "convert" || op == "reshape" || op == "copy") {
+    out().values = in(0).values; // rounded to the result type below
+    out().ints = in(0).ints;
+  } else if (op == "rms_norm") {
+    int64_t dim = out().shape.back();
+    cpu::rmsNorm(f(0), f(1), out().values.data(), out().numElements() / dim, dim,
+                 real("epsilon"));
+  } else if (op == "embedding") {
+    const HostTensor &table = in(0), &ids = in(1);
+    int64_t bad = cpu::embedding(table.values.data(), ids.ints.data(), out().values.data(),
+                                 ids.numElements(), table.shape[0], table.shape[1]);
+    if (bad >= 0) {
+      return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
+                          std::to_string(bad) + " is outside the vocabulary [0, " +
+                          std::to_string(table.shape[0]) + ")");
+    }
+  } else if (op == "rope") {
+    const std::vector<int64_t> &s = out().shape;
+    bool scaled = attributes.has("scaling_factor");
+    std::vector<double> frequencies = cpu::ropeFrequencies(
+        s[3], real("theta"), scaled, scaled ? real("scaling_factor") : 0.0,
+        scaled ? real("low_freq_factor") : 0.0, scaled ? real("high_freq_factor") : 0.0,
+        scaled ? integer("original_max_position") : 0);
+    cpu::rope(f(0), out().values.data(), s[0], s[1], s[2], s[3], frequencies, flag("inverse"));
+  } else if (op == "causal_mask") {
+    int64_t n = out().shape.back();
+    cpu::causalMask(f(0), out().values.data(), out().numElements() / (n * n), n,
+                    flag("gradient"));
+  } else if (op == "softmax") {
+    const std::vector<int64_t> &s = out().shape;
+    size_t dim = integer("dim");
+    int64_t bad = cpu::softmax(f(0), out().values.data(), product(s, 0, dim), s[dim],
+                               product(s, dim + 1, s.size()));
+    if (bad >= 0) {
+      return invalidInput("softmax row " + std::to_string(bad) +
+                          " has no finite entry (every score masked or infinite/NaN inputs)");
+    }
+  } else if (op == "softmax_grad") {
+    const std::vector<int64_t> &s = out().shape;
+    size_t dim = integer("dim");
+    cpu::softmaxGrad(f(0), f(1), out().values.data(), product(s, 0, dim), s[dim],
+                     product(s, dim + 1, s.size()));
+  } else if (op == "repeat") {
+    const std::vector<int64_t> &s = in(0).shape;
+    size_t dim = integer("dim");
+    cpu::repeat(f(0), out().values.data(), product(s, 0, dim), s[dim],
+                product(s, dim + 1, s.size()), integer("times"));
+  } else if (op == "repeat_grad") {
+    const std::vector<int64_t> &s = out().shape;
+    size_t dim = integer("dim");
+    cpu::repeatGrad(f(0), out().values.data(), product(s, 0, dim), s[dim],
+                    product(s, dim + 1, s.size()), integer("times"));
+  } else if (op == "transpose") {
+    cpu::transpose(f(0), out().values.data(), in(0).shape, ints("permutation"));
+  } else if (op == "cross_entropy") {
+    const HostTensor &logits = in(0), &labels = in(1);
+    const float *mask = operands.size() > 2 ? f(2) : nullptr;
+    int64_t vocab = logits.shape.back(), bad = -1;
+    double loss = cpu::crossEntropy(logits.values.data(), labels.ints.data(), mask,
+                                    labels.numElements(), vocab, &bad);
+    if (bad >= 0) {
+      return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
+                          std::to_string(bad) + " is outside the vocabulary [0, " +
+                          std::to_string(vocab) + ")");
+    }
+    out().values[0] = static_cast<float>(loss);
+  } else if (op == "cross_entropy_grad") {
+    const HostTensor &logits = in(0), &labels = in(1);
+    const float *mask = operands.size() > 3 ? f(3) : nullptr;
+    cpu::crossEntropyGrad(logits.values.data(), labels.ints.data(), mask, in(2).values[0],
+                          out().values.data(), labels.numElements(), logits.shape.back());
+  } else if (op == "split") {
+    const std::vector<int64_t> &s = in(0).shape;
+    size_t dim = integer("dim");
+    int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
+    for (HostTensor &piece : results) {
+      int64_t size = piece.shape[dim];
+      cpu::copySlice(f(0), piece.values.data(), outer, inner, s[dim], size, offset, 0, size);
+      offset += size;
+    }
+  } else if (op == "concat") {
+    const std::vector<int64_t> &s = out().shape;
+    size_t dim = integer("dim");
+    int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
+    for (const HostTensor *piece : operands) {
+      cpu::copySlice(piece->values.data(), out().values.data(), outer, inner, piece->shape[dim],
+                     s[dim], 0, offset, piece->shape[dim]);
+      offset += piece->shape[dim];
+    }
+  } else if (op == "fill") {
+    std::fill(out().values.begin(), out().values.end(), static_cast<float>(real("value")));
+  } else if (op == "silu_grad") {
+    cpu::siluGrad(f(0), f(1), out().values.data(), out().numElements());
+  } else if (op == "embedding_grad") {
+    const HostTensor &ids = in(0);
+    cpu::embeddingGrad(ids.ints.data(), f(1), out().values.data(), ids.numElements(),
+                       out().shape[0], out().shape[1]);
+  } else if (op == "rms_norm_grad") {
+    int64_t dim = out(0).shape.back();
+    cpu::rmsNormGrad(f(0), f(1), f(2), out(0).values.data(), out(1).values.data(),
+                     out(0).numElements() / dim, dim, real("epsilon"));
+  } else if (op == "lr_value") {
+    cpu::LRSchedule schedule{real("base_lr"), real("end_lr"), integer("warmup_steps"),
+                             integer("max_steps")};
+    out().values[0] = static_cast<float>(cpu::learningRate(schedule, in(0).ints[0]));
+  } else if (op == "global_norm") {
+    double sum = 0.0;
+    for (const HostTensor *grad : operands) {
+      sum += cpu::sumOfSquares(grad->values.data(), grad->numElements());
+    }
+    out().values[0] = static_cast<float>(std::sqrt(sum));
+  } else if (op == "clip_coefficient") {
+    out().values[0] =
+        static_cast<float>(cpu::clipCoefficient(in(0).values[0], real("max_norm")));
+  } else if (op == "adamw") {
+    // adamw(master, m, v, grad, lr, clip, step) -> (new_master, new_m, new_v)
+    for (size_t i = 0; i < 3; ++i) {
+      out(i).values = in(i).values;
+    }
+    cpu::AdamWHyper hyper{real("beta1"), real("beta2"), real("epsilon"), real("weight_decay")};
+    cpu::adamwUpdate(out(0).values.data(), out(1).values.data(), out(2).values.data(), f(3),
+                     out(0).numElements(), in(4).values[0], in(5).values[0], in(6).ints[0],
+                     hyper);
+  } else {
+    return Status(StatusCode::kInvalidArgument,
+                  "the CPU kernels cannot execute '" + std::string(op) + "'");
+  }
+  for (HostTensor &result : results) {
+    if (isFloat(result.dtype)) {
+      roundBuffer(result.dtype, result.values.data(), result.numElements());
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status runHostOp(std::string_view op, const OpAttributes &attributes,
+                 const std::vector<const HostTensor *> &operands, std::vector<HostTensor> &results) {
+  try {
+    return Dispatch(attributes, operands, results).run(op);
+  } catch (const BadAttribute &error) {
+    return Status(StatusCode::kInvalidArgument, std::string(op) + ": " + error.what());
+  }
+}
+
+} // namespace mlperf::rt
