@@ -13,7 +13,7 @@
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
 #include "runtime/checkpoint/Safetensors.h"
-#include "runtime/data/GPTSamples.h"
+#include "runtime/data/GPTBatches.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -172,45 +172,21 @@ static mlir::FailureOr<BatchSource> datasetBatches(tg::ModelOp model, rt::DType 
     fail("--data-order must be shuffled or sequential, got '" + refDataOrder + "'");
     return mlir::failure();
   }
-  auto dataset = std::make_shared<rt::IndexedDataset>();
-  rt::Status status = rt::IndexedDataset::open(refData, *dataset);
+  rt::SampleOrder order =
+      refDataOrder == "shuffled" ? rt::SampleOrder::kShuffled : rt::SampleOrder::kSequential;
+  auto batches = std::make_shared<rt::GPTBatches>();
+  rt::Status status = rt::GPTBatches::open(refData, seq, order, refSeed, *batches);
   if (!status.isOk()) {
     fail(status.message());
     return mlir::failure();
   }
-  rt::SampleOrder order =
-      refDataOrder == "shuffled" ? rt::SampleOrder::kShuffled : rt::SampleOrder::kSequential;
-  // Epoch 0 now (it also tells the epoch size); later epochs when the steps reach them.
-  auto samples = std::make_shared<rt::GPTSamples>();
-  status = rt::GPTSamples::create(*dataset, seq, order, refSeed, *samples);
-  if (!status.isOk()) {
-    fail(refData + ": " + status.message());
-    return mlir::failure();
-  }
-  auto epoch = std::make_shared<int64_t>(0);
-  uint64_t seed = refSeed;
   return BatchSource([=](int64_t step, rt::HostTensor &tokens, rt::HostTensor &labels) {
     tokens = rt::HostTensor::zeros(idType, {globalBatch, seq});
     labels = rt::HostTensor::zeros(idType, {globalBatch, seq});
-    std::vector<int64_t> sample;
-    int64_t perEpoch = samples->numSamples();
-    for (int64_t row = 0; row < globalBatch; ++row) {
-      int64_t index = step * globalBatch + row;
-      if (index / perEpoch != *epoch) {
-        *epoch = index / perEpoch;
-        rt::Status created = rt::GPTSamples::create(*dataset, seq, order, seed + *epoch, *samples);
-        if (!created.isOk()) {
-          fail(refData + ": " + created.message());
-          return mlir::failure();
-        }
-      }
-      rt::Status read = samples->get(index % perEpoch, sample);
-      if (!read.isOk()) {
-        fail(read.message());
-        return mlir::failure();
-      }
-      std::copy_n(sample.begin(), seq, tokens.ints.begin() + row * seq);
-      std::copy_n(sample.begin() + 1, seq, labels.ints.begin() + row * seq);
+    rt::Status read = batches->fill(step * globalBatch, globalBatch, tokens.ints, labels.ints);
+    if (!read.isOk()) {
+      fail(read.message());
+      return mlir::failure();
     }
     return mlir::success();
   });

@@ -1,0 +1,182 @@
+//===- CpuBackend.cpp - The reference backend ------------------*- C++ -*-===//
+//
+// Buffers live in byte arenas in their plan dtype (bf16 as its 16 stored bits), exactly as a
+// GPU holds them. Each command decodes its operands to host tensors, runs the shared kernels
+// (runtime/cpu/OpKernels) and encodes its results, rounding to nearest even; so a plan replayed
+// here computes the same bits as the tg interpreter on the same IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Numerics.h"
+#include "runtime/cpu/OpKernels.h"
+#include "runtime/exec/Backend.h"
+
+#include <cstring>
+
+namespace mlperf::rt {
+namespace {
+
+class CpuBackend final : public Backend {
+public:
+  const char *name() const override { return "cpu"; }
+
+  Status prepare(const plan::Plan &plan) override {
+    this->plan = &plan;
+    for (const plan::Arena &arena : plan.arenas()) {
+      try {
+        arenas[arena.memory_class()].assign(arena.size(), 0);
+      } catch (const std::bad_alloc &) {
+        return Status(StatusCode::kUnavailable,
+                      "cannot allocate the " + std::to_string(arena.size()) +
+                          "-byte arena of memory class " +
+                          plan::MemoryClass_Name(arena.memory_class()) + " on the host");
+      }
+    }
+    return Status::ok();
+  }
+
+  Status execute(int index) override {
+    const plan::Program &program = plan->programs(index);
+    std::vector<HostTensor> operandValues;
+    std::vector<const HostTensor *> operands;
+    std::vector<HostTensor> results;
+    for (int c = 0; c < program.commands_size(); ++c) {
+      const plan::Command &command = program.commands(c);
+      operandValues.assign(command.operands_size(), HostTensor());
+      operands.clear();
+      for (int i = 0; i < command.operands_size(); ++i) {
+        Status status = read(command.operands(i), operandValues[i]);
+        if (!status.isOk()) {
+          return status;
+        }
+        operands.push_back(&operandValues[i]);
+      }
+      results.clear();
+      for (uint32_t id : command.results()) {
+        const plan::Buffer &buffer = plan->buffers(id);
+        results.push_back(HostTensor::zeros(fromPlanDType(buffer.dtype()),
+                                            {buffer.shape().begin(), buffer.shape().end()}));
+      }
+      OpAttributes attributes;
+      for (const plan::Attribute &attr : command.attributes()) {
+        switch (attr.value_case()) {
+        case plan::Attribute::kI:
+          attributes.set(attr.name(), attr.i());
+          break;
+        case plan::Attribute::kF:
+          attributes.set(attr.name(), attr.f());
+          break;
+        case plan::Attribute::kS:
+          attributes.set(attr.name(), attr.s());
+          break;
+        case plan::Attribute::kInts:
+          attributes.set(attr.name(), std::vector<int64_t>(attr.ints().values().begin(),
+                                                           attr.ints().values().end()));
+          break;
+        default:
+          break; // an attribute without a value: a missing required one is reported below
+        }
+      }
+      Status status = runHostOp(command.op(), attributes, operands, results);
+      if (!status.isOk()) {
+        return Status(status.code(), "program '" + program.name() + "', command " +
+                                         std::to_string(c) + " (" + command.op() +
+                                         "): " + status.message());
+      }
+      for (int i = 0; i < command.results_size(); ++i) {
+        status = write(command.results(i), results[i]);
+        if (!status.isOk()) {
+          return status;
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  Status write(uint32_t id, const HostTensor &value) override {
+    const plan::Buffer &buffer = plan->buffers(id);
+    DType dtype = fromPlanDType(buffer.dtype());
+    if (isFloat(dtype) != isFloat(value.dtype) ||
+        !std::equal(value.shape.begin(), value.shape.end(), buffer.shape().begin(),
+                    buffer.shape().end())) {
+      return Status(StatusCode::kInvalidArgument,
+                    "buffer '" + buffer.name() + "' cannot hold " + value.describe());
+    }
+    uint8_t *bytes = arenas[buffer.memory_class()].data() + buffer.offset();
+    int64_t count = value.numElements();
+    switch (dtype) {
+    case DType::kF32:
+      std::memcpy(bytes, value.values.data(), 4 * count);
+      break;
+    case DType::kBF16:
+      for (int64_t i = 0; i < count; ++i) {
+        auto bits = static_cast<uint16_t>(encodeBits(dtype, roundTo(dtype, value.values[i])));
+        std::memcpy(bytes + 2 * i, &bits, 2);
+      }
+      break;
+    case DType::kF8E4M3FN:
+    case DType::kF8E5M2:
+      for (int64_t i = 0; i < count; ++i) {
+        bytes[i] = static_cast<uint8_t>(encodeBits(dtype, roundTo(dtype, value.values[i])));
+      }
+      break;
+    case DType::kI32:
+      for (int64_t i = 0; i < count; ++i) {
+        auto narrow = static_cast<int32_t>(value.ints[i]);
+        std::memcpy(bytes + 4 * i, &narrow, 4);
+      }
+      break;
+    case DType::kI64:
+      std::memcpy(bytes, value.ints.data(), 8 * count);
+      break;
+    }
+    return Status::ok();
+  }
+
+  Status read(uint32_t id, HostTensor &value) const override {
+    const plan::Buffer &buffer = plan->buffers(id);
+    DType dtype = fromPlanDType(buffer.dtype());
+    value = HostTensor::zeros(dtype, {buffer.shape().begin(), buffer.shape().end()});
+    const uint8_t *bytes = arenas[buffer.memory_class()].data() + buffer.offset();
+    int64_t count = value.numElements();
+    switch (dtype) {
+    case DType::kF32:
+      std::memcpy(value.values.data(), bytes, 4 * count);
+      break;
+    case DType::kBF16:
+      for (int64_t i = 0; i < count; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, bytes + 2 * i, 2);
+        value.values[i] = static_cast<float>(decodeBits(dtype, bits));
+      }
+      break;
+    case DType::kF8E4M3FN:
+    case DType::kF8E5M2:
+      for (int64_t i = 0; i < count; ++i) {
+        value.values[i] = static_cast<float>(decodeBits(dtype, bytes[i]));
+      }
+      break;
+    case DType::kI32:
+      for (int64_t i = 0; i < count; ++i) {
+        int32_t narrow;
+        std::memcpy(&narrow, bytes + 4 * i, 4);
+        value.ints[i] = narrow;
+      }
+      break;
+    case DType::kI64:
+      std::memcpy(value.ints.data(), bytes, 8 * count);
+      break;
+    }
+    return Status::ok();
+  }
+
+private:
+  const plan::Plan *plan = nullptr;
+  std::vector<uint8_t> arenas[3]; // by plan::MemoryClass
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCpuBackend() { return std::make_unique<CpuBackend>(); }
+
+} // namespace mlperf::rt

@@ -1,0 +1,48 @@
+//===- Backend.h - Where a plan's programs run -----------------*- C++ -*-===//
+//
+// The executor drives a plan through this interface; the CPU backend (runtime/cpu) implements
+// it now and the CUDA backend slots in behind the same calls. A backend owns the arenas and
+// moves tensors in and out of plan buffers by id; the plan must be validated (PlanLoader) and
+// outlive the backend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_EXEC_BACKEND_H
+#define MLPERFC_RUNTIME_EXEC_BACKEND_H
+
+#include "runtime/cpu/HostTensor.h"
+#include "runtime/plan.pb.h"
+#include "runtime/support/Status.h"
+
+#include <memory>
+#include <string>
+
+namespace mlperf::rt {
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  /// Prepare stage: allocates the plan's arenas (zero-filled).
+  virtual Status prepare(const plan::Plan &plan) = 0;
+  /// Runs program `index` of the plan, its commands in order.
+  virtual Status execute(int index) = 0;
+  /// Copies `value` into buffer `id` (rounded to the buffer's dtype); dtype class and shape
+  /// must match the buffer's.
+  virtual Status write(uint32_t id, const HostTensor &value) = 0;
+  /// Copies buffer `id` out.
+  virtual Status read(uint32_t id, HostTensor &value) const = 0;
+};
+
+/// The runtime element type of a plan dtype.
+DType fromPlanDType(plan::DType dtype);
+
+/// "cpu" (the reference backend); "cuda" is reported as not built yet.
+Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend);
+
+/// The CPU reference backend: every command through runtime/cpu/OpKernels.
+std::unique_ptr<Backend> createCpuBackend();
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_EXEC_BACKEND_H

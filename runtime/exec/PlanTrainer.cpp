@@ -1,0 +1,337 @@
+//===- PlanTrainer.cpp - Train steps from an execution plan ----*- C++ -*-===//
+
+#include "runtime/exec/PlanTrainer.h"
+
+#include "runtime/cpu/Numerics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mlperf::rt {
+namespace {
+
+Status invalid(const std::string &message) {
+  return Status(StatusCode::kInvalidArgument, message);
+}
+
+std::vector<int64_t> shapeOf(const plan::Buffer &buffer) {
+  return {buffer.shape().begin(), buffer.shape().end()};
+}
+
+} // namespace
+
+Status PlanTrainer::create(const plan::Plan &plan, Backend &backend,
+                           std::unique_ptr<PlanTrainer> &trainer) {
+  trainer.reset(new PlanTrainer(plan, backend));
+  PlanTrainer &t = *trainer;
+  for (int i = 0; i < plan.programs_size(); ++i) {
+    const std::string &name = plan.programs(i).name();
+    if (name == "forward") {
+      t.forwardProgram = i;
+    } else if (name == "forward_backward") {
+      t.forwardBackwardProgram = i;
+    } else if (name == "optimizer_step") {
+      t.optimizerProgram = i;
+    }
+  }
+  if (t.forwardProgram < 0 || t.forwardBackwardProgram < 0 || t.optimizerProgram < 0) {
+    return invalid("the plan lacks one of the programs forward, forward_backward and "
+                   "optimizer_step: it is not a train-step plan");
+  }
+  const plan::Program &fb = plan.programs(t.forwardBackwardProgram);
+  const plan::Program &opt = plan.programs(t.optimizerProgram);
+  size_t parameters = plan.parameters_size();
+  if (fb.inputs_size() != 2 || fb.outputs_size() != static_cast<int>(1 + parameters) ||
+      opt.inputs_size() != static_cast<int>(1 + 4 * parameters) ||
+      opt.outputs_size() != static_cast<int>(4 * parameters + 2)) {
+    return invalid("the train-step programs do not have the inputs and outputs of "
+                   "plan format version " +
+                   std::to_string(plan.format_version()));
+  }
+  t.tokensBuffer = fb.inputs(0);
+  t.labelsBuffer = fb.inputs(1);
+  t.lossBuffer = fb.outputs(0);
+  t.stepBuffer = opt.inputs(0);
+  t.lrBuffer = opt.outputs(4 * parameters);
+  t.normBuffer = opt.outputs(4 * parameters + 1);
+  const plan::Buffer &tokens = plan.buffers(t.tokensBuffer);
+  if (tokens.shape_size() != 2 || isFloat(fromPlanDType(tokens.dtype())) ||
+      shapeOf(plan.buffers(t.labelsBuffer)) != shapeOf(tokens)) {
+    return invalid("the plan's token and label inputs are not integer [micro_batch, seq]");
+  }
+  t.microRows = tokens.shape(0);
+  t.seq = tokens.shape(1);
+  t.accumulation = std::max<int64_t>(1, plan.model().gradient_accumulation_steps());
+  for (uint32_t id : {t.lossBuffer, t.lrBuffer, t.normBuffer}) {
+    if (plan.buffers(id).shape_size() != 0 || plan.buffers(id).dtype() != plan::F32) {
+      return invalid("buffer '" + plan.buffers(id).name() + "' should be an f32 scalar");
+    }
+  }
+  if (plan.buffers(t.stepBuffer).shape_size() != 0 ||
+      plan.buffers(t.stepBuffer).dtype() != plan::I64) {
+    return invalid("the step buffer should be an i64 scalar");
+  }
+  return Status::ok();
+}
+
+Status PlanTrainer::initialize(uint64_t seed) {
+  for (const plan::Parameter &parameter : plan.parameters()) {
+    const plan::Buffer &buffer = plan.buffers(parameter.value());
+    const std::string &init = parameter.init();
+    if (init == "checkpoint") {
+      return invalid("parameter '" + parameter.name() +
+                     "' is initialized from a checkpoint: give --init-from W.safetensors");
+    }
+    if (init != "normal" && init != "ones" && init != "zeros") {
+      return invalid("parameter '" + parameter.name() + "' has unknown init '" + init + "'");
+    }
+    HostTensor value = HostTensor::zeros(fromPlanDType(buffer.dtype()), shapeOf(buffer));
+    uint32_t stream = parameterStreamId(parameter.name());
+    for (int64_t i = 0; i < value.numElements(); ++i) {
+      double drawn = init == "ones"    ? 1.0
+                     : init == "zeros" ? 0.0
+                                       : parameter.std() * philoxNormal(seed, stream, i);
+      value.values[i] = static_cast<float>(roundTo(value.dtype, drawn));
+    }
+    HostTensor master = value, zeros = HostTensor::zeros(DType::kF32, value.shape);
+    master.dtype = DType::kF32; // bf16 values are exact in f32
+    for (auto [id, tensor] : {std::pair{parameter.value(), &value},
+                              {parameter.master(), &master},
+                              {parameter.exp_avg(), &zeros},
+                              {parameter.exp_avg_sq(), &zeros}}) {
+      Status status = backend.write(id, *tensor);
+      if (!status.isOk()) {
+        return status;
+      }
+    }
+  }
+  steps = 0;
+  return Status::ok();
+}
+
+Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
+  for (const plan::Parameter &parameter : plan.parameters()) {
+    std::vector<std::pair<std::string, uint32_t>> entries{{parameter.name(), parameter.value()}};
+    if (withOptimizerState) {
+      entries.insert(entries.end(),
+                     {{"optimizer.master." + parameter.name(), parameter.master()},
+                      {"optimizer.exp_avg." + parameter.name(), parameter.exp_avg()},
+                      {"optimizer.exp_avg_sq." + parameter.name(), parameter.exp_avg_sq()}});
+    }
+    for (const auto &[name, id] : entries) {
+      auto it = file.tensors.find(name);
+      const plan::Buffer &buffer = plan.buffers(id);
+      if (it == file.tensors.end()) {
+        return invalid("no tensor '" + name + "'" +
+                       (withOptimizerState ? " (a resume needs the optimizer state)" : ""));
+      }
+      if (it->second.dtype != fromPlanDType(buffer.dtype()) ||
+          it->second.shape != shapeOf(buffer)) {
+        return invalid("'" + name + "' is " + it->second.describe() + " but the plan holds " +
+                       dtypeName(fromPlanDType(buffer.dtype())) + " of the buffer's shape");
+      }
+      for (float v : it->second.values) {
+        if (!std::isfinite(v)) {
+          return invalid("'" + name + "' holds non-finite values");
+        }
+      }
+      Status status = backend.write(id, it->second);
+      if (!status.isOk()) {
+        return status;
+      }
+    }
+    if (!withOptimizerState) {
+      // A fresh optimizer from these values: f32 masters equal to them, zero moments.
+      HostTensor master = file.tensors.at(parameter.name());
+      master.dtype = DType::kF32;
+      HostTensor zeros = HostTensor::zeros(DType::kF32, master.shape);
+      for (auto [id, tensor] : {std::pair{parameter.master(), &master},
+                                {parameter.exp_avg(), &zeros},
+                                {parameter.exp_avg_sq(), &zeros}}) {
+        Status status = backend.write(id, *tensor);
+        if (!status.isOk()) {
+          return status;
+        }
+      }
+    }
+  }
+  for (const auto &[name, tensor] : file.tensors) {
+    bool optimizerEntry = name.rfind("optimizer.", 0) == 0;
+    if (optimizerEntry && !withOptimizerState) {
+      continue; // --init-from a train state: use its parameters only
+    }
+    bool known = std::any_of(plan.parameters().begin(), plan.parameters().end(),
+                             [&](const plan::Parameter &p) {
+                               return name == p.name() || name == "optimizer.master." + p.name() ||
+                                      name == "optimizer.exp_avg." + p.name() ||
+                                      name == "optimizer.exp_avg_sq." + p.name();
+                             });
+    if (!known) {
+      return invalid("tensor '" + name + "' is not a parameter of this model");
+    }
+  }
+  steps = 0;
+  if (withOptimizerState) {
+    auto it = file.metadata.find("step");
+    char *end = nullptr;
+    long long value = it == file.metadata.end() ? -1 : std::strtoll(it->second.c_str(), &end, 10);
+    if (it == file.metadata.end() || *end != '\0' || it->second.empty() || value < 0) {
+      return invalid("no valid 'step' in the checkpoint's metadata");
+    }
+    steps = value;
+  }
+  return Status::ok();
+}
+
+Status PlanTrainer::save(const std::string &path,
+                         const std::map<std::string, std::string> &metadata) {
+  TensorFile file;
+  file.metadata = metadata;
+  file.metadata["format"] = "mlperfc train state";
+  file.metadata["step"] = std::to_string(steps);
+  for (const plan::Parameter &parameter : plan.parameters()) {
+    for (auto [name, id] : {std::pair{parameter.name(), parameter.value()},
+                            {"optimizer.master." + parameter.name(), parameter.master()},
+                            {"optimizer.exp_avg." + parameter.name(), parameter.exp_avg()},
+                            {"optimizer.exp_avg_sq." + parameter.name(), parameter.exp_avg_sq()}}) {
+      Status status = backend.read(id, file.tensors[name]);
+      if (!status.isOk()) {
+        return status;
+      }
+    }
+  }
+  return writeSafetensors(path, file);
+}
+
+Status PlanTrainer::writeInputs(const std::vector<int64_t> &tokens,
+                                const std::vector<int64_t> &labels, int64_t microBatch) {
+  int64_t size = microRows * seq;
+  HostTensor slice = HostTensor::zeros(fromPlanDType(plan.buffers(tokensBuffer).dtype()),
+                                       {microRows, seq});
+  std::copy_n(tokens.begin() + microBatch * size, size, slice.ints.begin());
+  Status status = backend.write(tokensBuffer, slice);
+  if (!status.isOk()) {
+    return status;
+  }
+  std::copy_n(labels.begin() + microBatch * size, size, slice.ints.begin());
+  return backend.write(labelsBuffer, slice);
+}
+
+Status PlanTrainer::readScalar(uint32_t id, double &value) const {
+  HostTensor tensor;
+  Status status = backend.read(id, tensor);
+  value = status.isOk() ? tensor.values[0] : 0.0;
+  return status;
+}
+
+Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
+                         TrainStepMetrics &metrics) {
+  int64_t rows = accumulation * microRows;
+  if (static_cast<int64_t>(tokens.size()) != rows * seq || labels.size() != tokens.size()) {
+    return invalid("a step takes " + std::to_string(rows) + " x " + std::to_string(seq) +
+                   " tokens and labels");
+  }
+  double lossSum = 0.0;
+  std::vector<HostTensor> sums;
+  for (int64_t a = 0; a < accumulation; ++a) {
+    Status status = writeInputs(tokens, labels, a);
+    if (status.isOk()) {
+      status = backend.execute(forwardBackwardProgram);
+    }
+    double loss = 0;
+    if (status.isOk()) {
+      status = readScalar(lossBuffer, loss);
+    }
+    if (!status.isOk()) {
+      return status;
+    }
+    lossSum += loss;
+    if (accumulation == 1) {
+      break; // the gradients stay where forward_backward wrote them
+    }
+    // Summed in the gradients' own type (bf16 in the reference: grad_reduce_in_fp32 off).
+    for (int p = 0; p < plan.parameters_size(); ++p) {
+      HostTensor grad;
+      status = backend.read(plan.parameters(p).grad(), grad);
+      if (!status.isOk()) {
+        return status;
+      }
+      if (a == 0) {
+        sums.push_back(std::move(grad));
+        continue;
+      }
+      HostTensor &sum = sums[p];
+      for (int64_t e = 0; e < sum.numElements(); ++e) {
+        sum.values[e] = static_cast<float>(
+            roundTo(sum.dtype, static_cast<double>(sum.values[e]) + grad.values[e]));
+      }
+    }
+  }
+  for (int p = 0; p < static_cast<int>(sums.size()); ++p) {
+    Status status = backend.write(plan.parameters(p).grad(), sums[p]);
+    if (!status.isOk()) {
+      return status;
+    }
+  }
+  double loss = lossSum / static_cast<double>(accumulation);
+  if (!std::isfinite(loss)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "non-finite loss " + std::to_string(loss) + " at step " +
+                      std::to_string(steps) +
+                      ": training diverged or the data or parameters hold NaN/Inf; stopping "
+                      "before the update");
+  }
+  HostTensor stepTensor = HostTensor::zeros(DType::kI64, {});
+  stepTensor.ints[0] = steps;
+  Status status = backend.write(stepBuffer, stepTensor);
+  if (status.isOk()) {
+    status = backend.execute(optimizerProgram);
+  }
+  if (status.isOk()) {
+    status = readScalar(lrBuffer, metrics.lr);
+  }
+  if (status.isOk()) {
+    status = readScalar(normBuffer, metrics.gradNorm);
+  }
+  if (!status.isOk()) {
+    return status;
+  }
+  if (!std::isfinite(metrics.gradNorm)) {
+    return Status(StatusCode::kInvalidArgument,
+                  "non-finite gradient norm at step " + std::to_string(steps) +
+                      ": the update is unusable, stopping");
+  }
+  metrics.step = steps++;
+  metrics.loss = loss;
+  return Status::ok();
+}
+
+Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens,
+                             const std::vector<int64_t> &labels, double &loss) {
+  int64_t size = microRows * seq;
+  if (tokens.empty() || static_cast<int64_t>(tokens.size()) % size != 0 ||
+      labels.size() != tokens.size()) {
+    return invalid("evaluation takes whole micro-batches of " + std::to_string(microRows) +
+                   " x " + std::to_string(seq) + " tokens");
+  }
+  int64_t batches = static_cast<int64_t>(tokens.size()) / size;
+  double sum = 0.0;
+  for (int64_t b = 0; b < batches; ++b) {
+    double value = 0;
+    Status status = writeInputs(tokens, labels, b);
+    if (status.isOk()) {
+      status = backend.execute(forwardProgram);
+    }
+    if (status.isOk()) {
+      status = readScalar(lossBuffer, value);
+    }
+    if (!status.isOk()) {
+      return status;
+    }
+    sum += value;
+  }
+  loss = sum / static_cast<double>(batches);
+  return Status::ok();
+}
+
+} // namespace mlperf::rt

@@ -1,0 +1,73 @@
+//===- PlanTrainer.h - Train steps from an execution plan ------*- C++ -*-===//
+//
+// Drives a plan's programs on a backend the way the reference trains (and the tg-level
+// ReferenceTrainer, its twin on IR, does): per micro-batch @forward_backward (gradients
+// already scaled by 1/A), gradients summed in their own dtype, then @optimizer_step; eval is
+// @forward per micro-batch. All state (parameters, f32 masters, moments, step) lives in the
+// backend's persistent arena; checkpoints are safetensors in the run-reference train-state
+// layout (Hugging Face names, optimizer.{master,exp_avg,exp_avg_sq}.<name>, metadata step).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_EXEC_PLANTRAINER_H
+#define MLPERFC_RUNTIME_EXEC_PLANTRAINER_H
+
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/exec/Backend.h"
+
+#include <map>
+
+namespace mlperf::rt {
+
+struct TrainStepMetrics {
+  int64_t step = 0; // the optimizer step just taken (0-based)
+  double loss = 0, lr = 0, gradNorm = 0;
+};
+
+class PlanTrainer {
+public:
+  /// Finds the programs and buffers a train step needs; fails on a plan that lacks them.
+  static Status create(const plan::Plan &plan, Backend &backend,
+                       std::unique_ptr<PlanTrainer> &trainer);
+
+  /// Draws every parameter from its declared init (Philox keyed by seed, name, element, in
+  /// the parameter's dtype); masters equal the parameters, moments zero, step 0.
+  Status initialize(uint64_t seed);
+
+  /// Parameters from `file` (all of them, matching names, shapes and dtypes). With
+  /// `withOptimizerState`, also the masters, moments and step (a resume); otherwise the
+  /// optimizer starts fresh from these values (--init-from).
+  Status load(const TensorFile &file, bool withOptimizerState);
+
+  /// Parameters, optimizer state and step, written atomically.
+  Status save(const std::string &path, const std::map<std::string, std::string> &metadata);
+
+  /// One optimizer step on a global batch (rows x seq tokens and labels, row-major).
+  Status step(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
+              TrainStepMetrics &metrics);
+
+  /// Mean loss of @forward over micro-batches of `tokens`/`labels` (a whole number of them).
+  Status evalLoss(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
+                  double &loss);
+
+  int64_t stepsTaken() const { return steps; }
+  int64_t microBatchRows() const { return microRows; }
+  int64_t seqLen() const { return seq; }
+
+private:
+  PlanTrainer(const plan::Plan &plan, Backend &backend) : plan(plan), backend(backend) {}
+  Status writeInputs(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
+                     int64_t microBatch);
+  Status readScalar(uint32_t id, double &value) const;
+
+  const plan::Plan &plan;
+  Backend &backend;
+  int forwardProgram = -1, forwardBackwardProgram = -1, optimizerProgram = -1;
+  uint32_t tokensBuffer = 0, labelsBuffer = 0, lossBuffer = 0, stepBuffer = 0, lrBuffer = 0,
+           normBuffer = 0;
+  int64_t microRows = 0, seq = 0, accumulation = 1, steps = 0;
+};
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_EXEC_PLANTRAINER_H

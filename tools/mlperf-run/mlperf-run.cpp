@@ -1,0 +1,411 @@
+//===- mlperf-run.cpp - Train from an execution plan -----------*- C++ -*-===//
+//
+// Loads and validates a plan (mlperfc compile -o), allocates it on a backend and trains:
+// global batches of GPT samples from a Megatron indexed dataset, evaluation at the model's
+// cadence on an eval dataset, stop at the target eval loss. Writes an MLPerf log, per-step
+// metrics (JSON lines) and checkpoints. Exit status: 0 converged (or no target to reach),
+// 2 stopped at --max-steps without reaching the target, 1 on any error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/data/GPTBatches.h"
+#include "runtime/exec/PlanTrainer.h"
+#include "runtime/mllog/BenchmarkLog.h"
+#include "runtime/plan/PlanLoader.h"
+#include "runtime/support/CommandLine.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+using namespace mlperf::rt;
+namespace plan = mlperf::plan;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> positional;
+  std::string backend = "cpu", data, evalData, dataOrder = "shuffled", target, initFrom, save,
+              resume, mllog, metricsOut;
+  int64_t seed = -1, maxSteps = -1, printEvery = 10;
+};
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "mlperf-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+int fail(const Status &status) { return fail(status.message()); }
+
+/// A JSON number; non-finite values (a diverged run) as null, which JSON can represent.
+std::string jsonNumber(double value) {
+  if (!std::isfinite(value)) {
+    return "null";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+/// Metrics lines go to a temporary file renamed into place at the end, so a reader never
+/// sees a half-written file under the final name; each line is flushed as it is written.
+class MetricsFile {
+public:
+  Status open(const std::string &path) {
+    final = path;
+    temporary = path + ".tmp." + std::to_string(getpid());
+    out.open(temporary, std::ios::trunc);
+    return out ? Status::ok()
+               : Status(StatusCode::kNotFound, "cannot write metrics file " + temporary);
+  }
+  void write(const std::string &line) {
+    if (out.is_open()) {
+      out << line << '\n';
+      out.flush();
+    }
+  }
+  Status close() {
+    if (!out.is_open()) {
+      return Status::ok();
+    }
+    out.close();
+    if (!out || std::rename(temporary.c_str(), final.c_str()) != 0) {
+      return Status(StatusCode::kInternal, "cannot finish metrics file " + final);
+    }
+    return Status::ok();
+  }
+
+private:
+  std::ofstream out;
+  std::string final, temporary;
+};
+
+int run(const Options &options) {
+  if (options.positional.size() != 1) {
+    return fail("give exactly one plan file (mlperfc compile MODEL.mlir -o plan.pb)");
+  }
+  if (options.dataOrder != "shuffled" && options.dataOrder != "sequential") {
+    return fail("--data-order must be shuffled or sequential, got '" + options.dataOrder + "'");
+  }
+  if (!options.initFrom.empty() && !options.resume.empty()) {
+    return fail("--init-from and --resume are alternatives: give one");
+  }
+  if (options.data.empty()) {
+    return fail("--data PREFIX (a Megatron indexed dataset PREFIX.bin/.idx) is required");
+  }
+  if (options.printEvery < 0) {
+    return fail("--print-every must be >= 0");
+  }
+
+  auto initStart = std::chrono::steady_clock::now();
+  plan::Plan plan;
+  Status status = loadPlan(options.positional[0], plan);
+  if (!status.isOk()) {
+    return fail(status);
+  }
+  const plan::ModelInfo &model = plan.model();
+  double target = model.target_value();
+  if (!options.target.empty()) {
+    char *end = nullptr;
+    target = std::strtod(options.target.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(target)) {
+      return fail("--target must be a number, got '" + options.target + "'");
+    }
+  }
+  int64_t maxSteps = options.maxSteps >= 0 ? options.maxSteps : model.max_steps();
+
+  std::unique_ptr<Backend> backend;
+  status = createBackend(options.backend, backend);
+  if (status.isOk()) {
+    status = backend->prepare(plan);
+  }
+  std::unique_ptr<PlanTrainer> trainer;
+  if (status.isOk()) {
+    status = PlanTrainer::create(plan, *backend, trainer);
+  }
+  if (!status.isOk()) {
+    return fail(status);
+  }
+  int64_t globalBatch = model.global_batch_size(), seq = trainer->seqLen();
+
+  MLLogger logger;
+  bool logging = !options.mllog.empty();
+  if (logging) {
+    status = logger.open(options.mllog);
+    if (!status.isOk()) {
+      return fail(status);
+    }
+    MLLOG_POINT(logger, "cache_clear", true);
+    MLLOG_START(logger, "init_start", MLLogValue{});
+  }
+
+  // Parameters and optimizer state: resumed, loaded, or drawn from the seed.
+  uint64_t seed = options.seed >= 0 ? static_cast<uint64_t>(options.seed) : 0;
+  if (!options.resume.empty()) {
+    TensorFile file;
+    status = readSafetensors(options.resume, file);
+    if (status.isOk()) {
+      status = trainer->load(file, /*withOptimizerState=*/true);
+    }
+    if (!status.isOk()) {
+      return fail(options.resume + ": " + status.message());
+    }
+    // The data order depends on the seed: a resume continues the checkpoint's stream.
+    auto it = file.metadata.find("seed");
+    if (it != file.metadata.end()) {
+      uint64_t saved = std::strtoull(it->second.c_str(), nullptr, 10);
+      if (options.seed >= 0 && static_cast<uint64_t>(options.seed) != saved) {
+        return fail(options.resume + " was trained with --seed " + it->second +
+                    "; a resume continues that run (omit --seed or pass the same one)");
+      }
+      seed = saved;
+    }
+  } else if (!options.initFrom.empty()) {
+    TensorFile file;
+    status = readSafetensors(options.initFrom, file);
+    if (status.isOk()) {
+      status = trainer->load(file, /*withOptimizerState=*/false);
+    }
+    if (!status.isOk()) {
+      return fail(options.initFrom + ": " + status.message());
+    }
+  } else {
+    status = trainer->initialize(seed);
+    if (!status.isOk()) {
+      return fail(status);
+    }
+  }
+
+  SampleOrder order =
+      options.dataOrder == "shuffled" ? SampleOrder::kShuffled : SampleOrder::kSequential;
+  GPTBatches train;
+  status = GPTBatches::open(options.data, seq, order, seed, train);
+  if (!status.isOk()) {
+    return fail(status);
+  }
+  // Evaluation: the first eval_samples samples of the eval dataset in file order (fewer when
+  // the dataset is smaller), whole micro-batches.
+  std::vector<int64_t> evalTokens, evalLabels;
+  int64_t evalSamples = 0;
+  if (!options.evalData.empty()) {
+    GPTBatches eval;
+    status = GPTBatches::open(options.evalData, seq, SampleOrder::kSequential, 0, eval);
+    if (!status.isOk()) {
+      return fail(status);
+    }
+    int64_t rows = trainer->microBatchRows();
+    evalSamples = std::min(model.eval_samples(), eval.samplesPerEpoch()) / rows * rows;
+    if (evalSamples == 0) {
+      return fail(options.evalData + " holds fewer samples than one micro-batch (" +
+                  std::to_string(rows) + " x " + std::to_string(seq + 1) + " tokens)");
+    }
+    if (evalSamples < model.eval_samples()) {
+      std::fprintf(stderr,
+                   "mlperf-run: note: evaluating on %lld samples (the model asks for %lld; "
+                   "the eval dataset has %lld)\n",
+                   static_cast<long long>(evalSamples),
+                   static_cast<long long>(model.eval_samples()),
+                   static_cast<long long>(eval.samplesPerEpoch()));
+    }
+    status = eval.fill(0, evalSamples, evalTokens, evalLabels);
+    if (!status.isOk()) {
+      return fail(status);
+    }
+  } else if (!options.target.empty()) {
+    return fail("--target needs --eval-data to evaluate against");
+  }
+  bool evaluating = evalSamples > 0;
+  int64_t evalEverySteps = std::max<int64_t>(1, model.eval_every_samples() / globalBatch);
+
+  MetricsFile metrics;
+  if (!options.metricsOut.empty()) {
+    status = metrics.open(options.metricsOut);
+    if (!status.isOk()) {
+      return fail(status);
+    }
+  }
+  if (logging) {
+    BenchmarkConfig config;
+    config.platform = "1x" + std::string(backend->name()) + " (mlperf-run)";
+    config.benchmark = model.benchmark();
+    config.globalBatchSize = globalBatch;
+    config.microBatchSize = model.micro_batch_size();
+    config.gradientAccumulationSteps = model.gradient_accumulation_steps();
+    config.maxSequenceLength = seq;
+    config.evalSamples = evalSamples;
+    config.trainSamples = train.samplesPerEpoch();
+    config.maxSteps = model.max_steps();
+    config.warmupSteps = model.warmup_steps();
+    config.decaySteps = model.decay_steps();
+    config.baseLr = model.base_lr();
+    config.endLr = model.end_lr();
+    config.beta1 = model.beta1();
+    config.beta2 = model.beta2();
+    config.epsilon = model.epsilon();
+    config.weightDecay = model.weight_decay();
+    config.gradientClipNorm = model.clip_grad_norm();
+    if (model.precision() == "fp32") {
+      config.lowestPrecisionLinear = config.lowestPrecisionAttention = "float32";
+    }
+    logBenchmarkConfig(logger, config);
+    MLLOG_POINT(logger, "seed", static_cast<int64_t>(seed));
+    MLLOG_END(logger, "init_stop", MLLogValue{});
+    MLLOG_START(logger, "run_start", MLLogValue{});
+  }
+  double initSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - initStart).count();
+  std::printf("mlperf-run: %s on %s: %d parameters tensors, global batch %lld x %lld tokens, "
+              "up to %lld steps%s (init %.1f s)\n",
+              model.name().c_str(), backend->name(), plan.parameters_size(),
+              static_cast<long long>(globalBatch), static_cast<long long>(seq),
+              static_cast<long long>(maxSteps),
+              evaluating ? (", eval every " + std::to_string(evalEverySteps) +
+                            " steps, target eval loss " + jsonNumber(target))
+                               .c_str()
+                         : "",
+              initSeconds);
+  std::fflush(stdout);
+
+  bool terminal = isatty(fileno(stderr));
+  bool converged = false;
+  double lastEval = NAN;
+  int64_t firstStep = trainer->stepsTaken();
+  std::vector<int64_t> tokens, labels;
+  auto samplesAfter = [&](int64_t step) { return step * globalBatch; };
+  for (int64_t step = firstStep; step < maxSteps && !converged; ++step) {
+    if (logging && (step - firstStep) % evalEverySteps == 0) {
+      MLLOG_START(logger, "block_start", MLLogValue{}, {"samples_count", samplesAfter(step)});
+    }
+    status = train.fill(samplesAfter(step), globalBatch, tokens, labels);
+    auto start = std::chrono::steady_clock::now();
+    TrainStepMetrics taken;
+    if (status.isOk()) {
+      status = trainer->step(tokens, labels, taken);
+    }
+    if (!status.isOk()) {
+      if (logging) {
+        MLLOG_END(logger, "run_stop", MLLogValue{}, {"status", std::string("aborted")},
+                  {"samples_count", samplesAfter(step)});
+      }
+      (void)metrics.close();
+      return fail(status);
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double tokensPerSecond = static_cast<double>(globalBatch * seq) / seconds;
+    metrics.write("{\"step\": " + std::to_string(taken.step) +
+                  ", \"samples\": " + std::to_string(samplesAfter(step + 1)) +
+                  ", \"loss\": " + jsonNumber(taken.loss) + ", \"lr\": " + jsonNumber(taken.lr) +
+                  ", \"grad_norm\": " + jsonNumber(taken.gradNorm) +
+                  ", \"tokens_per_s\": " + jsonNumber(tokensPerSecond) + "}");
+    if (options.printEvery > 0 && (step % options.printEvery == 0 || step + 1 == maxSteps)) {
+      std::printf("step %lld loss %.9g lr %.9g grad_norm %.9g time_ms %.1f\n",
+                  static_cast<long long>(taken.step), taken.loss, taken.lr, taken.gradNorm,
+                  seconds * 1e3);
+      std::fflush(stdout);
+    }
+    if (terminal) {
+      std::fprintf(stderr, "\r[%lld/%lld] loss %.4f  %.0f tokens/s  ",
+                   static_cast<long long>(step + 1), static_cast<long long>(maxSteps),
+                   taken.loss, tokensPerSecond);
+    }
+    bool blockEnds = (step + 1 - firstStep) % evalEverySteps == 0 || step + 1 == maxSteps;
+    if (blockEnds && logging) {
+      MLLOG_END(logger, "block_stop", MLLogValue{}, {"samples_count", samplesAfter(step + 1)});
+    }
+    if (blockEnds && evaluating) {
+      int64_t samples = samplesAfter(step + 1);
+      if (logging) {
+        MLLOG_START(logger, "eval_start", MLLogValue{}, {"samples_count", samples});
+      }
+      status = trainer->evalLoss(evalTokens, evalLabels, lastEval);
+      if (!status.isOk()) {
+        return fail(status);
+      }
+      converged = lastEval <= target;
+      if (logging) {
+        MLLOG_POINT(logger, "eval_accuracy", lastEval, {"samples_count", samples});
+        MLLOG_END(logger, "eval_stop", MLLogValue{}, {"samples_count", samples});
+      }
+      if (terminal) {
+        std::fputc('\n', stderr);
+      }
+      std::printf("eval step %lld samples %lld eval_loss %.6f target %s%s\n",
+                  static_cast<long long>(taken.step), static_cast<long long>(samples), lastEval,
+                  jsonNumber(target).c_str(), converged ? " reached" : "");
+      std::fflush(stdout);
+    }
+  }
+  if (terminal) {
+    std::fputc('\n', stderr);
+  }
+  int64_t samplesDone = samplesAfter(trainer->stepsTaken());
+  if (logging) {
+    MLLOG_END(logger, "run_stop", MLLogValue{},
+              {"status", std::string(converged || !evaluating ? "success" : "aborted")},
+              {"samples_count", samplesDone});
+    status = logger.status();
+    if (!status.isOk()) {
+      return fail(options.mllog + ": " + status.message());
+    }
+  }
+  status = metrics.close();
+  if (!status.isOk()) {
+    return fail(status);
+  }
+  if (!options.save.empty()) {
+    status = trainer->save(options.save, {{"seed", std::to_string(seed)},
+                                          {"samples", std::to_string(samplesDone)}});
+    if (!status.isOk()) {
+      return fail(status);
+    }
+    std::printf("mlperf-run: wrote %s (step %lld)\n", options.save.c_str(),
+                static_cast<long long>(trainer->stepsTaken()));
+  }
+  if (evaluating && !converged) {
+    std::printf("mlperf-run: target eval loss %s not reached in %lld steps (last %.6f)\n",
+                jsonNumber(target).c_str(), static_cast<long long>(maxSteps), lastEval);
+    return 2;
+  }
+  if (evaluating) {
+    std::printf("mlperf-run: converged: eval loss %.6f <= %s after %lld samples\n", lastEval,
+                jsonNumber(target).c_str(), static_cast<long long>(samplesDone));
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  CommandLine cli("mlperf-run", "mlperf-run: train from an execution plan (mlperfc compile -o "
+                                "plan.pb) on a backend");
+  cli.addString("backend", &options.backend, "NAME", "cpu (default; the reference backend)");
+  cli.addString("data", &options.data, "PREFIX",
+                "Training data: Megatron indexed dataset PREFIX.bin/.idx (required)");
+  cli.addString("eval-data", &options.evalData, "PREFIX",
+                "Evaluation data (file order); eval loss at the model's cadence");
+  cli.addString("data-order", &options.dataOrder, "ORDER",
+                "shuffled (by --seed, default) or sequential (file order)");
+  cli.addInt("seed", &options.seed, "Seed of the parameter init and the data order (default 0)");
+  cli.addInt("max-steps", &options.maxSteps, "Stop after this many steps (default: the model's)");
+  cli.addString("target", &options.target, "LOSS",
+                "Stop when the eval loss is at most LOSS (default: the model's target)");
+  cli.addString("init-from", &options.initFrom, "W.safetensors",
+                "Start from these parameters (Hugging Face names) with a fresh optimizer");
+  cli.addString("save", &options.save, "CKPT.safetensors",
+                "At the end, write parameters, optimizer state and step (atomically)");
+  cli.addString("resume", &options.resume, "CKPT.safetensors",
+                "Continue a run saved with --save, bit-identically");
+  cli.addString("mllog", &options.mllog, "FILE", "Write the MLPerf log here");
+  cli.addString("metrics-out", &options.metricsOut, "FILE.jsonl",
+                "One JSON object per step: step, samples, loss, lr, grad_norm, tokens_per_s");
+  cli.addInt("print-every", &options.printEvery,
+             "Print a step line every N steps (default 10; 0: only evaluations)");
+  cli.setPositional(&options.positional, "PLAN.pb", 1);
+  if (std::optional<int> exit = cli.parse(argc, argv)) {
+    return *exit;
+  }
+  return run(options);
+}
