@@ -175,16 +175,36 @@ def learning_rate(step):
     return end + (base - end) * 0.5 * (1 + np.cos(np.pi * (step - warmup) / (total - warmup)))
 
 
-def train_batches(cfg):
-    """STEPS global batches of learnable sequences: token t of a sequence is
-    (start + t * stride) mod vocab, and the label is the next token."""
+def train_stream(cfg):
+    """The token stream the trajectories train on, one window of seq + 1 tokens per sample
+    with consecutive windows overlapping by one token (Megatron GPT samples of a one-document
+    dataset in file order). Window i counts (start_i + t * stride_i) mod vocab, so the model
+    has something to learn; only each window's last label jumps to the next window's start."""
     rng = np.random.default_rng(7)
-    shape = (STEPS, cfg["gbs"], 1)
-    start = rng.integers(0, cfg["vocab"], size=shape)
-    stride = rng.integers(1, 4, size=shape)
-    positions = np.arange(cfg["seq"] + 1)[None, None, :]
-    sequence = (start + stride * positions) % cfg["vocab"]
-    return sequence[..., :-1].astype(np.int64), sequence[..., 1:].astype(np.int64)
+    windows = STEPS * cfg["gbs"]
+    start = rng.integers(0, cfg["vocab"], size=(windows, 1))
+    stride = rng.integers(1, 4, size=(windows, 1))
+    counting = (start + stride * np.arange(cfg["seq"])[None, :]) % cfg["vocab"]
+    return np.append(counting.reshape(-1), rng.integers(0, cfg["vocab"])).astype(np.int64)
+
+
+def train_batches(cfg):
+    """STEPS global batches [gbs, seq] of tokens and next-token labels from `train_stream`."""
+    stream, seq = train_stream(cfg), cfg["seq"]
+    shape = (STEPS, cfg["gbs"], seq)
+    tokens = np.stack([stream[i * seq:(i + 1) * seq] for i in range(STEPS * cfg["gbs"])])
+    labels = np.stack([stream[i * seq + 1:(i + 1) * seq + 1] for i in range(STEPS * cfg["gbs"])])
+    return tokens.reshape(shape), labels.reshape(shape)
+
+
+def write_megatron(prefix, tokens):
+    """A one-document Megatron MMIDIDX dataset (uint16 tokens), written independently of
+    mlperf-prepare-data from Megatron-LM's indexed_dataset.py layout."""
+    with open(prefix + ".bin", "wb") as f:
+        f.write(np.asarray(tokens, dtype="<u2").tobytes())
+    with open(prefix + ".idx", "wb") as f:
+        f.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, 1, 2))
+        f.write(struct.pack("<i", len(tokens)) + struct.pack("<q", 0) + struct.pack("<2q", 0, 1))
 
 
 def oracle_trajectory(params, tokens, labels, cfg, train):
@@ -234,15 +254,31 @@ def train_ours(mlperfc, workdir, tag, cfg, train, seed, extra_sets=""):
     run = subprocess.run([mlperfc, "run-reference", model, "--seed", str(seed), "--save-params",
                           weights, "--inputs", batches, "--train-steps", str(STEPS)],
                          check=True, capture_output=True, text=True)
-    ours = [tuple(float(x) for x in line.split()[3:9:2])
-            for line in run.stdout.splitlines() if line.startswith("step ")]
-    return ours, weights, tokens, labels
+    ours = step_lines(run.stdout)
+    # The same steps through the product path: compile -> plan.pb -> mlperf-run on the
+    # stream as a Megatron dataset, from the same initial weights.
+    plan = os.path.join(workdir, f"{tag}.plan.pb")
+    subprocess.run([mlperfc, "compile", model, "-o", plan], check=True, capture_output=True)
+    data = os.path.join(workdir, f"{tag}.data")
+    write_megatron(data, train_stream(cfg))
+    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
+                          "--init-from", weights, "--max-steps", str(STEPS), "--print-every",
+                          "1"], check=True, capture_output=True, text=True)
+    planned = step_lines(run.stdout)
+    return ours, planned, weights, tokens, labels
+
+
+def step_lines(stdout):
+    """(loss, lr, grad_norm) of each 'step N loss L lr R grad_norm G ...' line."""
+    return [tuple(float(x) for x in line.split()[3:9:2])
+            for line in stdout.splitlines() if line.startswith("step ")]
 
 
 def check_trajectory(name, cfg, mlperfc, workdir):
     train = {**TRAIN, **TRAIN_OVERRIDES[name]}
-    ours, weights, tokens, labels = train_ours(mlperfc, workdir, f"{name}.train", cfg, train, 99,
-                                               ",dtype=f32")
+    ours, planned, weights, tokens, labels = train_ours(mlperfc, workdir, f"{name}.train", cfg,
+                                                        train, 99, ",dtype=f32")
     params = {k: jnp.asarray(v) for k, v in read_safetensors(weights).items()}
     reference = oracle_trajectory(params, tokens, labels, cfg, train)
     worst = 0.0
@@ -256,10 +292,15 @@ def check_trajectory(name, cfg, mlperfc, workdir):
                 failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
     if len(ours) != STEPS:
         failures.append(f"expected {STEPS} steps, got {len(ours)}")
+    # The plan on the CPU backend computes the interpreter's bits, so any difference is a bug.
+    if planned != ours:
+        failures.append(f"mlperf-run on the plan differs from run-reference: {planned[:3]} vs "
+                        f"{ours[:3]} ...")
     print(f"{name} trajectory: {STEPS} steps (clipped in {clipped}, weight decay on "
           f"{train['weight_decay_params']}), loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} "
           f"(JAX f64 {reference[0][0]:.4f} -> {reference[-1][0]:.4f}), worst rel diff of loss, "
-          f"lr, grad_norm {worst:.1e}: {'ok' if not failures else 'MISMATCH'}")
+          f"lr, grad_norm {worst:.1e}; mlperf-run on the plan bit-identical: "
+          f"{planned == ours}: {'ok' if not failures else 'MISMATCH'}")
     for failure in failures[:10]:
         print("  " + failure)
     return not failures
@@ -373,7 +414,7 @@ BF16_NORM_RTOL = 3e-2
 def check_bf16_and_init(mlperfc, workdir):
     name, cfg = "gqa", CONFIGS["gqa"]
     train = {**TRAIN, **TRAIN_OVERRIDES[name]}
-    ours, weights, tokens, labels = train_ours(mlperfc, workdir, "bf16", cfg, train, 42)
+    ours, planned, weights, tokens, labels = train_ours(mlperfc, workdir, "bf16", cfg, train, 42)
     drawn = read_safetensors(weights)
     failures = []
 
@@ -407,6 +448,9 @@ def check_bf16_and_init(mlperfc, workdir):
             failures.append(f"bf16 step {step} grad_norm {got[2]} vs {ref[2]}")
     if len(ours) != STEPS:
         failures.append(f"expected {STEPS} bf16 steps, got {len(ours)}")
+    if planned != ours:
+        failures.append(f"bf16: mlperf-run on the plan differs from run-reference: "
+                        f"{planned[:3]} vs {ours[:3]} ...")
     print(f"bf16 trajectory and init: {len(drawn)} parameters drawn in bf16 with the declared "
           f"statistics; {STEPS} bf16 steps, loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 "
           f"{reference[0][0]:.4f} -> {reference[-1][0]:.4f}), worst rel diff loss "
