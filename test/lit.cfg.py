@@ -23,4 +23,4 @@ config.substitutions.append(("%models", os.path.join(config.mlperfc_src_root, "m
 # The interpreter running lit (Debian's python3): test helpers use only the standard library.
 config.substitutions.append(("%python", sys.executable))
 llvm_config.add_tool_substitutions(
-    ["mlperf-opt", "mlperfc", "mlperf-prepare-data"], [config.mlperfc_tools_dir])
+    ["mlperf-opt", "mlperfc", "mlperf-prepare-data", "mlperf-run"], [config.mlperfc_tools_dir])

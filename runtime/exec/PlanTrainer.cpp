@@ -127,8 +127,10 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
       }
       if (it->second.dtype != fromPlanDType(buffer.dtype()) ||
           it->second.shape != shapeOf(buffer)) {
+        HostTensor expectedShape = HostTensor::zeros(fromPlanDType(buffer.dtype()), {});
+        expectedShape.shape = shapeOf(buffer);
         return invalid("'" + name + "' is " + it->second.describe() + " but the plan holds " +
-                       dtypeName(fromPlanDType(buffer.dtype())) + " of the buffer's shape");
+                       expectedShape.describe());
       }
       for (float v : it->second.values) {
         if (!std::isfinite(v)) {

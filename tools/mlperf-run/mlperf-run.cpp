@@ -256,7 +256,7 @@ int run(const Options &options) {
   }
   double initSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - initStart).count();
-  std::printf("mlperf-run: %s on %s: %d parameters tensors, global batch %lld x %lld tokens, "
+  std::printf("mlperf-run: %s on %s: %d parameter tensors, global batch %lld x %lld tokens, "
               "up to %lld steps%s (init %.1f s)\n",
               model.name().c_str(), backend->name(), plan.parameters_size(),
               static_cast<long long>(globalBatch), static_cast<long long>(seq),
