@@ -78,7 +78,8 @@ FailureOr<rt::OpAttributes> kernelAttributes(Operation &op) {
     } else if (auto s = dyn_cast<StringAttr>(value)) {
       attributes.set(name, s.str());
     } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
-      attributes.set(name, std::vector<int64_t>(ints.asArrayRef().begin(), ints.asArrayRef().end()));
+      attributes.set(name,
+                     std::vector<int64_t>(ints.asArrayRef().begin(), ints.asArrayRef().end()));
     } else {
       return op.emitError() << "attribute '" << attr.getName() << "' has no kernel encoding";
     }
@@ -264,8 +265,8 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
               if (failed(attributes)) {
                 return failure();
               }
-              rt::Status status = rt::runHostOp(other->getName().stripDialect(), *attributes,
-                                                operands, results);
+              rt::Status status =
+                  rt::runHostOp(other->getName().stripDialect(), *attributes, operands, results);
               if (!status.isOk()) {
                 return other->emitError() << status.message();
               }

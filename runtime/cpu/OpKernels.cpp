@@ -122,8 +122,7 @@ Status Dispatch::run(std::string_view op) {
     out().ints = in(0).ints;
   } else if (op == "rms_norm") {
     int64_t dim = out().shape.back();
-    cpu::rmsNorm(f(0), f(1), out().values.data(), out().numElements() / dim, dim,
-                 real("epsilon"));
+    cpu::rmsNorm(f(0), f(1), out().values.data(), out().numElements() / dim, dim, real("epsilon"));
   } else if (op == "embedding") {
     const HostTensor &table = in(0), &ids = in(1);
     int64_t bad = cpu::embedding(table.values.data(), ids.ints.data(), out().values.data(),
@@ -143,8 +142,7 @@ Status Dispatch::run(std::string_view op) {
     cpu::rope(f(0), out().values.data(), s[0], s[1], s[2], s[3], frequencies, flag("inverse"));
   } else if (op == "causal_mask") {
     int64_t n = out().shape.back();
-    cpu::causalMask(f(0), out().values.data(), out().numElements() / (n * n), n,
-                    flag("gradient"));
+    cpu::causalMask(f(0), out().values.data(), out().numElements() / (n * n), n, flag("gradient"));
   } else if (op == "softmax") {
     const std::vector<int64_t> &s = out().shape;
     size_t dim = integer("dim");
@@ -229,8 +227,7 @@ Status Dispatch::run(std::string_view op) {
     }
     out().values[0] = static_cast<float>(std::sqrt(sum));
   } else if (op == "clip_coefficient") {
-    out().values[0] =
-        static_cast<float>(cpu::clipCoefficient(in(0).values[0], real("max_norm")));
+    out().values[0] = static_cast<float>(cpu::clipCoefficient(in(0).values[0], real("max_norm")));
   } else if (op == "adamw") {
     // adamw(master, m, v, grad, lr, clip, step) -> (new_master, new_m, new_v)
     for (size_t i = 0; i < 3; ++i) {
@@ -238,8 +235,7 @@ Status Dispatch::run(std::string_view op) {
     }
     cpu::AdamWHyper hyper{real("beta1"), real("beta2"), real("epsilon"), real("weight_decay")};
     cpu::adamwUpdate(out(0).values.data(), out(1).values.data(), out(2).values.data(), f(3),
-                     out(0).numElements(), in(4).values[0], in(5).values[0], in(6).ints[0],
-                     hyper);
+                     out(0).numElements(), in(4).values[0], in(5).values[0], in(6).ints[0], hyper);
   } else {
     return Status(StatusCode::kInvalidArgument,
                   "the CPU kernels cannot execute '" + std::string(op) + "'");
@@ -255,7 +251,8 @@ Status Dispatch::run(std::string_view op) {
 } // namespace
 
 Status runHostOp(std::string_view op, const OpAttributes &attributes,
-                 const std::vector<const HostTensor *> &operands, std::vector<HostTensor> &results) {
+                 const std::vector<const HostTensor *> &operands,
+                 std::vector<HostTensor> &results) {
   try {
     return Dispatch(attributes, operands, results).run(op);
   } catch (const BadAttribute &error) {

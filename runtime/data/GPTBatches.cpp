@@ -6,8 +6,8 @@
 
 namespace mlperf::rt {
 
-Status GPTBatches::open(const std::string &prefix, int64_t seqLen, SampleOrder order,
-                        uint64_t seed, GPTBatches &batches) {
+Status GPTBatches::open(const std::string &prefix, int64_t seqLen, SampleOrder order, uint64_t seed,
+                        GPTBatches &batches) {
   batches.prefix = prefix;
   batches.seqLen = seqLen;
   batches.order = order;

@@ -31,8 +31,7 @@ Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend)
                   "the cuda backend is not built yet (runtime/cuda has the device query only); "
                   "use --backend cpu");
   }
-  return Status(StatusCode::kInvalidArgument,
-                "unknown backend '" + name + "' (available: cpu)");
+  return Status(StatusCode::kInvalidArgument, "unknown backend '" + name + "' (available: cpu)");
 }
 
 } // namespace mlperf::rt

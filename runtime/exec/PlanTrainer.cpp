@@ -10,9 +10,7 @@
 namespace mlperf::rt {
 namespace {
 
-Status invalid(const std::string &message) {
-  return Status(StatusCode::kInvalidArgument, message);
-}
+Status invalid(const std::string &message) { return Status(StatusCode::kInvalidArgument, message); }
 
 std::vector<int64_t> shapeOf(const plan::Buffer &buffer) {
   return {buffer.shape().begin(), buffer.shape().end()};
@@ -208,8 +206,8 @@ Status PlanTrainer::save(const std::string &path,
 Status PlanTrainer::writeInputs(const std::vector<int64_t> &tokens,
                                 const std::vector<int64_t> &labels, int64_t microBatch) {
   int64_t size = microRows * seq;
-  HostTensor slice = HostTensor::zeros(fromPlanDType(plan.buffers(tokensBuffer).dtype()),
-                                       {microRows, seq});
+  HostTensor slice =
+      HostTensor::zeros(fromPlanDType(plan.buffers(tokensBuffer).dtype()), {microRows, seq});
   std::copy_n(tokens.begin() + microBatch * size, size, slice.ints.begin());
   Status status = backend.write(tokensBuffer, slice);
   if (!status.isOk()) {
@@ -278,8 +276,7 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
   double loss = lossSum / static_cast<double>(accumulation);
   if (!std::isfinite(loss)) {
     return Status(StatusCode::kInvalidArgument,
-                  "non-finite loss " + std::to_string(loss) + " at step " +
-                      std::to_string(steps) +
+                  "non-finite loss " + std::to_string(loss) + " at step " + std::to_string(steps) +
                       ": training diverged or the data or parameters hold NaN/Inf; stopping "
                       "before the update");
   }
@@ -299,22 +296,22 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
     return status;
   }
   if (!std::isfinite(metrics.gradNorm)) {
-    return Status(StatusCode::kInvalidArgument,
-                  "non-finite gradient norm at step " + std::to_string(steps) +
-                      ": the update is unusable, stopping");
+    return Status(StatusCode::kInvalidArgument, "non-finite gradient norm at step " +
+                                                    std::to_string(steps) +
+                                                    ": the update is unusable, stopping");
   }
   metrics.step = steps++;
   metrics.loss = loss;
   return Status::ok();
 }
 
-Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens,
-                             const std::vector<int64_t> &labels, double &loss) {
+Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
+                             double &loss) {
   int64_t size = microRows * seq;
   if (tokens.empty() || static_cast<int64_t>(tokens.size()) % size != 0 ||
       labels.size() != tokens.size()) {
-    return invalid("evaluation takes whole micro-batches of " + std::to_string(microRows) +
-                   " x " + std::to_string(seq) + " tokens");
+    return invalid("evaluation takes whole micro-batches of " + std::to_string(microRows) + " x " +
+                   std::to_string(seq) + " tokens");
   }
   int64_t batches = static_cast<int64_t>(tokens.size()) / size;
   double sum = 0.0;

@@ -2,6 +2,8 @@
 
 #include "runtime/plan/PlanLoader.h"
 
+#include "runtime/plan/CommandTypes.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -175,6 +177,10 @@ Status validatePlan(const plan::Plan &p) {
         if (!validId(id)) {
           return invalid(where + " writes missing buffer " + std::to_string(id));
         }
+      }
+      std::string problem = checkCommandTypes(p, command);
+      if (!problem.empty()) {
+        return invalid(where + ": " + problem);
       }
     }
   }

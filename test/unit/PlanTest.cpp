@@ -79,6 +79,28 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          param->set_value(3);
        },
        "parameter 'w' refers to missing buffer 3"},
+      // Operand and result types: a backend indexes buffers by these without further checks.
+      {[](plan::Plan &p) {
+         p.mutable_buffers(1)->set_shape(0, 2);
+         p.mutable_buffers(1)->set_size(8);
+       },
+       "shapes [4] and [2] must be equal"},
+      {[](plan::Plan &p) { p.mutable_buffers(1)->set_dtype(plan::I32); },
+       "buffer 'b' must hold floats"},
+      {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->set_op("softmax"); },
+       "attribute 'dim' must be an integer in [0, 1)"},
+      {[](plan::Plan &p) {
+         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+         command->set_op("embedding");
+         command->add_operands(0);
+       },
+       "must hold integers"},
+      {[](plan::Plan &p) {
+         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+         command->set_op("matmul");
+         command->add_operands(0);
+       },
+       "do not form a matmul"},
   };
   for (const Case &c : cases) {
     plan::Plan p = validPlan();

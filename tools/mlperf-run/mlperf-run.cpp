@@ -292,7 +292,8 @@ int run(const Options &options) {
       (void)metrics.close();
       return fail(status);
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double tokensPerSecond = static_cast<double>(globalBatch * seq) / seconds;
     metrics.write("{\"step\": " + std::to_string(taken.step) +
                   ", \"samples\": " + std::to_string(samplesAfter(step + 1)) +
@@ -307,8 +308,8 @@ int run(const Options &options) {
     }
     if (terminal) {
       std::fprintf(stderr, "\r[%lld/%lld] loss %.4f  %.0f tokens/s  ",
-                   static_cast<long long>(step + 1), static_cast<long long>(maxSteps),
-                   taken.loss, tokensPerSecond);
+                   static_cast<long long>(step + 1), static_cast<long long>(maxSteps), taken.loss,
+                   tokensPerSecond);
     }
     bool blockEnds = (step + 1 - firstStep) % evalEverySteps == 0 || step + 1 == maxSteps;
     if (blockEnds && logging) {
@@ -355,8 +356,8 @@ int run(const Options &options) {
     return fail(status);
   }
   if (!options.save.empty()) {
-    status = trainer->save(options.save, {{"seed", std::to_string(seed)},
-                                          {"samples", std::to_string(samplesDone)}});
+    status = trainer->save(
+        options.save, {{"seed", std::to_string(seed)}, {"samples", std::to_string(samplesDone)}});
     if (!status.isOk()) {
       return fail(status);
     }

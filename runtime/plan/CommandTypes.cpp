@@ -1,0 +1,285 @@
+//===- CommandTypes.cpp - Operand and result types of plan commands -*- C++ -*-===//
+//
+// The shape and dtype rules of every command, mirroring the tg verifiers: the loader applies
+// them to untrusted plans so that a backend can index buffers without further checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/plan/CommandTypes.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace mlperf::rt {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+bool isFloatType(plan::DType dtype) {
+  return dtype == plan::F32 || dtype == plan::BF16 || dtype == plan::F8E4M3FN ||
+         dtype == plan::F8E5M2;
+}
+
+std::string describe(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? "x" : "") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+int64_t elements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    n *= d;
+  }
+  return n;
+}
+
+class Checker {
+public:
+  Checker(const plan::Plan &plan, const plan::Command &command) : plan(plan), command(command) {}
+
+  std::string run();
+
+private:
+  const plan::Buffer &operand(int i) const { return plan.buffers(command.operands(i)); }
+  const plan::Buffer &result(int i) const { return plan.buffers(command.results(i)); }
+  static Shape shape(const plan::Buffer &b) { return {b.shape().begin(), b.shape().end()}; }
+  Shape in(int i) const { return shape(operand(i)); }
+  Shape out(int i = 0) const { return shape(result(i)); }
+
+  const plan::Attribute *attribute(std::string_view name) const {
+    for (const plan::Attribute &a : command.attributes()) {
+      if (a.name() == name) {
+        return &a;
+      }
+    }
+    return nullptr;
+  }
+  /// An integer attribute in [0, bound), or -1 after recording the problem.
+  int64_t index(const char *name, int64_t bound) {
+    const plan::Attribute *a = attribute(name);
+    if (!a || a->value_case() != plan::Attribute::kI || a->i() < 0 || a->i() >= bound) {
+      fail(std::string("attribute '") + name + "' must be an integer in [0, " +
+           std::to_string(bound) + ")");
+      return -1;
+    }
+    return a->i();
+  }
+  void fail(const std::string &message) {
+    if (problem.empty()) {
+      problem = message;
+    }
+  }
+  void expect(bool condition, const std::string &message) {
+    if (!condition) {
+      fail(message);
+    }
+  }
+  void floats(std::initializer_list<const plan::Buffer *> buffers) {
+    for (const plan::Buffer *b : buffers) {
+      expect(isFloatType(b->dtype()), "buffer '" + b->name() + "' must hold floats");
+    }
+  }
+  void integers(const plan::Buffer &b) {
+    expect(!isFloatType(b.dtype()), "buffer '" + b.name() + "' must hold integers");
+  }
+  void sameShape(const Shape &a, const Shape &b) {
+    expect(a == b, "shapes " + describe(a) + " and " + describe(b) + " must be equal");
+  }
+  void scalar(const plan::Buffer &b) {
+    expect(b.shape_size() == 0, "buffer '" + b.name() + "' must be a scalar");
+  }
+  void allOperandsAndResultsFloat() {
+    for (int i = 0; i < command.operands_size(); ++i) {
+      floats({&operand(i)});
+    }
+    for (int i = 0; i < command.results_size(); ++i) {
+      floats({&result(i)});
+    }
+  }
+
+  const plan::Plan &plan;
+  const plan::Command &command;
+  std::string problem;
+};
+
+std::string Checker::run() {
+  const std::string &op = command.op();
+  if (op == "add" || op == "mul" || op == "silu_grad") {
+    allOperandsAndResultsFloat();
+    sameShape(in(0), out());
+    sameShape(in(1), out());
+  } else if (op == "scale" || op == "silu" || op == "convert" || op == "copy") {
+    allOperandsAndResultsFloat();
+    sameShape(in(0), out());
+    if (op == "copy") {
+      expect(operand(0).dtype() == result(0).dtype(), "copy must keep the dtype");
+    }
+  } else if (op == "reshape") {
+    expect(isFloatType(operand(0).dtype()) == isFloatType(result(0).dtype()) &&
+               elements(in(0)) == elements(out()),
+           "reshape must keep the element count and kind");
+  } else if (op == "causal_mask") {
+    allOperandsAndResultsFloat();
+    sameShape(in(0), out());
+    Shape s = out();
+    expect(s.size() >= 2 && s[s.size() - 1] == s[s.size() - 2], "needs square trailing dims");
+  } else if (op == "softmax" || op == "softmax_grad") {
+    allOperandsAndResultsFloat();
+    for (int i = 0; i < command.operands_size(); ++i) {
+      sameShape(in(i), out());
+    }
+    index("dim", static_cast<int64_t>(out().size()));
+  } else if (op == "matmul") {
+    allOperandsAndResultsFloat();
+    Shape a = in(0), b = in(1), c = out();
+    if (a.size() < 2 || (b.size() != 2 && b.size() != a.size()) || c.size() != a.size()) {
+      fail("operand ranks " + describe(a) + ", " + describe(b) + " -> " + describe(c) +
+           " do not form a matmul");
+      return problem;
+    }
+    const plan::Attribute *ta = attribute("transpose_lhs"), *tb = attribute("transpose_rhs");
+    bool transposeA = ta && ta->i(), transposeB = tb && tb->i();
+    size_t r = a.size(), rb = b.size();
+    int64_t m = transposeA ? a[r - 1] : a[r - 2], k = transposeA ? a[r - 2] : a[r - 1];
+    int64_t kb = transposeB ? b[rb - 1] : b[rb - 2], n = transposeB ? b[rb - 2] : b[rb - 1];
+    Shape expected(a.begin(), a.end() - 2);
+    expected.push_back(m);
+    expected.push_back(n);
+    bool batchMatches = rb == 2 || std::equal(a.begin(), a.end() - 2, b.begin());
+    expect(k == kb && batchMatches && c == expected,
+           "matmul " + describe(a) + " x " + describe(b) + " cannot give " + describe(c));
+  } else if (op == "transpose") {
+    floats({&operand(0), &result(0)});
+    const plan::Attribute *perm = attribute("permutation");
+    Shape s = in(0), t = out();
+    if (!perm || perm->value_case() != plan::Attribute::kInts ||
+        perm->ints().values_size() != static_cast<int>(s.size()) || t.size() != s.size()) {
+      fail("needs a permutation of the operand's " + std::to_string(s.size()) + " dims");
+      return problem;
+    }
+    std::vector<bool> seen(s.size(), false);
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t p = perm->ints().values(static_cast<int>(i));
+      if (p < 0 || p >= static_cast<int64_t>(s.size()) || seen[p] || t[i] != s[p]) {
+        fail("permutation and result shape " + describe(t) + " do not match " + describe(s));
+        return problem;
+      }
+      seen[p] = true;
+    }
+  } else if (op == "embedding") {
+    Shape table = in(0), ids = in(1), y = out();
+    floats({&operand(0), &result(0)});
+    integers(operand(1));
+    Shape expected = ids;
+    expected.push_back(table.size() == 2 ? table[1] : -1);
+    expect(table.size() == 2 && y == expected, "embedding shapes do not match");
+  } else if (op == "embedding_grad") {
+    Shape ids = in(0), grad = in(1), table = out();
+    integers(operand(0));
+    floats({&operand(1), &result(0)});
+    Shape expected = ids;
+    expected.push_back(table.size() == 2 ? table[1] : -1);
+    expect(table.size() == 2 && grad == expected, "embedding_grad shapes do not match");
+  } else if (op == "rms_norm" || op == "rms_norm_grad") {
+    allOperandsAndResultsFloat();
+    Shape x = in(0), w = in(1);
+    expect(!x.empty() && w == Shape{x.back()}, "the weight must match the last dim");
+    sameShape(x, out(0));
+    if (op == "rms_norm_grad") {
+      sameShape(x, in(2));
+      sameShape(w, out(1));
+    }
+  } else if (op == "rope") {
+    allOperandsAndResultsFloat();
+    sameShape(in(0), out());
+    expect(out().size() == 4 && out()[3] % 2 == 0, "rope needs [batch, seq, heads, even dim]");
+  } else if (op == "repeat" || op == "repeat_grad") {
+    allOperandsAndResultsFloat();
+    Shape small = op == "repeat" ? in(0) : out(), large = op == "repeat" ? out() : in(0);
+    int64_t dim = index("dim", static_cast<int64_t>(small.size()));
+    const plan::Attribute *times = attribute("times");
+    if (dim >= 0) {
+      Shape expected = small;
+      expected[dim] *= times && times->value_case() == plan::Attribute::kI ? times->i() : -1;
+      expect(times && times->i() > 0 && large == expected, "repeat shapes do not match");
+    }
+  } else if (op == "split" || op == "concat") {
+    allOperandsAndResultsFloat();
+    bool split = op == "split";
+    Shape whole = split ? in(0) : out();
+    int64_t dim = index("dim", static_cast<int64_t>(whole.size()));
+    if (dim >= 0) {
+      int64_t total = 0;
+      int pieces = split ? command.results_size() : command.operands_size();
+      for (int i = 0; i < pieces; ++i) {
+        Shape piece = split ? out(i) : in(i);
+        Shape other = whole;
+        if (piece.size() == whole.size()) {
+          other[dim] = piece[dim];
+          total += piece[dim];
+        }
+        expect(piece == other, "piece " + describe(piece) + " does not fit " + describe(whole));
+      }
+      expect(total == whole[dim], "the pieces do not add up to " + describe(whole));
+    }
+  } else if (op == "cross_entropy" || op == "cross_entropy_grad") {
+    Shape logits = in(0), labels = in(1);
+    floats({&operand(0), &result(0)});
+    integers(operand(1));
+    expect(!logits.empty() && Shape(logits.begin(), logits.end() - 1) == labels,
+           "labels " + describe(labels) + " do not match logits " + describe(logits));
+    int mask = op == "cross_entropy" ? 2 : 3;
+    if (command.operands_size() > mask) {
+      floats({&operand(mask)});
+      sameShape(in(mask), labels);
+    }
+    if (op == "cross_entropy") {
+      scalar(result(0));
+    } else {
+      floats({&operand(2)});
+      scalar(operand(2));
+      sameShape(out(), logits);
+    }
+  } else if (op == "fill") {
+    floats({&result(0)});
+  } else if (op == "lr_value") {
+    integers(operand(0));
+    scalar(operand(0));
+    floats({&result(0)});
+    scalar(result(0));
+  } else if (op == "global_norm" || op == "clip_coefficient") {
+    allOperandsAndResultsFloat();
+    scalar(result(0));
+    if (op == "clip_coefficient") {
+      scalar(operand(0));
+    }
+  } else if (op == "adamw") {
+    // (master, m, v, grad, lr, clip, step) -> (master, m, v)
+    for (int i = 0; i < 6; ++i) {
+      floats({&operand(i)});
+    }
+    integers(operand(6));
+    for (int i = 1; i < 4; ++i) {
+      sameShape(in(i), in(0));
+    }
+    for (int i = 4; i < 7; ++i) {
+      scalar(operand(i));
+    }
+    for (int i = 0; i < 3; ++i) {
+      floats({&result(i)});
+      sameShape(out(i), in(0));
+    }
+  }
+  return problem;
+}
+
+} // namespace
+
+std::string checkCommandTypes(const plan::Plan &plan, const plan::Command &command) {
+  return Checker(plan, command).run();
+}
+
+} // namespace mlperf::rt
