@@ -11,6 +11,7 @@
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/exec/Backend.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace mlperf::rt {
@@ -109,9 +110,11 @@ public:
   Status write(uint32_t id, const HostTensor &value) override {
     const plan::Buffer &buffer = plan->buffers(id);
     DType dtype = fromPlanDType(buffer.dtype());
+    size_t stored = isFloat(value.dtype) ? value.values.size() : value.ints.size();
     if (isFloat(dtype) != isFloat(value.dtype) ||
         !std::equal(value.shape.begin(), value.shape.end(), buffer.shape().begin(),
-                    buffer.shape().end())) {
+                    buffer.shape().end()) ||
+        stored != static_cast<size_t>(value.numElements())) {
       return Status(StatusCode::kInvalidArgument,
                     "buffer '" + buffer.name() + "' cannot hold " + value.describe());
     }
@@ -135,6 +138,11 @@ public:
       break;
     case DType::kI32:
       for (int64_t i = 0; i < count; ++i) {
+        if (value.ints[i] < INT32_MIN || value.ints[i] > INT32_MAX) {
+          return Status(StatusCode::kInvalidArgument,
+                        "value " + std::to_string(value.ints[i]) + " at position " +
+                            std::to_string(i) + " does not fit i32 buffer '" + buffer.name() + "'");
+        }
         auto narrow = static_cast<int32_t>(value.ints[i]);
         std::memcpy(bytes + 4 * i, &narrow, 4);
       }

@@ -281,8 +281,13 @@ int64_t embedding(const T *table, const int64_t *ids, T *y, int64_t tokens, int6
 }
 
 template <typename T>
-void embeddingGrad(const int64_t *ids, const T *dy, T *dtable, int64_t tokens, int64_t vocab,
-                   int64_t dim) {
+int64_t embeddingGrad(const int64_t *ids, const T *dy, T *dtable, int64_t tokens, int64_t vocab,
+                      int64_t dim) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (ids[t] < 0 || ids[t] >= vocab) {
+      return t;
+    }
+  }
   std::vector<double> acc(vocab * dim, 0.0);
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t i = 0; i < dim; ++i) {
@@ -292,6 +297,7 @@ void embeddingGrad(const int64_t *ids, const T *dy, T *dtable, int64_t tokens, i
   for (int64_t i = 0; i < vocab * dim; ++i) {
     dtable[i] = static_cast<T>(acc[i]);
   }
+  return -1;
 }
 
 std::vector<double> ropeFrequencies(int64_t headDim, double theta, bool llama31Scaling,
@@ -522,7 +528,7 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
   template void silu<T>(const T *, T *, int64_t);                                                  \
   template void siluGrad<T>(const T *, const T *, T *, int64_t);                                   \
   template int64_t embedding<T>(const T *, const int64_t *, T *, int64_t, int64_t, int64_t);       \
-  template void embeddingGrad<T>(const int64_t *, const T *, T *, int64_t, int64_t, int64_t);      \
+  template int64_t embeddingGrad<T>(const int64_t *, const T *, T *, int64_t, int64_t, int64_t);   \
   template void rope<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t,                        \
                         const std::vector<double> &, bool);                                        \
   template void causalMask<T>(const T *, T *, int64_t, int64_t, bool);                             \

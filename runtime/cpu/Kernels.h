@@ -46,10 +46,11 @@ template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t coun
 template <typename T>
 int64_t embedding(const T *table, const int64_t *ids, T *y, int64_t tokens, int64_t vocab,
                   int64_t dim);
-/// dtable (zeroed first) += dy rows scattered to their ids.
+/// dtable (zeroed first) += dy rows scattered to their ids. Returns the position of the first
+/// id outside [0, vocab) (writing nothing), or -1.
 template <typename T>
-void embeddingGrad(const int64_t *ids, const T *dy, T *dtable, int64_t tokens, int64_t vocab,
-                   int64_t dim);
+int64_t embeddingGrad(const int64_t *ids, const T *dy, T *dtable, int64_t tokens, int64_t vocab,
+                      int64_t dim);
 
 /// Rotary embedding on [batch, seq, heads, headDim]. The frequency table comes from
 /// ropeFrequencies; `inverse` rotates by the negative angle (the VJP of the rotation).

@@ -210,8 +210,13 @@ Status Dispatch::run(std::string_view op) {
     cpu::siluGrad(f(0), f(1), out().values.data(), out().numElements());
   } else if (op == "embedding_grad") {
     const HostTensor &ids = in(0);
-    cpu::embeddingGrad(ids.ints.data(), f(1), out().values.data(), ids.numElements(),
-                       out().shape[0], out().shape[1]);
+    int64_t bad = cpu::embeddingGrad(ids.ints.data(), f(1), out().values.data(), ids.numElements(),
+                                     out().shape[0], out().shape[1]);
+    if (bad >= 0) {
+      return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
+                          std::to_string(bad) + " is outside the vocabulary [0, " +
+                          std::to_string(out().shape[0]) + ")");
+    }
   } else if (op == "rms_norm_grad") {
     int64_t dim = out(0).shape.back();
     cpu::rmsNormGrad(f(0), f(1), f(2), out(0).values.data(), out(1).values.data(),

@@ -59,7 +59,32 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend,
   }
   t.microRows = tokens.shape(0);
   t.seq = tokens.shape(1);
-  t.accumulation = std::max<int64_t>(1, plan.model().gradient_accumulation_steps());
+  t.accumulation = plan.model().gradient_accumulation_steps();
+  const plan::ModelInfo &model = plan.model();
+  if (t.accumulation < 1 || model.global_batch_size() != t.accumulation * t.microRows ||
+      model.eval_samples() < 0 || model.eval_every_samples() < 0) {
+    return invalid("the plan's batch (global " + std::to_string(model.global_batch_size()) + ", " +
+                   std::to_string(t.accumulation) + " micro-batches of " +
+                   std::to_string(t.microRows) + " rows) or eval counts are inconsistent");
+  }
+  // Parameter state: a float value and gradient, f32 master and moments, all of one shape.
+  for (const plan::Parameter &parameter : plan.parameters()) {
+    const plan::Buffer &value = plan.buffers(parameter.value());
+    bool valid = isFloat(fromPlanDType(value.dtype())) &&
+                 isFloat(fromPlanDType(plan.buffers(parameter.grad()).dtype()));
+    for (uint32_t id :
+         {parameter.grad(), parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
+      valid = valid && shapeOf(plan.buffers(id)) == shapeOf(value);
+    }
+    for (uint32_t id : {parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
+      valid = valid && plan.buffers(id).dtype() == plan::F32;
+    }
+    if (!valid) {
+      return invalid("parameter '" + parameter.name() +
+                     "' does not have a float value and gradient and f32 optimizer state of "
+                     "one shape");
+    }
+  }
   for (uint32_t id : {t.lossBuffer, t.lrBuffer, t.normBuffer}) {
     if (plan.buffers(id).shape_size() != 0 || plan.buffers(id).dtype() != plan::F32) {
       return invalid("buffer '" + plan.buffers(id).name() + "' should be an f32 scalar");

@@ -203,8 +203,9 @@ std::string Checker::run() {
     const plan::Attribute *times = attribute("times");
     if (dim >= 0) {
       Shape expected = small;
-      expected[dim] *= times && times->value_case() == plan::Attribute::kI ? times->i() : -1;
-      expect(times && times->i() > 0 && large == expected, "repeat shapes do not match");
+      bool valid = times && times->value_case() == plan::Attribute::kI && times->i() > 0 &&
+                   !__builtin_mul_overflow(expected[dim], times->i(), &expected[dim]);
+      expect(valid && large == expected, "repeat shapes do not match");
     }
   } else if (op == "split" || op == "concat") {
     allOperandsAndResultsFloat();

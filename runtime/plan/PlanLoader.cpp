@@ -117,8 +117,9 @@ Status validatePlan(const plan::Plan &p) {
     }
     uint64_t elements = 1;
     for (int64_t dim : b.shape()) {
-      if (dim < 0 || __builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements)) {
-        return invalid(where + " has an invalid shape");
+      // Empty dims are rejected too: no plan needs them and kernels divide by row sizes.
+      if (dim <= 0 || __builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements)) {
+        return invalid(where + " has an invalid shape (every dim must be positive)");
       }
     }
     uint64_t bytes = 0;

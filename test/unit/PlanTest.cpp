@@ -61,6 +61,11 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
       {[](plan::Plan &p) { p.mutable_buffers(0)->set_size(12); },
        "has size 12 but its shape needs 16"},
       {[](plan::Plan &p) { p.mutable_buffers(0)->add_shape(-1); }, "invalid shape"},
+      {[](plan::Plan &p) {
+         p.mutable_buffers(0)->set_shape(0, 0);
+         p.mutable_buffers(0)->set_size(0);
+       },
+       "every dim must be positive"},
       {[](plan::Plan &p) { p.mutable_buffers(0)->set_dtype(plan::DTYPE_UNSPECIFIED); },
        "no valid dtype"},
       {[](plan::Plan &p) { p.mutable_buffers(1)->set_id(7); }, "has id 7"},

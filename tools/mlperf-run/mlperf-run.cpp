@@ -98,6 +98,9 @@ int run(const Options &options) {
   if (options.printEvery < 0) {
     return fail("--print-every must be >= 0");
   }
+  if (!options.target.empty() && options.evalData.empty()) {
+    return fail("--target needs --eval-data to evaluate against");
+  }
 
   auto initStart = std::chrono::steady_clock::now();
   plan::Plan plan;
@@ -140,6 +143,30 @@ int run(const Options &options) {
     MLLOG_POINT(logger, "cache_clear", true);
     MLLOG_START(logger, "init_start", MLLogValue{});
   }
+  // Every interval opened in the log is closed, also when the run fails, so a failed run's
+  // log is still well formed (and says `aborted`).
+  bool initOpen = logging, runOpen = false, blockOpen = false, evalOpen = false;
+  int64_t samplesSoFar = 0;
+  MetricsFile metrics;
+  auto failRun = [&](const std::string &message) {
+    if (logging) {
+      if (evalOpen) {
+        MLLOG_END(logger, "eval_stop", MLLogValue{}, {"samples_count", samplesSoFar});
+      }
+      if (blockOpen) {
+        MLLOG_END(logger, "block_stop", MLLogValue{}, {"samples_count", samplesSoFar});
+      }
+      if (initOpen) {
+        MLLOG_END(logger, "init_stop", MLLogValue{});
+      }
+      if (runOpen) {
+        MLLOG_END(logger, "run_stop", MLLogValue{}, {"status", std::string("aborted")},
+                  {"samples_count", samplesSoFar});
+      }
+    }
+    (void)metrics.close(); // keep the steps that were taken
+    return fail(message);
+  };
 
   // Parameters and optimizer state: resumed, loaded, or drawn from the seed.
   uint64_t seed = options.seed >= 0 ? static_cast<uint64_t>(options.seed) : 0;
@@ -150,18 +177,36 @@ int run(const Options &options) {
       status = trainer->load(file, /*withOptimizerState=*/true);
     }
     if (!status.isOk()) {
-      return fail(options.resume + ": " + status.message());
+      return failRun(options.resume + ": " + status.message());
     }
-    // The data order depends on the seed: a resume continues the checkpoint's stream.
-    auto it = file.metadata.find("seed");
-    if (it != file.metadata.end()) {
-      uint64_t saved = std::strtoull(it->second.c_str(), nullptr, 10);
-      if (options.seed >= 0 && static_cast<uint64_t>(options.seed) != saved) {
-        return fail(options.resume + " was trained with --seed " + it->second +
-                    "; a resume continues that run (omit --seed or pass the same one)");
-      }
-      seed = saved;
+    // The data stream depends on the seed, the order and the batch: a resume continues the
+    // checkpoint's stream, so all three must be the run's.
+    auto entry = [&](const char *key) {
+      auto it = file.metadata.find(key);
+      return it == file.metadata.end() ? std::string() : it->second;
+    };
+    std::string savedSeed = entry("seed"), savedOrder = entry("data_order"),
+                savedSamples = entry("samples");
+    char *end = nullptr;
+    uint64_t saved = std::strtoull(savedSeed.c_str(), &end, 10);
+    if (savedSeed.empty() || *end != '\0' || savedOrder.empty() || savedSamples.empty()) {
+      return failRun(options.resume + ": not a checkpoint of mlperf-run --save (its metadata "
+                                      "lacks seed, data_order or samples)");
     }
+    if (options.seed >= 0 && static_cast<uint64_t>(options.seed) != saved) {
+      return failRun(options.resume + " was trained with --seed " + savedSeed +
+                     "; a resume continues that run (omit --seed or pass the same one)");
+    }
+    if (savedOrder != options.dataOrder) {
+      return failRun(options.resume + " was trained with --data-order " + savedOrder +
+                     "; a resume continues that run");
+    }
+    if (savedSamples != std::to_string(trainer->stepsTaken() * model.global_batch_size())) {
+      return failRun(options.resume + " stopped after " + savedSamples + " samples, which is not " +
+                     std::to_string(trainer->stepsTaken()) + " steps of this plan's global batch " +
+                     std::to_string(model.global_batch_size()) + ": a different plan?");
+    }
+    seed = saved;
   } else if (!options.initFrom.empty()) {
     TensorFile file;
     status = readSafetensors(options.initFrom, file);
@@ -169,12 +214,12 @@ int run(const Options &options) {
       status = trainer->load(file, /*withOptimizerState=*/false);
     }
     if (!status.isOk()) {
-      return fail(options.initFrom + ": " + status.message());
+      return failRun(options.initFrom + ": " + status.message());
     }
   } else {
     status = trainer->initialize(seed);
     if (!status.isOk()) {
-      return fail(status);
+      return failRun(status.message());
     }
   }
 
@@ -183,7 +228,7 @@ int run(const Options &options) {
   GPTBatches train;
   status = GPTBatches::open(options.data, seq, order, seed, train);
   if (!status.isOk()) {
-    return fail(status);
+    return failRun(status.message());
   }
   // Evaluation: the first eval_samples samples of the eval dataset in file order (fewer when
   // the dataset is smaller), whole micro-batches.
@@ -193,13 +238,13 @@ int run(const Options &options) {
     GPTBatches eval;
     status = GPTBatches::open(options.evalData, seq, SampleOrder::kSequential, 0, eval);
     if (!status.isOk()) {
-      return fail(status);
+      return failRun(status.message());
     }
     int64_t rows = trainer->microBatchRows();
     evalSamples = std::min(model.eval_samples(), eval.samplesPerEpoch()) / rows * rows;
     if (evalSamples == 0) {
-      return fail(options.evalData + " holds fewer samples than one micro-batch (" +
-                  std::to_string(rows) + " x " + std::to_string(seq + 1) + " tokens)");
+      return failRun(options.evalData + " holds fewer samples than one micro-batch (" +
+                     std::to_string(rows) + " x " + std::to_string(seq + 1) + " tokens)");
     }
     if (evalSamples < model.eval_samples()) {
       std::fprintf(stderr,
@@ -211,19 +256,18 @@ int run(const Options &options) {
     }
     status = eval.fill(0, evalSamples, evalTokens, evalLabels);
     if (!status.isOk()) {
-      return fail(status);
+      return failRun(status.message());
     }
-  } else if (!options.target.empty()) {
-    return fail("--target needs --eval-data to evaluate against");
   }
   bool evaluating = evalSamples > 0;
-  int64_t evalEverySteps = std::max<int64_t>(1, model.eval_every_samples() / globalBatch);
+  // The model's cadence in whole steps (rounded up: never evaluate before the samples).
+  int64_t evalEverySteps =
+      std::max<int64_t>(1, (model.eval_every_samples() + globalBatch - 1) / globalBatch);
 
-  MetricsFile metrics;
   if (!options.metricsOut.empty()) {
     status = metrics.open(options.metricsOut);
     if (!status.isOk()) {
-      return fail(status);
+      return failRun(status.message());
     }
   }
   if (logging) {
@@ -253,6 +297,8 @@ int run(const Options &options) {
     MLLOG_POINT(logger, "seed", static_cast<int64_t>(seed));
     MLLOG_END(logger, "init_stop", MLLogValue{});
     MLLOG_START(logger, "run_start", MLLogValue{});
+    initOpen = false;
+    runOpen = true;
   }
   double initSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - initStart).count();
@@ -275,28 +321,28 @@ int run(const Options &options) {
   std::vector<int64_t> tokens, labels;
   auto samplesAfter = [&](int64_t step) { return step * globalBatch; };
   for (int64_t step = firstStep; step < maxSteps && !converged; ++step) {
-    if (logging && (step - firstStep) % evalEverySteps == 0) {
-      MLLOG_START(logger, "block_start", MLLogValue{}, {"samples_count", samplesAfter(step)});
+    // Blocks follow the absolute step count, so a resumed run evaluates where an
+    // uninterrupted one does.
+    samplesSoFar = samplesAfter(step);
+    if (logging && (step == firstStep || step % evalEverySteps == 0)) {
+      MLLOG_START(logger, "block_start", MLLogValue{}, {"samples_count", samplesSoFar});
+      blockOpen = true;
     }
-    status = train.fill(samplesAfter(step), globalBatch, tokens, labels);
+    status = train.fill(samplesSoFar, globalBatch, tokens, labels);
     auto start = std::chrono::steady_clock::now();
     TrainStepMetrics taken;
     if (status.isOk()) {
       status = trainer->step(tokens, labels, taken);
     }
     if (!status.isOk()) {
-      if (logging) {
-        MLLOG_END(logger, "run_stop", MLLogValue{}, {"status", std::string("aborted")},
-                  {"samples_count", samplesAfter(step)});
-      }
-      (void)metrics.close();
-      return fail(status);
+      return failRun(status.message());
     }
+    samplesSoFar = samplesAfter(step + 1);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double tokensPerSecond = static_cast<double>(globalBatch * seq) / seconds;
     metrics.write("{\"step\": " + std::to_string(taken.step) +
-                  ", \"samples\": " + std::to_string(samplesAfter(step + 1)) +
+                  ", \"samples\": " + std::to_string(samplesSoFar) +
                   ", \"loss\": " + jsonNumber(taken.loss) + ", \"lr\": " + jsonNumber(taken.lr) +
                   ", \"grad_norm\": " + jsonNumber(taken.gradNorm) +
                   ", \"tokens_per_s\": " + jsonNumber(tokensPerSecond) + "}");
@@ -311,30 +357,32 @@ int run(const Options &options) {
                    static_cast<long long>(step + 1), static_cast<long long>(maxSteps), taken.loss,
                    tokensPerSecond);
     }
-    bool blockEnds = (step + 1 - firstStep) % evalEverySteps == 0 || step + 1 == maxSteps;
+    bool blockEnds = (step + 1) % evalEverySteps == 0 || step + 1 == maxSteps;
     if (blockEnds && logging) {
-      MLLOG_END(logger, "block_stop", MLLogValue{}, {"samples_count", samplesAfter(step + 1)});
+      MLLOG_END(logger, "block_stop", MLLogValue{}, {"samples_count", samplesSoFar});
+      blockOpen = false;
     }
     if (blockEnds && evaluating) {
-      int64_t samples = samplesAfter(step + 1);
       if (logging) {
-        MLLOG_START(logger, "eval_start", MLLogValue{}, {"samples_count", samples});
+        MLLOG_START(logger, "eval_start", MLLogValue{}, {"samples_count", samplesSoFar});
+        evalOpen = true;
       }
       status = trainer->evalLoss(evalTokens, evalLabels, lastEval);
       if (!status.isOk()) {
-        return fail(status);
+        return failRun(status.message());
       }
       converged = lastEval <= target;
       if (logging) {
-        MLLOG_POINT(logger, "eval_accuracy", lastEval, {"samples_count", samples});
-        MLLOG_END(logger, "eval_stop", MLLogValue{}, {"samples_count", samples});
+        MLLOG_POINT(logger, "eval_accuracy", lastEval, {"samples_count", samplesSoFar});
+        MLLOG_END(logger, "eval_stop", MLLogValue{}, {"samples_count", samplesSoFar});
+        evalOpen = false;
       }
       if (terminal) {
         std::fputc('\n', stderr);
       }
       std::printf("eval step %lld samples %lld eval_loss %.6f target %s%s\n",
-                  static_cast<long long>(taken.step), static_cast<long long>(samples), lastEval,
-                  jsonNumber(target).c_str(), converged ? " reached" : "");
+                  static_cast<long long>(taken.step), static_cast<long long>(samplesSoFar),
+                  lastEval, jsonNumber(target).c_str(), converged ? " reached" : "");
       std::fflush(stdout);
     }
   }
@@ -356,8 +404,9 @@ int run(const Options &options) {
     return fail(status);
   }
   if (!options.save.empty()) {
-    status = trainer->save(
-        options.save, {{"seed", std::to_string(seed)}, {"samples", std::to_string(samplesDone)}});
+    status = trainer->save(options.save, {{"seed", std::to_string(seed)},
+                                          {"data_order", options.dataOrder},
+                                          {"samples", std::to_string(samplesDone)}});
     if (!status.isOk()) {
       return fail(status);
     }
