@@ -29,7 +29,7 @@ struct Options {
   std::vector<std::string> positional;
   std::string backend = "cpu", data, evalData, dataOrder = "shuffled", target, initFrom, save,
               resume, mllog, metricsOut;
-  int64_t seed = -1, maxSteps = -1, printEvery = 10;
+  int64_t seed = -1, maxSteps = -1, printEvery = 10, saveEvery = 0;
 };
 
 int fail(const std::string &message) {
@@ -97,6 +97,9 @@ int run(const Options &options) {
   }
   if (options.printEvery < 0) {
     return fail("--print-every must be >= 0");
+  }
+  if (options.saveEvery < 0 || (options.saveEvery > 0 && options.save.empty())) {
+    return fail("--save-every N needs N >= 0 and --save CKPT");
   }
   if (!options.target.empty() && options.evalData.empty()) {
     return fail("--target needs --eval-data to evaluate against");
@@ -314,12 +317,19 @@ int run(const Options &options) {
               initSeconds);
   std::fflush(stdout);
 
+  auto samplesAfter = [&](int64_t step) { return step * globalBatch; };
+  // Checkpoints carry what a resume needs to continue the same data stream.
+  auto saveCheckpoint = [&] {
+    return trainer->save(options.save,
+                         {{"seed", std::to_string(seed)},
+                          {"data_order", options.dataOrder},
+                          {"samples", std::to_string(samplesAfter(trainer->stepsTaken()))}});
+  };
   bool terminal = isatty(fileno(stderr));
   bool converged = false;
   double lastEval = NAN;
   int64_t firstStep = trainer->stepsTaken();
   std::vector<int64_t> tokens, labels;
-  auto samplesAfter = [&](int64_t step) { return step * globalBatch; };
   for (int64_t step = firstStep; step < maxSteps && !converged; ++step) {
     // Blocks follow the absolute step count, so a resumed run evaluates where an
     // uninterrupted one does.
@@ -356,6 +366,14 @@ int run(const Options &options) {
       std::fprintf(stderr, "\r[%lld/%lld] loss %.4f  %.0f tokens/s  ",
                    static_cast<long long>(step + 1), static_cast<long long>(maxSteps), taken.loss,
                    tokensPerSecond);
+    }
+    if (options.saveEvery > 0 && (step + 1) % options.saveEvery == 0 && step + 1 < maxSteps) {
+      status = saveCheckpoint();
+      if (!status.isOk()) {
+        return failRun(status.message());
+      }
+      std::printf("mlperf-run: wrote %s (step %lld)\n", options.save.c_str(),
+                  static_cast<long long>(trainer->stepsTaken()));
     }
     bool blockEnds = (step + 1) % evalEverySteps == 0 || step + 1 == maxSteps;
     if (blockEnds && logging) {
@@ -404,9 +422,7 @@ int run(const Options &options) {
     return fail(status);
   }
   if (!options.save.empty()) {
-    status = trainer->save(options.save, {{"seed", std::to_string(seed)},
-                                          {"data_order", options.dataOrder},
-                                          {"samples", std::to_string(samplesDone)}});
+    status = saveCheckpoint();
     if (!status.isOk()) {
       return fail(status);
     }
@@ -446,6 +462,8 @@ int main(int argc, char **argv) {
                 "Start from these parameters (Hugging Face names) with a fresh optimizer");
   cli.addString("save", &options.save, "CKPT.safetensors",
                 "At the end, write parameters, optimizer state and step (atomically)");
+  cli.addInt("save-every", &options.saveEvery,
+             "Also write the --save checkpoint every N steps (a crash loses at most N steps)");
   cli.addString("resume", &options.resume, "CKPT.safetensors",
                 "Continue a run saved with --save, bit-identically");
   cli.addString("mllog", &options.mllog, "FILE", "Write the MLPerf log here");
