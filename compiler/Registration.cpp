@@ -4,6 +4,7 @@
 
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Plan/IR/PlanOps.h"
 #include "dialects/TG/IR/TGOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,7 +15,8 @@
 namespace mlperf {
 
 void registerMlperfcDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tg::TGDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+  registry.insert<tg::TGDialect, plan_ir::PlanDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect>();
 }
 
 std::unique_ptr<mlir::MLIRContext> createModelContext() {

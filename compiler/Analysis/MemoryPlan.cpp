@@ -23,14 +23,14 @@ int64_t storageBytes(Type type, int64_t alignment) {
 
 /// First-fit placement in the given order: each buffer goes to the lowest offset that does
 /// not overlap a placed buffer whose lifetime intersects its own.
-int64_t place(std::vector<PlannedBuffer> &buffers, const std::vector<size_t> &order) {
+int64_t place(std::vector<LiveRange> &buffers, const std::vector<size_t> &order) {
   std::vector<size_t> placed;
   int64_t arena = 0;
   for (size_t index : order) {
-    PlannedBuffer &buffer = buffers[index];
+    LiveRange &buffer = buffers[index];
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (size_t other : placed) {
-      const PlannedBuffer &b = buffers[other];
+      const LiveRange &b = buffers[other];
       if (b.firstUse <= buffer.lastUse && buffer.firstUse <= b.lastUse) {
         busy.emplace_back(b.offset, b.offset + b.bytes);
       }
@@ -51,6 +51,45 @@ int64_t place(std::vector<PlannedBuffer> &buffers, const std::vector<size_t> &or
 }
 
 } // namespace
+
+int64_t assignOffsets(std::vector<LiveRange> &ranges, int64_t &lowerBoundBytes) {
+  lowerBoundBytes = 0;
+  if (ranges.empty()) {
+    return 0;
+  }
+  // Lower bound: the largest sum of sizes live at one position.
+  int64_t positions = 0;
+  for (const LiveRange &range : ranges) {
+    positions = std::max(positions, range.lastUse + 1);
+  }
+  std::vector<int64_t> live(positions, 0);
+  for (const LiveRange &range : ranges) {
+    for (int64_t i = range.firstUse; i <= range.lastUse; ++i) {
+      live[i] += range.bytes;
+    }
+  }
+  lowerBoundBytes = *std::max_element(live.begin(), live.end());
+
+  // Two greedy orders (largest first; longest-lived first), keeping the smaller arena.
+  std::vector<size_t> bySize(ranges.size()), byLifetime;
+  for (size_t i = 0; i < bySize.size(); ++i) {
+    bySize[i] = i;
+  }
+  byLifetime = bySize;
+  const auto &b = ranges;
+  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t x, size_t y) {
+    return b[x].bytes != b[y].bytes ? b[x].bytes > b[y].bytes : b[x].firstUse < b[y].firstUse;
+  });
+  std::stable_sort(byLifetime.begin(), byLifetime.end(), [&](size_t x, size_t y) {
+    int64_t lx = b[x].lastUse - b[x].firstUse, ly = b[y].lastUse - b[y].firstUse;
+    return lx != ly ? lx > ly : b[x].bytes > b[y].bytes;
+  });
+  std::vector<LiveRange> first = ranges, second = ranges;
+  int64_t arenaBySize = place(first, bySize);
+  int64_t arenaByLifetime = place(second, byLifetime);
+  ranges = arenaBySize <= arenaByLifetime ? std::move(first) : std::move(second);
+  return std::min(arenaBySize, arenaByLifetime);
+}
 
 MemoryPlan planFunctionMemory(func::FuncOp func, int64_t alignment) {
   MemoryPlan plan;
@@ -104,34 +143,14 @@ MemoryPlan planFunctionMemory(func::FuncOp func, int64_t alignment) {
     return plan;
   }
 
-  // Lower bound: the largest sum of sizes live at one op.
-  std::vector<int64_t> live(index + 1, 0);
+  std::vector<LiveRange> ranges;
   for (const PlannedBuffer &buffer : plan.buffers) {
-    for (int64_t i = buffer.firstUse; i <= buffer.lastUse; ++i) {
-      live[i] += buffer.bytes;
-    }
+    ranges.push_back({buffer.bytes, buffer.firstUse, buffer.lastUse, 0});
   }
-  plan.lowerBoundBytes = *std::max_element(live.begin(), live.end());
-
-  // Two greedy orders (largest first; longest-lived first), keeping the smaller arena.
-  std::vector<size_t> bySize(plan.buffers.size()), byLifetime;
-  for (size_t i = 0; i < bySize.size(); ++i) {
-    bySize[i] = i;
+  plan.arenaBytes = assignOffsets(ranges, plan.lowerBoundBytes);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    plan.buffers[i].offset = ranges[i].offset;
   }
-  byLifetime = bySize;
-  const auto &b = plan.buffers;
-  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t x, size_t y) {
-    return b[x].bytes != b[y].bytes ? b[x].bytes > b[y].bytes : b[x].firstUse < b[y].firstUse;
-  });
-  std::stable_sort(byLifetime.begin(), byLifetime.end(), [&](size_t x, size_t y) {
-    int64_t lx = b[x].lastUse - b[x].firstUse, ly = b[y].lastUse - b[y].firstUse;
-    return lx != ly ? lx > ly : b[x].bytes > b[y].bytes;
-  });
-  std::vector<PlannedBuffer> first = plan.buffers, second = plan.buffers;
-  int64_t arenaBySize = place(first, bySize);
-  int64_t arenaByLifetime = place(second, byLifetime);
-  plan.buffers = arenaBySize <= arenaByLifetime ? std::move(first) : std::move(second);
-  plan.arenaBytes = std::min(arenaBySize, arenaByLifetime);
   return plan;
 }
 

@@ -17,11 +17,11 @@
 namespace mlperf {
 
 struct PlannedBuffer {
-  mlir::Value value;           // the value that owns the buffer (aliases share it)
-  int64_t bytes = 0;           // storage size, rounded up to the alignment
-  int64_t firstUse = 0;        // index of the defining op
-  int64_t lastUse = 0;         // index of the last op reading it (or of the return)
-  int64_t offset = 0;          // byte offset in the arena
+  mlir::Value value;    // the value that owns the buffer (aliases share it)
+  int64_t bytes = 0;    // storage size, rounded up to the alignment
+  int64_t firstUse = 0; // index of the defining op
+  int64_t lastUse = 0;  // index of the last op reading it (or of the return)
+  int64_t offset = 0;   // byte offset in the arena
 };
 
 struct MemoryPlan {
@@ -31,10 +31,22 @@ struct MemoryPlan {
   int64_t lowerBoundBytes = 0;
 };
 
+/// A buffer's size and the positions (op or command indices) from its definition to its last
+/// use; `offset` is what `assignOffsets` chose.
+struct LiveRange {
+  int64_t bytes = 0, firstUse = 0, lastUse = 0, offset = 0;
+};
+
+/// Static offsets such that ranges alive at the same position never overlap: first fit in
+/// two orders (largest first, longest-lived first), keeping the smaller arena, whose size is
+/// returned. `lowerBoundBytes` becomes the most bytes alive at one position, which no
+/// assignment can beat. Shared by planFunctionMemory and the plan-memory pass.
+int64_t assignOffsets(std::vector<LiveRange> &ranges, int64_t &lowerBoundBytes);
+
 /// Bytes per buffer are the storage size of the value's type (bf16 = 2 bytes), aligned to
 /// `alignment`. Excluded: function arguments and results (the caller's buffers: batch inputs,
-/// gradients, parameters and optimizer state) and parameter reads (persistent memory). A reshape is a view of its input: it shares the input's buffer,
-/// whose life extends to the view's last use.
+/// gradients, parameters and optimizer state) and parameter reads (persistent memory). A reshape is
+/// a view of its input: it shares the input's buffer, whose life extends to the view's last use.
 MemoryPlan planFunctionMemory(mlir::func::FuncOp func, int64_t alignment = 256);
 
 } // namespace mlperf

@@ -35,6 +35,14 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   buildTGCleanupPipeline(pm);
 }
 
+void buildPlanPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options) {
+  // The train step's functions as programs of commands over typed buffers.
+  pm.addPass(
+      createPlanFromTGPass(PlanFromTGPassOptions{options.precision, options.accumulationSteps}));
+  // Static offsets: liveness per program, first-fit placement in one arena per class.
+  pm.addPass(createPlanMemoryPass());
+}
+
 void registerMlperfcPipelines() {
   mlir::PassPipelineRegistration<>("tg-cleanup-pipeline",
                                    "Exact clean-up of tg IR: tg-simplify, then CSE",

@@ -36,6 +36,10 @@ int64_t accumulationStepsOnOneRank(mlperf::tg::ModelOp model);
 void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options);
 
 /// Registers every pipeline above with the pass registry (`mlperf-opt --tg-cleanup-pipeline`).
+/// After buildTrainStepPipeline: plan-from-tg, then plan-memory. The module then holds a
+/// placed `plan.plan` that plan-emit (compiler/Plan/PlanEmit.h) writes as plan.pb.
+void buildPlanPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options);
+
 void registerMlperfcPipelines();
 
 } // namespace mlperf

@@ -1,25 +1,25 @@
-//===- PlanEmit.h - Train step to execution plan --------------*- C++ -*-===//
+//===- PlanEmit.h - plan dialect to plan.pb --------------------*- C++ -*-===//
 //
-// plan-emit: turns a model lowered by the train-step pipeline (@forward, @forward_backward,
-// @optimizer_step) into an execution plan (runtime/plan.proto): persistent buffers for
-// parameters, gradients, optimizer state and batch inputs; activation buffers at the offsets
-// planFunctionMemory assigns; one command per tg op, in program order.
+// plan-emit: writes a placed `plan.plan` (after plan-from-tg and plan-memory) as the
+// runtime's execution plan (runtime/plan.proto). A direct translation: buffers are numbered
+// in plan order, symbols become ids, command attributes keep their names and values.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MLPERFC_COMPILER_PLAN_PLANEMIT_H
 #define MLPERFC_COMPILER_PLAN_PLANEMIT_H
 
-#include "dialects/TG/IR/TGOps.h"
+#include "dialects/Plan/IR/PlanOps.h"
 #include "runtime/plan.pb.h"
-
-#include "llvm/ADT/StringRef.h"
 
 namespace mlperf {
 
-/// Fails with a diagnostic on an op or type the plan cannot express.
-mlir::FailureOr<plan::Plan> emitPlan(tg::ModelOp model, llvm::StringRef precision,
-                                     int64_t accumulationSteps);
+/// Fails with a diagnostic on an unplaced buffer or an attribute the format cannot hold; the
+/// result is validated as the runtime will (a failure there is a compiler bug).
+mlir::FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp);
+
+/// The plan.plan of a module (the first one), or null.
+plan_ir::PlanOp getPlan(mlir::ModuleOp module);
 
 } // namespace mlperf
 

@@ -163,4 +163,61 @@ def TGSetPrecisionPass : Pass<"tg-set-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
 }
 
+def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
+  let summary = "Builds the execution plan (plan dialect) of a lowered train step";
+  let description = [{
+    Rewrite class: representation change (no math changes). For each `tg.model` that has
+    `@forward`, `@forward_backward` and `@optimizer_step` (the train-step pipeline's
+    output), appends a `plan.plan` to the module:
+
+    - persistent buffers, per parameter its value, gradient and f32 master and moments
+      (`grad.<name>`, `optimizer.master.<name>`, ...), the batch inputs, `loss`, `step`,
+      `lr` and `grad_norm`, and a `plan.parameter` tying them to the Hugging Face name;
+    - per function a `plan.program` whose commands are its ops in order, one
+      `plan.command` per op with the op's attributes, reading and writing buffers: the
+      arguments are the program's inputs, returned values are written straight into its
+      output buffers (a `copy` where a value is returned that another op produced), every
+      other result gets an activation buffer (`<function>.<op>.<n>`), and a reshape's
+      result is a view of its input's bytes.
+
+    Offsets are left for `plan-memory`. The `tg.model` stays (audits compare the two).
+
+    ```mlir
+    // before: func.func @forward(%tokens, %labels) { %e = tg.embedding %w, %tokens ... }
+    // after:
+    plan.program @forward inputs [@"input.tokens", @"input.labels"] outputs [@loss] {
+      plan.command "embedding" [@"model.embed_tokens.weight", @"input.tokens"]
+          -> [@"forward.embedding.0"]
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The precision the train step was lowered at, recorded in the plan">,
+    Option<"accumulationSteps", "accumulation-steps", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step, recorded in the plan">,
+  ];
+  let dependentDialects = ["::mlperf::plan_ir::PlanDialect"];
+}
+
+def PlanMemoryPass : Pass<"plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Liveness of plan buffers and static arena offsets";
+  let description = [{
+    Rewrite class: memory placement (no math changes). Persistent buffers get consecutive
+    256-byte aligned slots. Activation buffers are alive from the command that first writes
+    them to the last command that reads them (a view keeps its source alive) within their
+    program; each program's buffers are placed by first fit (largest first and longest-lived
+    first, keeping the smaller arena) so that live buffers never overlap, and programs share
+    the activation arena. Sets every buffer's offset, each arena's `size`, and the activation
+    arena's `lower_bound` (most bytes alive at once, which no placement can beat).
+
+    ```mlir
+    // before: plan.buffer @"forward.matmul.3" : tensor<1x32x64xbf16> in @activations
+    // after:  plan.buffer @"forward.matmul.3" : tensor<1x32x64xbf16> in @activations at 4096
+    ```
+  }];
+  let dependentDialects = ["::mlperf::plan_ir::PlanDialect"];
+}
+
 #endif // MLPERFC_COMPILER_TRANSFORMS_PASSES_TD

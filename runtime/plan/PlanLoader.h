@@ -10,6 +10,7 @@
 #define MLPERFC_RUNTIME_PLAN_PLANLOADER_H
 
 #include "runtime/plan.pb.h"
+#include "runtime/plan/PlanOps.h"
 #include "runtime/support/Status.h"
 
 #include <cstdint>
@@ -17,18 +18,6 @@
 #include <string_view>
 
 namespace mlperf::rt {
-
-/// Bumped on every incompatible change to runtime/plan.proto.
-constexpr uint32_t kPlanFormatVersion = 1;
-
-/// Operand and result counts of a command op; -1 for "any number".
-struct PlanOpSignature {
-  std::string_view name;
-  int minOperands, maxOperands, minResults, maxResults;
-};
-
-/// The signature of `op`, or null for an op this runtime does not execute.
-const PlanOpSignature *findPlanOp(std::string_view op);
 
 /// Bytes per element of a plan dtype (0 for DTYPE_UNSPECIFIED).
 int64_t planDTypeBytes(plan::DType dtype);

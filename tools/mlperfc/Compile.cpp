@@ -108,6 +108,7 @@ int runCompile() {
   options.accumulationSteps = accumulationStepsOnOneRank(model);
   mlir::PassManager pm(contextOwner.get());
   buildTrainStepPipeline(pm, options);
+  buildPlanPipeline(pm, options);
   if (!compileDumpIR.empty()) {
     std::string error;
     if (!addIRDump(pm, compileDumpIR, error)) {
@@ -131,7 +132,7 @@ int runCompile() {
     llvm::outs() << "  IR after every pass: " << compileDumpIR << "/\n";
   }
   if (!compileOutput.empty()) {
-    mlir::FailureOr<plan::Plan> plan = emitPlan(model, compilePrecision, options.accumulationSteps);
+    mlir::FailureOr<plan::Plan> plan = emitPlan(getPlan(*module));
     if (failed(plan)) {
       return fail("could not emit the plan (errors above)");
     }

@@ -1,0 +1,291 @@
+//===- PlanFromTG.cpp - The execution plan of a train step -----*- C++ -*-===//
+
+#include "compiler/Transforms/Passes.h"
+
+#include "runtime/plan/PlanOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "plan-from-tg"
+
+namespace mlperf {
+#define GEN_PASS_DEF_PLANFROMTGPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+/// Builds one plan.plan; buffers are created in the order the plan file will number them.
+class PlanBuilder {
+public:
+  PlanBuilder(tg::ModelOp model, plan_ir::PlanOp plan)
+      : model(model), plan(plan), builder(&plan.getBody().front(), plan.getBody().front().end()) {}
+
+  LogicalResult build(StringRef precision, int64_t accumulation);
+
+private:
+  FlatSymbolRefAttr addBuffer(StringRef name, Type type, FlatSymbolRefAttr arena,
+                              FlatSymbolRefAttr viewOf = {}) {
+    std::string unique = name.str();
+    // Activation names repeat (forward.matmul): number them.
+    if (arena == activations) {
+      unique += "." + std::to_string(counters[name]++);
+    }
+    bufferOps[unique] =
+        plan_ir::BufferOp::create(builder, model.getLoc(), builder.getStringAttr(unique),
+                                  TypeAttr::get(type), arena, IntegerAttr(), viewOf);
+    return FlatSymbolRefAttr::get(builder.getContext(), unique);
+  }
+  LogicalResult buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRefAttr> inputs,
+                             ArrayRef<FlatSymbolRefAttr> outputs);
+  DictionaryAttr modelInfo(StringRef precision, int64_t accumulation);
+
+  tg::ModelOp model;
+  plan_ir::PlanOp plan;
+  OpBuilder builder;
+  FlatSymbolRefAttr persistent, activations;
+  llvm::StringMap<FlatSymbolRefAttr> parameterValue;
+  llvm::StringMap<int64_t> counters;
+  llvm::StringMap<plan_ir::BufferOp> bufferOps;
+};
+
+ArrayAttr refArray(OpBuilder &builder, ArrayRef<FlatSymbolRefAttr> refs) {
+  return builder.getArrayAttr(SmallVector<Attribute>(refs.begin(), refs.end()));
+}
+
+bool encodable(Attribute value) {
+  return isa<FloatAttr, IntegerAttr, UnitAttr, StringAttr, DenseI64ArrayAttr>(value);
+}
+
+LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRefAttr> inputs,
+                                        ArrayRef<FlatSymbolRefAttr> outputs) {
+  auto program = plan_ir::ProgramOp::create(builder, func.getLoc(), func.getSymNameAttr(),
+                                            refArray(builder, inputs), refArray(builder, outputs));
+  program.getBody().emplaceBlock();
+  OpBuilder::InsertionGuard guard(builder);
+  OpBuilder commands(&program.getBody().front(), program.getBody().front().end());
+
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Value, FlatSymbolRefAttr> bufferOf;
+  for (auto [arg, ref] : llvm::zip(body.getArguments(), inputs)) {
+    bufferOf[arg] = ref;
+  }
+  // Returned values are written straight into the program's output buffers.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  llvm::DenseMap<Value, FlatSymbolRefAttr> outputOf;
+  for (auto [value, ref] : llvm::zip(ret.getOperands(), outputs)) {
+    outputOf.try_emplace(value, ref);
+  }
+  // Buffers go before the program, commands into it.
+  builder.setInsertionPoint(program);
+  for (Operation &op : body.without_terminator()) {
+    if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
+      bufferOf[ref.getResult()] = parameterValue.lookup(ref.getName());
+      continue;
+    }
+    StringRef kernel = op.getName().stripDialect();
+    if (op.getName().getDialectNamespace() != "tg" || !rt::findPlanOp(kernel)) {
+      return op.emitError() << "plan-from-tg: no plan command for '" << op.getName()
+                            << "' (run the train-step pipeline first)";
+    }
+    SmallVector<FlatSymbolRefAttr> operands, results;
+    for (Value operand : op.getOperands()) {
+      operands.push_back(bufferOf.lookup(operand));
+    }
+    for (Value value : op.getResults()) {
+      FlatSymbolRefAttr ref;
+      if (auto it = outputOf.find(value); it != outputOf.end()) {
+        ref = it->second;
+      } else if (isa<tg::ReshapeOp>(op)) {
+        // A view of its input's bytes; a view of a view is a view of the first one.
+        FlatSymbolRefAttr source = bufferOf.lookup(op.getOperand(0));
+        plan_ir::BufferOp sourceBuffer = bufferOps.lookup(source.getValue());
+        if (sourceBuffer.getViewOfAttr()) {
+          source = sourceBuffer.getViewOfAttr();
+        }
+        ref = addBuffer(func.getSymName().str() + ".view", value.getType(),
+                        sourceBuffer.getArenaAttr(), source);
+      } else {
+        ref = addBuffer(func.getSymName().str() + "." + kernel.str(), value.getType(), activations);
+      }
+      bufferOf[value] = ref;
+      results.push_back(ref);
+    }
+    for (NamedAttribute attr : op.getAttrs()) {
+      if (!encodable(attr.getValue())) {
+        return op.emitError() << "plan-from-tg: attribute '" << attr.getName()
+                              << "' has no plan encoding";
+      }
+    }
+    plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kernel),
+                               refArray(commands, operands), refArray(commands, results),
+                               DictionaryAttr::get(builder.getContext(), op.getAttrs()));
+  }
+  // A returned value produced elsewhere (an argument, a parameter, a value returned twice)
+  // is copied into its output buffer.
+  for (auto [value, ref] : llvm::zip(ret.getOperands(), outputs)) {
+    FlatSymbolRefAttr source = bufferOf.lookup(value);
+    if (source != ref) {
+      plan_ir::CommandOp::create(commands, ret.getLoc(), commands.getStringAttr("copy"),
+                                 refArray(commands, {source}), refArray(commands, {ref}),
+                                 DictionaryAttr::get(builder.getContext()));
+    }
+  }
+  builder.setInsertionPointToEnd(&plan.getBody().front());
+  return success();
+}
+
+DictionaryAttr PlanBuilder::modelInfo(StringRef precision, int64_t accumulation) {
+  Block &body = model.getBody().front();
+  SmallVector<NamedAttribute> fields;
+  auto add = [&](StringRef name, Attribute value) {
+    fields.push_back(builder.getNamedAttr(name, value));
+  };
+  add("name", builder.getStringAttr(model.getSymName()));
+  add("precision", builder.getStringAttr(precision));
+  add("gradient_accumulation_steps", builder.getI64IntegerAttr(accumulation));
+  for (auto benchmark : body.getOps<tg::BenchmarkOp>()) {
+    add("benchmark", benchmark.getNameAttr());
+    add("eval_every_samples", benchmark.getEvalEverySamplesAttr());
+    add("eval_samples", benchmark.getEvalSamplesAttr());
+    add("target_metric", benchmark.getTargetMetricAttr());
+    add("target_value", benchmark.getTargetValueAttr());
+  }
+  for (auto batch : body.getOps<tg::BatchOp>()) {
+    add("global_batch_size", batch.getGlobalBatchSizeAttr());
+    add("micro_batch_size", batch.getMicroBatchSizeAttr());
+    add("seq_len", batch.getSeqLenAttr());
+  }
+  for (auto optimizer : body.getOps<tg::OptimizerOp>()) {
+    add("optimizer", optimizer.getNameAttr());
+    add("beta1", optimizer.getBeta1Attr());
+    add("beta2", optimizer.getBeta2Attr());
+    add("epsilon", optimizer.getEpsilonAttr());
+    add("weight_decay", optimizer.getWeightDecayAttr());
+    add("clip_grad_norm", optimizer.getClipGradNormAttr());
+  }
+  for (auto schedule : body.getOps<tg::LRScheduleOp>()) {
+    add("lr_schedule", schedule.getKindAttr());
+    add("base_lr", schedule.getBaseLrAttr());
+    add("end_lr", schedule.getEndLrAttr());
+    add("warmup_steps", schedule.getWarmupStepsAttr());
+    add("decay_steps", schedule.getDecayStepsAttr());
+    add("max_steps", schedule.getMaxStepsAttr());
+  }
+  return builder.getDictionaryAttr(fields);
+}
+
+LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
+  auto lookup = [&](StringRef name) {
+    return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
+  };
+  func::FuncOp forward = lookup("forward"), forwardBackward = lookup("forward_backward"),
+               optimizerStep = lookup("optimizer_step");
+  if (!forward || !forwardBackward || !optimizerStep) {
+    return model.emitError() << "plan-from-tg needs @forward, @forward_backward and "
+                                "@optimizer_step: run the train-step pipeline first";
+  }
+  plan->setAttr("model", modelInfo(precision, accumulation));
+  MLIRContext *context = builder.getContext();
+  for (StringRef memoryClass : {"persistent", "activations"}) {
+    plan_ir::ArenaOp::create(builder, model.getLoc(), builder.getStringAttr(memoryClass),
+                             builder.getStringAttr(memoryClass), builder.getI64IntegerAttr(0),
+                             builder.getI64IntegerAttr(0));
+  }
+  persistent = FlatSymbolRefAttr::get(context, "persistent");
+  activations = FlatSymbolRefAttr::get(context, "activations");
+
+  // Persistent memory: per parameter its value, gradient and optimizer state.
+  Block &body = model.getBody().front();
+  SmallVector<FlatSymbolRefAttr> values, grads, masters, moments, squares;
+  SmallVector<std::tuple<tg::ParamOp, FlatSymbolRefAttr, FlatSymbolRefAttr, FlatSymbolRefAttr,
+                         FlatSymbolRefAttr, FlatSymbolRefAttr>>
+      parameters;
+  for (auto param : body.getOps<tg::ParamOp>()) {
+    if (param.getRepeat()) {
+      return param.emitError() << "plan-from-tg needs concrete parameters: run "
+                                  "tg-inline-layers first";
+    }
+    StringRef name = param.getSymName();
+    auto f32 = RankedTensorType::get(param.getTensorType().getShape(), builder.getF32Type());
+    FlatSymbolRefAttr value = addBuffer(name, param.getType(), persistent);
+    FlatSymbolRefAttr grad = addBuffer(("grad." + name).str(), param.getType(), persistent);
+    FlatSymbolRefAttr master = addBuffer(("optimizer.master." + name).str(), f32, persistent);
+    FlatSymbolRefAttr m = addBuffer(("optimizer.exp_avg." + name).str(), f32, persistent);
+    FlatSymbolRefAttr v = addBuffer(("optimizer.exp_avg_sq." + name).str(), f32, persistent);
+    parameterValue[name] = value;
+    values.push_back(value);
+    grads.push_back(grad);
+    masters.push_back(master);
+    moments.push_back(m);
+    squares.push_back(v);
+    parameters.emplace_back(param, value, grad, master, m, v);
+  }
+  for (auto [param, value, grad, master, m, v] : parameters) {
+    plan_ir::ParameterOp::create(
+        builder, param.getLoc(), param.getSymNameAttr(), value, grad, master, m, v,
+        param.getInitAttr(),
+        builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0));
+  }
+  FunctionType fbType = forwardBackward.getFunctionType();
+  FlatSymbolRefAttr tokens = addBuffer("input.tokens", fbType.getInput(0), persistent);
+  FlatSymbolRefAttr labels = addBuffer("input.labels", fbType.getInput(1), persistent);
+  auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
+  FlatSymbolRefAttr loss = addBuffer("loss", scalarF32, persistent);
+  FlatSymbolRefAttr step =
+      addBuffer("step", RankedTensorType::get({}, builder.getI64Type()), persistent);
+  FlatSymbolRefAttr lr = addBuffer("lr", scalarF32, persistent);
+  FlatSymbolRefAttr norm = addBuffer("grad_norm", scalarF32, persistent);
+
+  SmallVector<FlatSymbolRefAttr> fbOutputs{loss};
+  fbOutputs.append(grads);
+  SmallVector<FlatSymbolRefAttr> optInputs{step};
+  for (auto *group : {&grads, &masters, &moments, &squares}) {
+    optInputs.append(group->begin(), group->end());
+  }
+  SmallVector<FlatSymbolRefAttr> optOutputs(values);
+  for (auto *group : {&masters, &moments, &squares}) {
+    optOutputs.append(group->begin(), group->end());
+  }
+  optOutputs.append({lr, norm});
+  if (failed(buildProgram(forward, {tokens, labels}, {loss})) ||
+      failed(buildProgram(forwardBackward, {tokens, labels}, fbOutputs)) ||
+      failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
+    return failure();
+  }
+  return success();
+}
+
+struct PlanFromTGPass : impl::PlanFromTGPassBase<PlanFromTGPass> {
+  using PlanFromTGPassBase::PlanFromTGPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto model : llvm::to_vector(module.getOps<tg::ModelOp>())) {
+      OpBuilder builder(module.getContext());
+      builder.setInsertionPointAfter(model);
+      std::string name = (model.getSymName() + ".plan").str();
+      if (SymbolTable::lookupSymbolIn(module, name)) {
+        model.emitError() << "plan-from-tg: the module already has @\"" << name << "\"";
+        return signalPassFailure();
+      }
+      auto plan = plan_ir::PlanOp::create(builder, model.getLoc(), builder.getStringAttr(name),
+                                          builder.getI64IntegerAttr(rt::kPlanFormatVersion),
+                                          builder.getDictionaryAttr({}));
+      plan.getBody().emplaceBlock();
+      if (failed(PlanBuilder(model, plan).build(precision, accumulationSteps))) {
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace mlperf

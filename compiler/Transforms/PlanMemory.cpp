@@ -1,0 +1,132 @@
+//===- PlanMemory.cpp - Static offsets for plan buffers --------*- C++ -*-===//
+
+#include "compiler/Analysis/MemoryPlan.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "plan-memory"
+
+namespace mlperf {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+constexpr int64_t kAlignment = 256;
+
+int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+LogicalResult placePlan(plan_ir::PlanOp plan) {
+  Block &body = plan.getBody().front();
+  Builder builder(plan.getContext());
+  llvm::StringMap<plan_ir::BufferOp> buffers;
+  llvm::StringMap<plan_ir::ArenaOp> arenas;
+  for (Operation &op : body) {
+    if (auto buffer = dyn_cast<plan_ir::BufferOp>(op)) {
+      buffers[buffer.getSymName()] = buffer;
+    } else if (auto arena = dyn_cast<plan_ir::ArenaOp>(op)) {
+      arenas[arena.getMemoryClass()] = arena;
+    }
+  }
+  plan_ir::ArenaOp persistent = arenas.lookup("persistent"),
+                   activations = arenas.lookup("activations");
+  if (!persistent || !activations) {
+    return plan.emitError() << "plan-memory: the plan needs a persistent and an activations arena";
+  }
+  auto inArena = [](plan_ir::BufferOp buffer, plan_ir::ArenaOp arena) {
+    return buffer.getArena() == arena.getSymName();
+  };
+  // The buffer whose bytes `name` uses (itself, or the source of a view).
+  auto root = [&](StringRef name) -> plan_ir::BufferOp {
+    plan_ir::BufferOp buffer = buffers.lookup(name);
+    return buffer && buffer.getViewOfAttr() ? buffers.lookup(*buffer.getViewOf()) : buffer;
+  };
+
+  // Persistent buffers: consecutive aligned slots, in plan order.
+  int64_t persistentBytes = 0;
+  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
+    if (inArena(buffer, persistent) && !buffer.getViewOfAttr()) {
+      buffer.setOffsetAttr(builder.getI64IntegerAttr(persistentBytes));
+      persistentBytes += alignUp(buffer.getStorageBytes());
+    }
+  }
+
+  // Activations: per program, liveness in command order, then first-fit placement.
+  int64_t arenaBytes = 0, lowerBound = 0;
+  llvm::StringMap<StringRef> programOf; // activation buffer -> the program using it
+  for (auto program : body.getOps<plan_ir::ProgramOp>()) {
+    llvm::StringMap<size_t> rangeOf;
+    std::vector<LiveRange> ranges;
+    std::vector<plan_ir::BufferOp> owners;
+    int64_t index = 0;
+    for (auto command : program.getBody().front().getOps<plan_ir::CommandOp>()) {
+      for (ArrayAttr refs : {command.getOperands(), command.getResults()}) {
+        for (Attribute attr : refs) {
+          plan_ir::BufferOp buffer = root(cast<FlatSymbolRefAttr>(attr).getValue());
+          if (!buffer || !inArena(buffer, activations)) {
+            continue;
+          }
+          auto [used, fresh] = programOf.try_emplace(buffer.getSymName(), program.getSymName());
+          if (!fresh && used->second != program.getSymName()) {
+            return command.emitError()
+                   << "plan-memory: activation buffer @" << buffer.getSymName()
+                   << " is used by programs @" << used->second << " and @" << program.getSymName()
+                   << "; programs share the arena, so they cannot";
+          }
+          auto [it, first] = rangeOf.try_emplace(buffer.getSymName(), ranges.size());
+          if (first) {
+            ranges.push_back({alignUp(buffer.getStorageBytes()), index, index, 0});
+            owners.push_back(buffer);
+          }
+          ranges[it->second].lastUse = index;
+        }
+      }
+      ++index;
+    }
+    int64_t programLowerBound = 0;
+    arenaBytes = std::max(arenaBytes, assignOffsets(ranges, programLowerBound));
+    lowerBound = std::max(lowerBound, programLowerBound);
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      owners[i].setOffsetAttr(builder.getI64IntegerAttr(ranges[i].offset));
+    }
+  }
+  // Views share their source's bytes.
+  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
+    if (buffer.getViewOfAttr()) {
+      plan_ir::BufferOp source = buffers.lookup(*buffer.getViewOf());
+      if (!source.getOffsetAttr()) {
+        // A view no command touches: give it its source's first slot anyway.
+        source.setOffsetAttr(builder.getI64IntegerAttr(0));
+      }
+      buffer.setOffsetAttr(source.getOffsetAttr());
+    } else if (!buffer.getOffsetAttr()) {
+      // An activation buffer no command uses still needs a valid place.
+      buffer.setOffsetAttr(builder.getI64IntegerAttr(0));
+      arenaBytes = std::max(arenaBytes, alignUp(buffer.getStorageBytes()));
+    }
+  }
+  persistent.setSizeAttr(builder.getI64IntegerAttr(persistentBytes));
+  activations.setSizeAttr(builder.getI64IntegerAttr(arenaBytes));
+  activations.setLowerBoundAttr(builder.getI64IntegerAttr(lowerBound));
+  return success();
+}
+
+struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    for (auto plan : getOperation().getOps<plan_ir::PlanOp>()) {
+      if (failed(placePlan(plan))) {
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace mlperf

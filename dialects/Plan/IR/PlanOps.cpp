@@ -1,0 +1,157 @@
+//===- PlanOps.cpp - Execution-plan dialect --------------------*- C++ -*-===//
+
+#include "dialects/Plan/IR/PlanOps.h"
+
+#include "runtime/plan/PlanOps.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlperf::plan_ir;
+
+#include "dialects/Plan/IR/PlanOpsDialect.cpp.inc"
+
+void PlanDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Plan/IR/PlanOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Plan/IR/PlanOps.cpp.inc"
+
+namespace {
+
+/// The buffer `ref` names in the nearest plan, or an error at `user` naming `role`.
+FailureOr<BufferOp> lookupBuffer(Operation *user, SymbolTableCollection &symbols,
+                                 FlatSymbolRefAttr ref, StringRef role) {
+  auto buffer = symbols.lookupNearestSymbolFrom<BufferOp>(user, ref);
+  if (!buffer) {
+    return user->emitOpError() << role << " " << ref << " is not a plan.buffer";
+  }
+  return buffer;
+}
+
+LogicalResult verifyBufferList(Operation *user, SymbolTableCollection &symbols, ArrayAttr refs,
+                               StringRef role) {
+  for (Attribute ref : refs) {
+    if (failed(lookupBuffer(user, symbols, cast<FlatSymbolRefAttr>(ref), role))) {
+      return failure();
+    }
+  }
+  return success();
+}
+
+bool isPlanElementType(Type type) {
+  return type.isF32() || type.isBF16() || isa<Float8E4M3FNType, Float8E5M2Type>(type) ||
+         type.isInteger(32) || type.isInteger(64);
+}
+
+} // namespace
+
+LogicalResult PlanOp::verify() {
+  if (getFormatVersionAttr().getInt() != static_cast<int64_t>(mlperf::rt::kPlanFormatVersion)) {
+    return emitOpError() << "has format version " << getFormatVersion() << ", this compiler writes "
+                         << mlperf::rt::kPlanFormatVersion;
+  }
+  return success();
+}
+
+LogicalResult ArenaOp::verify() {
+  if (getMemoryClass() != "persistent" && getMemoryClass() != "activations") {
+    return emitOpError() << "memory class must be \"persistent\" or \"activations\", got \""
+                         << getMemoryClass() << "\"";
+  }
+  if (getSizeAttr().getInt() < 0 || getLowerBoundAttr().getInt() < 0) {
+    return emitOpError() << "size and lower bound must be non-negative";
+  }
+  return success();
+}
+
+int64_t BufferOp::getStorageBytes() {
+  auto tensor = cast<RankedTensorType>(getType());
+  return (tensor.getNumElements() * tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+}
+
+LogicalResult BufferOp::verify() {
+  auto tensor = cast<RankedTensorType>(getType());
+  if (!tensor.hasStaticShape() || !isPlanElementType(tensor.getElementType())) {
+    return emitOpError() << "type must be a static tensor of f32, bf16, f8E4M3FN, f8E5M2, i32 "
+                            "or i64, got "
+                         << tensor;
+  }
+  if (getOffsetAttr() && getOffsetAttr().getInt() < 0) {
+    return emitOpError() << "offset must be non-negative";
+  }
+  return success();
+}
+
+LogicalResult BufferOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto arena = symbols.lookupNearestSymbolFrom<ArenaOp>(*this, getArenaAttr());
+  if (!arena) {
+    return emitOpError() << "arena " << getArenaAttr() << " is not a plan.arena";
+  }
+  if (getViewOfAttr()) {
+    FailureOr<BufferOp> source = lookupBuffer(*this, symbols, getViewOfAttr(), "view source");
+    if (failed(source)) {
+      return failure();
+    }
+    if (source->getArenaAttr() != getArenaAttr() ||
+        source->getStorageBytes() != getStorageBytes()) {
+      return emitOpError() << "must view a buffer of the same arena and byte size";
+    }
+  }
+  return success();
+}
+
+LogicalResult ParameterOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  for (auto [ref, role] : {std::pair{getValueAttr(), "value"},
+                           {getGradAttr(), "gradient"},
+                           {getMasterAttr(), "master"},
+                           {getExpAvgAttr(), "exp_avg"},
+                           {getExpAvgSqAttr(), "exp_avg_sq"}}) {
+    if (failed(lookupBuffer(*this, symbols, ref, role))) {
+      return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult ProgramOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(verifyBufferList(*this, symbols, getInputs(), "input")) ||
+      failed(verifyBufferList(*this, symbols, getOutputs(), "output"))) {
+    return failure();
+  }
+  for (Operation &op : getBody().front()) {
+    if (!isa<CommandOp>(op)) {
+      return op.emitOpError() << "is not a plan.command: programs hold only commands";
+    }
+  }
+  return success();
+}
+
+LogicalResult CommandOp::verify() {
+  const mlperf::rt::PlanOpSignature *signature = mlperf::rt::findPlanOp(getKernel().str());
+  if (!signature) {
+    return emitOpError() << "kernel \"" << getKernel() << "\" is not an op the runtime executes";
+  }
+  auto within = [](int64_t count, int minimum, int maximum) {
+    return count >= minimum && (maximum < 0 || count <= maximum);
+  };
+  if (!within(getOperands().size(), signature->minOperands, signature->maxOperands) ||
+      !within(getResults().size(), signature->minResults, signature->maxResults)) {
+    return emitOpError() << "kernel \"" << getKernel() << "\" cannot take " << getOperands().size()
+                         << " operands and " << getResults().size() << " results";
+  }
+  return success();
+}
+
+LogicalResult CommandOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(verifyBufferList(*this, symbols, getOperands(), "operand")) ||
+      failed(verifyBufferList(*this, symbols, getResults(), "result"))) {
+    return failure();
+  }
+  return success();
+}

@@ -1,0 +1,108 @@
+//===- PlanOps.td - Execution-plan ops ---------------------*- tablegen -*-===//
+
+#ifndef MLPERFC_DIALECTS_PLAN_IR_PLANOPS_TD
+#define MLPERFC_DIALECTS_PLAN_IR_PLANOPS_TD
+
+include "dialects/Plan/IR/PlanBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+
+def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, Symbol, SingleBlock, NoTerminator,
+                                   IsolatedFromAbove, NoRegionArguments]> {
+  let summary = "One execution plan: arenas, buffers, parameters and programs";
+  let description = [{
+    ```mlir
+    plan.plan @llama31_8b_tiny attributes {format_version = 1 : i64, model = {...}} {
+      plan.arena @persistent "persistent" {size = 1908736 : i64}
+      plan.buffer @"model.norm.weight" : tensor<64xbf16> in @persistent at 0
+      plan.program @forward inputs [@"input.tokens", @"input.labels"] outputs [@loss] {
+        plan.command "embedding" [@"model.embed_tokens.weight", @"input.tokens"]
+            -> [@"forward.embedding.0"]
+        ...
+      }
+    }
+    ```
+    `model` holds the training metadata the runtime needs (batch, optimizer, schedule,
+    benchmark): the fields of `plan.ModelInfo` in runtime/plan.proto.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$format_version,
+                       DictionaryAttr:$model);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Plan_ArenaOp : Plan_Op<"arena", [Symbol, HasParent<"PlanOp">]> {
+  let summary = "One arena per memory class";
+  let description = [{
+    `memory_class` is `persistent` (parameters, optimizer state, gradients, inputs: the
+    whole run) or `activations` (temporaries of one program; programs share it). `size` and
+    `lower_bound` (most bytes alive at once) are set by `plan-memory`.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$memory_class,
+                       DefaultValuedAttr<I64Attr, "0">:$size,
+                       DefaultValuedAttr<I64Attr, "0">:$lower_bound);
+  let assemblyFormat = "$sym_name $memory_class attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_BufferOp : Plan_Op<"buffer", [Symbol, HasParent<"PlanOp">,
+                                       DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A typed buffer at a byte offset of an arena";
+  let description = [{
+    The tensor type gives the dtype and shape. The offset is absent until `plan-memory`
+    places the buffer. `view of @b` makes the buffer another view of `@b`'s bytes (a
+    reshape): it takes `@b`'s offset and keeps `@b` alive as long as it is used.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyRankedTensor>:$type,
+                       FlatSymbolRefAttr:$arena, OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<FlatSymbolRefAttr>:$view_of);
+  let assemblyFormat = [{
+    $sym_name `:` $type `in` $arena (`at` $offset^)? (`view` `of` $view_of^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes the buffer holds: elements x element bytes.
+    int64_t getStorageBytes();
+  }];
+}
+
+def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
+                                             DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "A trained parameter: its Hugging Face name and state buffers";
+  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$value, FlatSymbolRefAttr:$grad,
+                       FlatSymbolRefAttr:$master, FlatSymbolRefAttr:$exp_avg,
+                       FlatSymbolRefAttr:$exp_avg_sq, StrAttr:$init,
+                       DefaultValuedAttr<F64Attr, "0.0">:$std);
+  let assemblyFormat = "$name attr-dict";
+}
+
+def Plan_ProgramOp : Plan_Op<"program", [Symbol, HasParent<"PlanOp">, SingleBlock,
+                                         NoTerminator, NoRegionArguments,
+                                         DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Commands run in order on one stream";
+  let description = [{
+    `inputs` are the buffers the runtime fills before the program runs, `outputs` those
+    holding its results afterwards (`forward`, `forward_backward`, `optimizer_step`).
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefArrayAttr:$inputs,
+                       FlatSymbolRefArrayAttr:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name `inputs` $inputs `outputs` $outputs attr-dict-with-keyword $body";
+}
+
+def Plan_CommandOp : Plan_Op<"command", [HasParent<"ProgramOp">,
+                                         DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "One kernel: reads `operands`, writes `results`";
+  let description = [{
+    `kernel` names an op of the runtime's table (runtime/plan/PlanOps.cpp, the tg op names
+    plus `copy`); `kernel_attrs` are its attributes (the tg op's).
+  }];
+  let arguments = (ins StrAttr:$kernel, FlatSymbolRefArrayAttr:$operands,
+                       FlatSymbolRefArrayAttr:$results,
+                       DefaultValuedAttr<DictionaryAttr, "{}">:$kernel_attrs);
+  let assemblyFormat = "$kernel $operands `->` $results attr-dict";
+  let hasVerifier = 1;
+}
+
+#endif // MLPERFC_DIALECTS_PLAN_IR_PLANOPS_TD

@@ -1,0 +1,51 @@
+//===- PlanOps.cpp - The commands a plan may contain ------------*- C++ -*-===//
+
+#include "runtime/plan/PlanOps.h"
+
+namespace mlperf::rt {
+namespace {
+
+constexpr PlanOpSignature kOps[] = {
+    {"matmul", 2, 2, 1, 1},
+    {"add", 2, 2, 1, 1},
+    {"mul", 2, 2, 1, 1},
+    {"scale", 1, 1, 1, 1},
+    {"silu", 1, 1, 1, 1},
+    {"silu_grad", 2, 2, 1, 1},
+    {"convert", 1, 1, 1, 1},
+    {"reshape", 1, 1, 1, 1},
+    {"transpose", 1, 1, 1, 1},
+    {"embedding", 2, 2, 1, 1},
+    {"embedding_grad", 2, 2, 1, 1},
+    {"rms_norm", 2, 2, 1, 1},
+    {"rms_norm_grad", 3, 3, 2, 2},
+    {"rope", 1, 1, 1, 1},
+    {"causal_mask", 1, 1, 1, 1},
+    {"softmax", 1, 1, 1, 1},
+    {"softmax_grad", 2, 2, 1, 1},
+    {"repeat", 1, 1, 1, 1},
+    {"repeat_grad", 1, 1, 1, 1},
+    {"split", 1, 1, 1, -1},
+    {"concat", 1, -1, 1, 1},
+    {"cross_entropy", 2, 3, 1, 1},
+    {"cross_entropy_grad", 3, 4, 1, 1},
+    {"fill", 0, 0, 1, 1},
+    {"copy", 1, 1, 1, 1},
+    {"lr_value", 1, 1, 1, 1},
+    {"global_norm", 1, -1, 1, 1},
+    {"clip_coefficient", 1, 1, 1, 1},
+    {"adamw", 7, 7, 3, 3},
+};
+
+} // namespace
+
+const PlanOpSignature *findPlanOp(std::string_view op) {
+  for (const PlanOpSignature &signature : kOps) {
+    if (signature.name == op) {
+      return &signature;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace mlperf::rt

@@ -1,0 +1,107 @@
+// RUN: mlperf-opt %s --split-input-file --verify-diagnostics
+
+// Tests that a plan must have this compiler's format version.
+// expected-error @below {{'plan.plan' op has format version 7, this compiler writes 1}}
+plan.plan @p attributes {format_version = 7 : i64, model = {}} {
+}
+
+// -----
+
+// Tests that arenas name a known memory class.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  // expected-error @below {{memory class must be "persistent" or "activations", got "scratch"}}
+  plan.arena @s "scratch"
+}
+
+// -----
+
+// Tests that buffers have a static tensor type the runtime stores.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  // expected-error @below {{type must be a static tensor of f32, bf16, f8E4M3FN, f8E5M2, i32 or i64, got 'tensor<4xf16>'}}
+  plan.buffer @x : tensor<4xf16> in @persistent
+}
+
+// -----
+
+// Tests that a buffer's arena exists.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  // expected-error @below {{arena @nowhere is not a plan.arena}}
+  plan.buffer @x : tensor<4xf32> in @nowhere
+}
+
+// -----
+
+// Tests that offsets are non-negative.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  // expected-error @below {{offset must be non-negative}}
+  plan.buffer @x : tensor<4xf32> in @persistent at -256
+}
+
+// -----
+
+// Tests that a view has its source's arena and byte size.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  // expected-error @below {{must view a buffer of the same arena and byte size}}
+  plan.buffer @v : tensor<8xf32> in @persistent view of @x
+}
+
+// -----
+
+// Tests that commands name kernels of the runtime's table.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] {
+    // expected-error @below {{kernel "launch_rocket" is not an op the runtime executes}}
+    plan.command "launch_rocket" [@x] -> [@x]
+  }
+}
+
+// -----
+
+// Tests that commands have their kernel's arity.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] {
+    // expected-error @below {{kernel "add" cannot take 1 operands and 1 results}}
+    plan.command "add" [@x] -> [@x]
+  }
+}
+
+// -----
+
+// Tests that commands read and write buffers.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] {
+    // expected-error @below {{operand @y is not a plan.buffer}}
+    plan.command "scale" [@y] -> [@x] {kernel_attrs = {factor = 2.0 : f64}}
+  }
+}
+
+// -----
+
+// Tests that program inputs are buffers.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  // expected-error @below {{input @persistent is not a plan.buffer}}
+  plan.program @f inputs [@persistent] outputs [@x] {
+  }
+}
+
+// -----
+
+// Tests that parameters name buffers.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  // expected-error @below {{gradient @g is not a plan.buffer}}
+  plan.parameter "w" {value = @x, grad = @g, master = @x, exp_avg = @x, exp_avg_sq = @x, init = "zeros"}
+}

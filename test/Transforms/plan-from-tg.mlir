@@ -1,0 +1,56 @@
+// RUN: mlperf-opt %s --tg-autodiff --tg-optimizer --plan-from-tg="precision=fp32 accumulation-steps=2" | FileCheck %s
+
+// Tests the plan of a one-parameter train step: persistent buffers per parameter (value,
+// gradient, f32 master and moments) and for the inputs and scalars, the parameter record,
+// programs whose inputs and outputs are those buffers, one command per tg op with its
+// attributes, numbered activation buffers, and the model metadata. Offsets come later.
+// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 1 : i64, model = {
+// CHECK-SAME: global_batch_size = 2 : i64, gradient_accumulation_steps = 2 : i64
+// CHECK-SAME: precision = "fp32"
+// CHECK: plan.arena @persistent "persistent"
+// CHECK: plan.arena @activations "activations"
+// CHECK: plan.buffer @embed : tensor<16x8xf32> in @persistent{{$}}
+// CHECK: plan.buffer @grad.embed : tensor<16x8xf32> in @persistent{{$}}
+// CHECK: plan.buffer @optimizer.master.embed : tensor<16x8xf32> in @persistent{{$}}
+// CHECK: plan.buffer @optimizer.exp_avg.embed
+// CHECK: plan.buffer @optimizer.exp_avg_sq.embed
+// CHECK: plan.parameter "embed" {exp_avg = @optimizer.exp_avg.embed, exp_avg_sq = @optimizer.exp_avg_sq.embed, grad = @grad.embed, init = "normal", master = @optimizer.master.embed, std = 2.000000e-02 : f64, value = @embed}
+// CHECK: plan.buffer @input.tokens : tensor<1x4xi32> in @persistent{{$}}
+// CHECK: plan.buffer @input.labels : tensor<1x4xi32> in @persistent{{$}}
+// CHECK: plan.buffer @loss : tensor<f32> in @persistent
+// CHECK: plan.buffer @step : tensor<i64> in @persistent
+// CHECK: plan.buffer @lr : tensor<f32> in @persistent
+// CHECK: plan.buffer @grad_norm : tensor<f32> in @persistent
+// CHECK: plan.buffer @forward.embedding.0 : tensor<1x4x8xf32> in @activations{{$}}
+// CHECK: plan.buffer @forward.matmul.0 : tensor<1x4x16xf32> in @activations{{$}}
+// CHECK: plan.program @forward inputs [@input.tokens, @input.labels] outputs [@loss] {
+// CHECK-NEXT: plan.command "embedding" [@embed, @input.tokens] -> [@forward.embedding.0]
+// CHECK-NEXT: plan.command "matmul" [@forward.embedding.0, @embed] -> [@forward.matmul.0] {kernel_attrs = {transpose_rhs}}
+// CHECK-NEXT: plan.command "cross_entropy" [@forward.matmul.0, @input.labels] -> [@loss]
+// CHECK-NEXT: }
+// A reshape's result is a view of its input's bytes; the last op writes the gradient buffer.
+// CHECK: plan.buffer @forward_backward.view.0 : tensor<4x8xf32> in @activations view of @forward_backward.embedding.0
+// CHECK: plan.program @forward_backward inputs [@input.tokens, @input.labels] outputs [@loss, @grad.embed] {
+// CHECK: plan.command "cross_entropy_grad"
+// CHECK: plan.command "reshape" [@forward_backward.embedding.0] -> [@forward_backward.view.0]
+// CHECK: plan.command "add" [@forward_backward.matmul.2, @forward_backward.embedding_grad.0] -> [@grad.embed]
+// CHECK: plan.program @optimizer_step inputs [@step, @grad.embed, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed] outputs [@embed, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @lr, @grad_norm] {
+// CHECK: plan.command "lr_value" [@step] -> [@lr]
+// The f32 parameter is its own master: returned twice, written once and copied once.
+// CHECK: plan.command "adamw" [@optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @grad.embed, @lr, @optimizer_step.clip_coefficient.0, @step] -> [@embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed]
+// CHECK-NEXT: plan.command "copy" [@embed] -> [@optimizer.master.embed]
+tg.model @tiny {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    %logits = tg.matmul %h, %e {transpose_rhs} : tensor<1x4x8xf32>, tensor<16x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
