@@ -9,6 +9,7 @@
 #include "Commands.h"
 
 #include "compiler/Analysis/MemoryPlan.h"
+#include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/PlanEmit.h"
 #include "compiler/Registration.h"
@@ -106,6 +107,8 @@ int runCompile() {
   options.precision = compilePrecision;
   // One data-parallel rank until the cluster options exist.
   options.accumulationSteps = accumulationStepsOnOneRank(model);
+  // Size and FLOPs of the declaration, before lowering rewrites it.
+  ModelSummary declared = summarizeModel(model);
   mlir::PassManager pm(contextOwner.get());
   buildTrainStepPipeline(pm, options);
   buildPlanPipeline(pm, options);
@@ -125,8 +128,31 @@ int runCompile() {
   llvm::outs() << "compiled @" << model.getSymName() << ": precision " << compilePrecision << ", "
                << params << " parameter tensors, " << options.accumulationSteps
                << " micro-batches of " << batch.getMicroBatchSizeAttr().getInt() << " per step\n";
+  llvm::outs() << llvm::format("  %lld parameters, %.4g model FLOPs per step (%.4g per token)\n",
+                               static_cast<long long>(declared.parameters),
+                               declared.trainFlopsPerStep, declared.trainFlopsPerToken);
   for (auto func : model.getBody().front().getOps<mlir::func::FuncOp>()) {
     describeFunction(func);
+  }
+  // The placed plan: what the runtime will allocate and run.
+  plan_ir::PlanOp planOp = getPlan(*module);
+  int64_t commands = 0, buffers = 0;
+  planOp.walk([&](plan_ir::CommandOp) { ++commands; });
+  planOp.walk([&](plan_ir::BufferOp) { ++buffers; });
+  for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
+    if (arena.getMemoryClass() == "persistent") {
+      llvm::outs() << "  placed plan: " << commands << " commands, " << buffers
+                   << " buffers; persistent arena " << humanBytes(arena.getSize());
+    }
+  }
+  for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
+    if (arena.getMemoryClass() == "activations") {
+      int64_t bound = arena.getLowerBound();
+      llvm::outs() << llvm::format(
+          ", activation arena %s against a lower bound of %s (%.3fx)\n",
+          humanBytes(arena.getSize()).c_str(), humanBytes(bound).c_str(),
+          bound > 0 ? static_cast<double>(arena.getSize()) / static_cast<double>(bound) : 1.0);
+    }
   }
   if (!compileDumpIR.empty()) {
     llvm::outs() << "  IR after every pass: " << compileDumpIR << "/\n";
