@@ -50,7 +50,26 @@ def ours(mlperfc, cfg, steps, workdir, name):
                           str(steps)], check=True, capture_output=True, text=True)
     times = [float(line.split()[-1]) / 1e3 for line in run.stdout.splitlines()
              if line.startswith("step ")]
-    return float(np.median(times[1:])), weights, tokens, labels
+    return float(np.median(times[1:])), weights, tokens, labels, model
+
+
+def ours_plan(mlperfc, cfg, steps, workdir, name, model, weights):
+    """The same steps through the product path: compile -> plan.pb -> mlperf-run (CPU
+    backend), on a one-document dataset of random tokens, from the same weights."""
+    plan = os.path.join(workdir, f"{name}.plan.pb")
+    subprocess.run([mlperfc, "compile", model, "--precision", "fp32", "-o", plan], check=True,
+                   capture_output=True)
+    data = os.path.join(workdir, f"{name}.data")
+    rng = np.random.default_rng(1)
+    oracle.write_megatron(data, rng.integers(0, cfg["vocab"],
+                                             size=steps * cfg["gbs"] * cfg["seq"] + 1))
+    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
+                          "--init-from", weights, "--max-steps", str(steps), "--print-every",
+                          "1"], check=True, capture_output=True, text=True)
+    times = [float(line.split()[-1]) / 1e3 for line in run.stdout.splitlines()
+             if line.startswith("step ")]
+    return float(np.median(times[1:]))
 
 
 def jax_step_time(cfg, weights, tokens, labels):
@@ -91,12 +110,16 @@ def main():
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPU threads; JAX {jax.__version__} on {jax.devices()[0]}; "
           f"fp32; median step time over steps 2..{args.steps}")
-    print(f"{'model':6} {'mlperfc (s)':>12} {'JAX (s)':>10} {'ratio':>7}")
+    print(f"{'model':6} {'reference (s)':>14} {'mlperf-run (s)':>15} {'JAX (s)':>10} "
+          f"{'ratios':>14}")
     with tempfile.TemporaryDirectory() as workdir:
         for name, cfg in CONFIGS.items():
-            ours_s, weights, tokens, labels = ours(args.mlperfc, cfg, args.steps, workdir, name)
+            ours_s, weights, tokens, labels, model = ours(args.mlperfc, cfg, args.steps,
+                                                          workdir, name)
+            plan_s = ours_plan(args.mlperfc, cfg, args.steps, workdir, name, model, weights)
             jax_s = jax_step_time(cfg, weights, tokens, labels)
-            print(f"{name:6} {ours_s:12.4f} {jax_s:10.4f} {ours_s / jax_s:7.2f}x")
+            print(f"{name:6} {ours_s:14.4f} {plan_s:15.4f} {jax_s:10.4f} "
+                  f"{ours_s / jax_s:6.2f}x {plan_s / jax_s:6.2f}x")
 
 
 if __name__ == "__main__":
