@@ -205,8 +205,8 @@ def PlanMemoryPass : Pass<"plan-memory", "::mlir::ModuleOp"> {
   let summary = "Liveness of plan buffers and static arena offsets";
   let description = [{
     Rewrite class: memory placement (no math changes). Persistent buffers get consecutive
-    256-byte aligned slots. Activation buffers are alive from the command that first writes
-    them to the last command that reads them (a view keeps its source alive) within their
+    256-byte aligned slots. Activation buffers are alive from the first command that uses
+    them to the last command that uses them (a view keeps its source alive) within their
     program; each program's buffers are placed by first fit (largest first and longest-lived
     first, keeping the smaller arena) so that live buffers never overlap, and programs share
     the activation arena. Sets every buffer's offset, each arena's `size`, and the activation

@@ -9,6 +9,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "plan-from-tg"
 
@@ -33,10 +34,14 @@ public:
 private:
   FlatSymbolRefAttr addBuffer(StringRef name, Type type, FlatSymbolRefAttr arena,
                               FlatSymbolRefAttr viewOf = {}) {
-    std::string unique = name.str();
-    // Activation names repeat (forward.matmul): number them.
-    if (arena == activations) {
-      unique += "." + std::to_string(counters[name]++);
+    // Activation and view names repeat (forward.matmul): number them. Any name (a parameter
+    // called "loss" or "forward", a generated one) that is already a symbol of the plan gets
+    // the next free number too; the Hugging Face name lives in plan.parameter either way.
+    bool numbered = arena == activations || viewOf;
+    std::string unique =
+        numbered ? name.str() + "." + std::to_string(counters[name]++) : name.str();
+    while (!usedNames.insert(unique).second) {
+      unique = name.str() + "." + std::to_string(counters[name]++);
     }
     bufferOps[unique] =
         plan_ir::BufferOp::create(builder, model.getLoc(), builder.getStringAttr(unique),
@@ -54,6 +59,9 @@ private:
   llvm::StringMap<FlatSymbolRefAttr> parameterValue;
   llvm::StringMap<int64_t> counters;
   llvm::StringMap<plan_ir::BufferOp> bufferOps;
+  // Symbols of the plan: the arenas and programs, then every buffer.
+  llvm::StringSet<> usedNames{"persistent", "activations", "forward", "forward_backward",
+                              "optimizer_step"};
 };
 
 ArrayAttr refArray(OpBuilder &builder, ArrayRef<FlatSymbolRefAttr> refs) {
@@ -66,19 +74,36 @@ bool encodable(Attribute value) {
 
 LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRefAttr> inputs,
                                         ArrayRef<FlatSymbolRefAttr> outputs) {
+  // The function must have the signature its program's buffers were made for.
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  auto mismatch = [&](TypeRange types, ArrayRef<FlatSymbolRefAttr> refs) {
+    if (types.size() != refs.size()) {
+      return true;
+    }
+    for (auto [type, ref] : llvm::zip(types, refs)) {
+      if (type != bufferOps.lookup(ref.getValue()).getType()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (mismatch(func.getArgumentTypes(), inputs) || mismatch(ret.getOperandTypes(), outputs)) {
+    return func.emitError() << "plan-from-tg: @" << func.getSymName() << " should take "
+                            << inputs.size() << " and return " << outputs.size()
+                            << " tensors of the types of the train step's buffers";
+  }
   auto program = plan_ir::ProgramOp::create(builder, func.getLoc(), func.getSymNameAttr(),
                                             refArray(builder, inputs), refArray(builder, outputs));
   program.getBody().emplaceBlock();
   OpBuilder::InsertionGuard guard(builder);
   OpBuilder commands(&program.getBody().front(), program.getBody().front().end());
 
-  Block &body = func.getBody().front();
   llvm::DenseMap<Value, FlatSymbolRefAttr> bufferOf;
   for (auto [arg, ref] : llvm::zip(body.getArguments(), inputs)) {
     bufferOf[arg] = ref;
   }
   // Returned values are written straight into the program's output buffers.
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
   llvm::DenseMap<Value, FlatSymbolRefAttr> outputOf;
   for (auto [value, ref] : llvm::zip(ret.getOperands(), outputs)) {
     outputOf.try_emplace(value, ref);
@@ -235,6 +260,10 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0));
   }
   FunctionType fbType = forwardBackward.getFunctionType();
+  if (fbType.getNumInputs() != 2) {
+    return forwardBackward.emitError()
+           << "plan-from-tg: @forward_backward should take tokens and labels";
+  }
   FlatSymbolRefAttr tokens = addBuffer("input.tokens", fbType.getInput(0), persistent);
   FlatSymbolRefAttr labels = addBuffer("input.labels", fbType.getInput(1), persistent);
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());

@@ -49,6 +49,10 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     return buffer && buffer.getViewOfAttr() ? buffers.lookup(*buffer.getViewOf()) : buffer;
   };
 
+  // Every offset is assigned afresh (the input may carry stale ones).
+  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
+    buffer.removeOffsetAttr();
+  }
   // Persistent buffers: consecutive aligned slots, in plan order.
   int64_t persistentBytes = 0;
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
@@ -97,19 +101,17 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
       owners[i].setOffsetAttr(builder.getI64IntegerAttr(ranges[i].offset));
     }
   }
-  // Views share their source's bytes.
+  // Activation buffers no command uses still need a valid place; views (one level, as the
+  // verifier guarantees) then share their source's bytes.
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
-    if (buffer.getViewOfAttr()) {
-      plan_ir::BufferOp source = buffers.lookup(*buffer.getViewOf());
-      if (!source.getOffsetAttr()) {
-        // A view no command touches: give it its source's first slot anyway.
-        source.setOffsetAttr(builder.getI64IntegerAttr(0));
-      }
-      buffer.setOffsetAttr(source.getOffsetAttr());
-    } else if (!buffer.getOffsetAttr()) {
-      // An activation buffer no command uses still needs a valid place.
+    if (!buffer.getViewOfAttr() && !buffer.getOffsetAttr()) {
       buffer.setOffsetAttr(builder.getI64IntegerAttr(0));
       arenaBytes = std::max(arenaBytes, alignUp(buffer.getStorageBytes()));
+    }
+  }
+  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
+    if (buffer.getViewOfAttr()) {
+      buffer.setOffsetAttr(buffers.lookup(*buffer.getViewOf()).getOffsetAttr());
     }
   }
   persistent.setSizeAttr(builder.getI64IntegerAttr(persistentBytes));

@@ -6,6 +6,8 @@
 
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlperf::plan_ir;
@@ -56,6 +58,13 @@ LogicalResult PlanOp::verify() {
     return emitOpError() << "has format version " << getFormatVersion() << ", this compiler writes "
                          << mlperf::rt::kPlanFormatVersion;
   }
+  llvm::StringSet<> classes;
+  for (auto arena : getBody().front().getOps<ArenaOp>()) {
+    if (!classes.insert(arena.getMemoryClass()).second) {
+      return arena.emitOpError() << "is a second arena of memory class \"" << arena.getMemoryClass()
+                                 << "\": one per class";
+    }
+  }
   return success();
 }
 
@@ -77,9 +86,10 @@ int64_t BufferOp::getStorageBytes() {
 
 LogicalResult BufferOp::verify() {
   auto tensor = cast<RankedTensorType>(getType());
-  if (!tensor.hasStaticShape() || !isPlanElementType(tensor.getElementType())) {
-    return emitOpError() << "type must be a static tensor of f32, bf16, f8E4M3FN, f8E5M2, i32 "
-                            "or i64, got "
+  if (!tensor.hasStaticShape() || !isPlanElementType(tensor.getElementType()) ||
+      llvm::is_contained(tensor.getShape(), 0)) {
+    return emitOpError() << "type must be a static tensor (no empty dims) of f32, bf16, "
+                            "f8E4M3FN, f8E5M2, i32 or i64, got "
                          << tensor;
   }
   if (getOffsetAttr() && getOffsetAttr().getInt() < 0) {
@@ -102,6 +112,23 @@ LogicalResult BufferOp::verifySymbolUses(SymbolTableCollection &symbols) {
         source->getStorageBytes() != getStorageBytes()) {
       return emitOpError() << "must view a buffer of the same arena and byte size";
     }
+    // One level: liveness and placement follow a view to its source, never further.
+    if (source->getViewOfAttr()) {
+      return emitOpError() << "views " << getViewOfAttr()
+                           << ", itself a view: view the source buffer instead";
+    }
+  }
+  return success();
+}
+
+/// State that outlives a program (parameters, optimizer state, program inputs and outputs)
+/// must be in the persistent arena: activation bytes are reused within and across programs.
+static LogicalResult requirePersistent(Operation *user, SymbolTableCollection &symbols,
+                                       BufferOp buffer, StringRef role) {
+  auto arena = symbols.lookupNearestSymbolFrom<ArenaOp>(buffer, buffer.getArenaAttr());
+  if (arena && arena.getMemoryClass() != "persistent") {
+    return user->emitOpError() << role << " @" << buffer.getSymName()
+                               << " must be in the persistent arena";
   }
   return success();
 }
@@ -112,7 +139,8 @@ LogicalResult ParameterOp::verifySymbolUses(SymbolTableCollection &symbols) {
                            {getMasterAttr(), "master"},
                            {getExpAvgAttr(), "exp_avg"},
                            {getExpAvgSqAttr(), "exp_avg_sq"}}) {
-    if (failed(lookupBuffer(*this, symbols, ref, role))) {
+    FailureOr<BufferOp> buffer = lookupBuffer(*this, symbols, ref, role);
+    if (failed(buffer) || failed(requirePersistent(*this, symbols, *buffer, role))) {
       return failure();
     }
   }
@@ -120,9 +148,13 @@ LogicalResult ParameterOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 LogicalResult ProgramOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  if (failed(verifyBufferList(*this, symbols, getInputs(), "input")) ||
-      failed(verifyBufferList(*this, symbols, getOutputs(), "output"))) {
-    return failure();
+  for (auto [refs, role] : {std::pair{getInputs(), "input"}, {getOutputs(), "output"}}) {
+    for (Attribute ref : refs) {
+      FailureOr<BufferOp> buffer = lookupBuffer(*this, symbols, cast<FlatSymbolRefAttr>(ref), role);
+      if (failed(buffer) || failed(requirePersistent(*this, symbols, *buffer, role))) {
+        return failure();
+      }
+    }
   }
   for (Operation &op : getBody().front()) {
     if (!isa<CommandOp>(op)) {

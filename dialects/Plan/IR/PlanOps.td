@@ -12,7 +12,7 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, Symbol, SingleBlock, NoTerminato
   let summary = "One execution plan: arenas, buffers, parameters and programs";
   let description = [{
     ```mlir
-    plan.plan @llama31_8b_tiny attributes {format_version = 1 : i64, model = {...}} {
+    plan.plan @llama31_8b_tiny.plan attributes {format_version = 1 : i64, model = {...}} {
       plan.arena @persistent "persistent" {size = 1908736 : i64}
       plan.buffer @"model.norm.weight" : tensor<64xbf16> in @persistent at 0
       plan.program @forward inputs [@"input.tokens", @"input.labels"] outputs [@loss] {

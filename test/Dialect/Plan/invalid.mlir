@@ -18,7 +18,7 @@ plan.plan @p attributes {format_version = 1 : i64, model = {}} {
 // Tests that buffers have a static tensor type the runtime stores.
 plan.plan @p attributes {format_version = 1 : i64, model = {}} {
   plan.arena @persistent "persistent"
-  // expected-error @below {{type must be a static tensor of f32, bf16, f8E4M3FN, f8E5M2, i32 or i64, got 'tensor<4xf16>'}}
+  // expected-error @below {{type must be a static tensor (no empty dims) of f32, bf16, f8E4M3FN, f8E5M2, i32 or i64, got 'tensor<4xf16>'}}
   plan.buffer @x : tensor<4xf16> in @persistent
 }
 
@@ -104,4 +104,47 @@ plan.plan @p attributes {format_version = 1 : i64, model = {}} {
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{gradient @g is not a plan.buffer}}
   plan.parameter "w" {value = @x, grad = @g, master = @x, exp_avg = @x, exp_avg_sq = @x, init = "zeros"}
+}
+
+// -----
+
+// Tests that a view views a buffer, not another view (placement follows one level).
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.buffer @v : tensor<2x2xf32> in @persistent view of @x
+  // expected-error @below {{views @v, itself a view: view the source buffer instead}}
+  plan.buffer @w : tensor<4xf32> in @persistent view of @v
+}
+
+// -----
+
+// Tests that there is one arena per memory class.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @a "activations"
+  // expected-error @below {{is a second arena of memory class "activations": one per class}}
+  plan.arena @b "activations"
+}
+
+// -----
+
+// Tests that buffers have no empty dims (the runtime refuses them).
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  // expected-error @below {{type must be a static tensor (no empty dims)}}
+  plan.buffer @x : tensor<0x4xf32> in @persistent
+}
+
+// -----
+
+// Tests that program outputs outlive the program: persistent, not activation bytes.
+plan.plan @p attributes {format_version = 1 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.arena @activations "activations"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.buffer @t : tensor<4xf32> in @activations
+  // expected-error @below {{output @t must be in the persistent arena}}
+  plan.program @f inputs [@x] outputs [@t] {
+    plan.command "copy" [@x] -> [@t]
+  }
 }
