@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <unistd.h>
@@ -24,6 +25,11 @@ using namespace mlperf::rt;
 namespace plan = mlperf::plan;
 
 namespace {
+
+/// Set by SIGINT/SIGTERM: the run stops after the step in progress, keeping what it did.
+volatile std::sig_atomic_t interruptSignal = 0;
+
+void onInterrupt(int signal) { interruptSignal = signal; }
 
 struct Options {
   std::vector<std::string> positional;
@@ -367,6 +373,24 @@ int run(const Options &options) {
                    static_cast<long long>(step + 1), static_cast<long long>(maxSteps), taken.loss,
                    tokensPerSecond);
     }
+    if (interruptSignal != 0) {
+      // Stop cleanly: the checkpoint holds every step taken, the log says aborted.
+      if (!options.save.empty()) {
+        status = saveCheckpoint();
+        if (!status.isOk()) {
+          return failRun(status.message());
+        }
+      }
+      if (terminal) {
+        std::fputc('\n', stderr);
+      }
+      std::string resume = options.save.empty()
+                               ? std::string(" (no --save, so nothing to resume from)")
+                               : "; continue with --resume " + options.save;
+      failRun("interrupted by signal " + std::to_string(interruptSignal) + " after step " +
+              std::to_string(step) + resume);
+      return 128 + interruptSignal;
+    }
     if (options.saveEvery > 0 && (step + 1) % options.saveEvery == 0 && step + 1 < maxSteps) {
       status = saveCheckpoint();
       if (!status.isOk()) {
@@ -475,5 +499,7 @@ int main(int argc, char **argv) {
   if (std::optional<int> exit = cli.parse(argc, argv)) {
     return *exit;
   }
+  std::signal(SIGINT, onInterrupt);
+  std::signal(SIGTERM, onInterrupt);
   return run(options);
 }
