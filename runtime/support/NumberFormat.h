@@ -4,6 +4,9 @@
 #define MLPERFC_RUNTIME_SUPPORT_NUMBERFORMAT_H
 
 #include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <string>
 
 namespace mlperf::rt {
@@ -16,6 +19,20 @@ inline std::string shortestDecimal(double value) {
   std::to_chars_result result =
       std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::general);
   return std::string(buffer, result.ptr);
+}
+
+/// Bytes for people: "928.25 KiB", "119.66 GiB" (binary units, two decimals).
+inline std::string humanBytes(uint64_t bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.2f %s", value, units[unit]);
+  return buffer;
 }
 
 } // namespace mlperf::rt

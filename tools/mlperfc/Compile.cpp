@@ -8,6 +8,8 @@
 
 #include "Commands.h"
 
+#include "runtime/support/NumberFormat.h"
+
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Pipelines/Pipelines.h"
@@ -55,17 +57,6 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-static std::string humanBytes(int64_t bytes) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(units)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
-}
-
 static void describeFunction(mlir::func::FuncOp func) {
   llvm::MapVector<llvm::StringRef, unsigned> counts;
   unsigned total = 0;
@@ -85,8 +76,8 @@ static void describeFunction(mlir::func::FuncOp func) {
   if (memory.lowerBoundBytes > 0) {
     llvm::outs() << llvm::format(
         "    activation arena %s (%lld buffers), lower bound %s: %.3fx\n",
-        humanBytes(memory.arenaBytes).c_str(), static_cast<long long>(memory.buffers.size()),
-        humanBytes(memory.lowerBoundBytes).c_str(),
+        rt::humanBytes(memory.arenaBytes).c_str(), static_cast<long long>(memory.buffers.size()),
+        rt::humanBytes(memory.lowerBoundBytes).c_str(),
         static_cast<double>(memory.arenaBytes) / static_cast<double>(memory.lowerBoundBytes));
   }
 }
@@ -142,7 +133,7 @@ int runCompile() {
   for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
     if (arena.getMemoryClass() == "persistent") {
       llvm::outs() << "  placed plan: " << commands << " commands, " << buffers
-                   << " buffers; persistent arena " << humanBytes(arena.getSize());
+                   << " buffers; persistent arena " << rt::humanBytes(arena.getSize());
     }
   }
   for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
@@ -150,7 +141,7 @@ int runCompile() {
       int64_t bound = arena.getLowerBound();
       llvm::outs() << llvm::format(
           ", activation arena %s against a lower bound of %s (%.3fx)\n",
-          humanBytes(arena.getSize()).c_str(), humanBytes(bound).c_str(),
+          rt::humanBytes(arena.getSize()).c_str(), rt::humanBytes(bound).c_str(),
           bound > 0 ? static_cast<double>(arena.getSize()) / static_cast<double>(bound) : 1.0);
     }
   }
@@ -178,8 +169,8 @@ int runCompile() {
     }
     llvm::outs() << "  plan: " << compileOutput << " (format " << plan->format_version() << ", "
                  << plan->buffers_size() << " buffers, " << commands << " commands; persistent "
-                 << humanBytes(plan->arenas(0).size()) << ", activations "
-                 << humanBytes(plan->arenas(1).size()) << ")\n";
+                 << rt::humanBytes(plan->arenas(0).size()) << ", activations "
+                 << rt::humanBytes(plan->arenas(1).size()) << ")\n";
   }
   return 0;
 }

@@ -28,17 +28,6 @@ static cl::opt<bool> showCommands("commands", cl::sub(showCommand),
                                   cl::desc("List every command with its buffers"),
                                   cl::cat(mlperfcCategory()));
 
-static std::string bytesText(uint64_t bytes) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(units)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return llvm::formatv("{0:f2} {1}", value, units[unit]).str();
-}
-
 static std::string describeBuffer(const plan::Plan &p, uint32_t id) {
   const plan::Buffer &b = p.buffers(static_cast<int>(id));
   std::string shape;
@@ -73,9 +62,9 @@ int runShow() {
      << ", max steps " << m.max_steps() << "\n";
   for (const plan::Arena &arena : p.arenas()) {
     os << "arena " << (arena.memory_class() == plan::PERSISTENT ? "persistent" : "activations")
-       << ": " << bytesText(arena.size());
+       << ": " << rt::humanBytes(arena.size());
     if (arena.lower_bound() > 0) {
-      os << " (lower bound " << bytesText(arena.lower_bound()) << ")";
+      os << " (lower bound " << rt::humanBytes(arena.lower_bound()) << ")";
     }
     os << "\n";
   }

@@ -2,6 +2,8 @@
 
 #include "Commands.h"
 
+#include "runtime/support/NumberFormat.h"
+
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
@@ -38,19 +40,6 @@ static std::string withThousands(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
-static std::string humanBytes(int64_t bytes) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(units)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.2f %s", value, units[unit]);
-  return buffer;
-}
-
 static std::string scientific(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.4e", value);
@@ -67,12 +56,12 @@ static void printTable(const ModelSummary &s) {
   for (const auto &[role, byType] : s.bytes) {
     for (const auto &[type, bytes] : byType) {
       os << llvm::format("  %-16s %-5s %22s  (%s)\n", role.c_str(), type.c_str(),
-                         withThousands(bytes).c_str(), humanBytes(bytes).c_str());
+                         withThousands(bytes).c_str(), rt::humanBytes(bytes).c_str());
       total += bytes;
     }
   }
   os << llvm::format("  %-22s %22s  (%s)\n", "total", withThousands(total).c_str(),
-                     humanBytes(total).c_str());
+                     rt::humanBytes(total).c_str());
   os << "batch: " << s.globalBatch << " sequences x " << s.seqLen << " tokens per step, "
      << "micro-batch " << s.microBatch << " (" << s.globalBatch / std::max<int64_t>(1, s.microBatch)
      << " micro-batches per step on one data-parallel rank)\n";
