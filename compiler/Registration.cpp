@@ -4,6 +4,7 @@
 
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Plan/IR/PlanOps.h"
 #include "dialects/TG/IR/TGOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -15,7 +16,7 @@
 namespace mlperf {
 
 void registerMlperfcDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tg::TGDialect, plan_ir::PlanDialect, mlir::func::FuncDialect,
+  registry.insert<tg::TGDialect, dist::DistDialect, plan_ir::PlanDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
 }
 

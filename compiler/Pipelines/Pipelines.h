@@ -3,6 +3,8 @@
 #ifndef MLPERFC_COMPILER_PIPELINES_PIPELINES_H
 #define MLPERFC_COMPILER_PIPELINES_PIPELINES_H
 
+#include "runtime/dist/Mesh.h"
+
 #include <cstdint>
 #include <string>
 
@@ -25,6 +27,9 @@ struct TrainStepOptions {
   std::string precision = "bf16";
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;
+  /// The cluster and parallel strategy (validated: runtime/dist/Mesh.h validateMesh); a
+  /// mesh of more than one rank adds dist-partition.
+  rt::MeshShape mesh;
 };
 
 /// Micro-batches per optimizer step with every one on a single data-parallel rank:
@@ -32,7 +37,8 @@ struct TrainStepOptions {
 int64_t accumulationStepsOnOneRank(mlperf::tg::ModelOp model);
 
 /// Lowers a declaration to its train step: @forward_backward (one micro-batch, gradients of
-/// loss / accumulationSteps) and @optimizer_step. docs/train-step.md states the semantics.
+/// loss / (accumulationSteps × dp)) and @optimizer_step, partitioned for one rank of the mesh
+/// when it has more than one. docs/train-step.md states the semantics.
 void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options);
 
 /// Registers every pipeline above with the pass registry (`mlperf-opt --tg-cleanup-pipeline`).

@@ -109,6 +109,21 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
   result.set_format_version(static_cast<uint32_t>(planOp.getFormatVersion()));
   result.set_producer("mlperfc " MLPERFC_VERSION_STRING);
   fillModelInfo(planOp.getModel(), *result.mutable_model());
+  if (std::optional<DictionaryAttr> mesh = planOp.getMesh()) {
+    auto field = [&](StringRef name) {
+      auto value = mesh->getAs<IntegerAttr>(name);
+      return value ? value.getInt() : 0;
+    };
+    plan::Mesh *out = result.mutable_mesh();
+    out->set_nodes(field("nodes"));
+    out->set_gpus_per_node(field("gpus_per_node"));
+    out->set_dp(field("dp"));
+    out->set_tp(field("tp"));
+    out->set_pp(field("pp"));
+    out->set_vp(field("vp"));
+    out->set_sequence_parallel(field("sequence_parallel") != 0);
+    out->set_zero(field("zero"));
+  }
   Block &body = planOp.getBody().front();
   llvm::StringMap<plan::MemoryClass> classOf;
   for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
@@ -155,6 +170,10 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     out->set_exp_avg_sq(id(parameter.getExpAvgSqAttr()));
     out->set_init(parameter.getInit().str());
     out->set_std(parameter.getStd().convertToDouble());
+    if (parameter.getShardAxis()) {
+      out->set_shard_axis(parameter.getShardAxis()->str());
+      out->set_shard_count(*parameter.getShardCount());
+    }
   }
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {
     plan::Program *out = result.add_programs();

@@ -3,6 +3,7 @@
 #ifndef MLPERFC_COMPILER_TRANSFORMS_PASSES_H
 #define MLPERFC_COMPILER_TRANSFORMS_PASSES_H
 
+#include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Plan/IR/PlanOps.h"
 #include "dialects/TG/IR/TGOps.h"
 #include "mlir/Pass/Pass.h"

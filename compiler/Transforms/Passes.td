@@ -163,6 +163,64 @@ def TGSetPrecisionPass : Pass<"tg-set-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
 }
 
+def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
+  let summary = "Turns the train step into the program of one rank of a device mesh";
+  let description = [{
+    Rewrite class: reassociation (sums over ranks instead of over one rank's micro-batches).
+
+    Adds `dist.mesh @mesh` to each `tg.model` and partitions its `@optimizer_step` over the
+    data-parallel axis. Every rank runs `@forward_backward` on its own micro-batches (its
+    share of the global batch; the gradients are already scaled by 1 / (micro-batches × dp)
+    by `tg-autodiff`), so the sum over dp of the ranks' gradients is the gradient of the
+    global batch's mean loss:
+
+    - `zero = 0`: each gradient is all-reduced over `dp` before clipping and AdamW, which
+      then run replicated on every rank.
+    - `zero = 1` (ZeRO-1, Megatron's distributed optimizer): each gradient is flattened and
+      reduce-scattered over `dp`; the f32 master weights and both moments become 1-D shards
+      (`#dist.sharding<@mesh, [["dp"]]>` on their arguments), the global norm is the square
+      root of the all-reduced per-shard sums of squares (each element counted exactly once),
+      AdamW updates the shard, and the new parameter is the all-gather of the shard rounded
+      to the parameter's type. Every parameter's element count must divide by dp.
+
+    Before (zero = 1, dp = 2):
+
+    ```mlir
+    %n = tg.global_norm %g : tensor<64x64xf32>
+    %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
+    %w, %m2, %v2 = tg.adamw %master, %m, %v, %g, %lr, %c, %step {...} : tensor<64x64xf32>, tensor<64x64xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %flat = tg.reshape %g : tensor<64x64xf32> -> tensor<4096xf32>
+    %f = dist.reduce_scatter_start %flat over @mesh ["dp"] : tensor<4096xf32> -> !dist.future<tensor<2048xf32>>
+    %gs = dist.done %f : !dist.future<tensor<2048xf32>> -> tensor<2048xf32>
+    %ss = tg.sum_squares %gs : tensor<2048xf32>
+    ... all-reduce %ss over dp, tg.sqrt, tg.clip_coefficient ...
+    %w, %m2, %v2 = tg.adamw %master, %m, %v, %gs, ... : tensor<2048xf32>, tensor<2048xf32>
+    ... all-gather %w over dp, tg.reshape to tensor<64x64xf32> ...
+    ```
+
+    Tensor (tp), sequence (sp) and pipeline (pp, vp) parallelism are validated by
+    `mlperfc compile` but not partitioned yet: the pass refuses them with an error rather
+    than emit a plan that replicates their work.
+  }];
+  let options = [
+    Option<"nodes", "nodes", "int64_t", /*default=*/"1", "Nodes in the cluster">,
+    Option<"gpusPerNode", "gpus-per-node", "int64_t", /*default=*/"1", "Ranks per node">,
+    Option<"dp", "dp", "int64_t", /*default=*/"1", "Data-parallel degree">,
+    Option<"tp", "tp", "int64_t", /*default=*/"1", "Tensor-parallel degree">,
+    Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline-parallel degree">,
+    Option<"vp", "vp", "int64_t", /*default=*/"1", "Virtual pipeline stages per rank">,
+    Option<"sp", "sp", "bool", /*default=*/"false", "Sequence parallelism">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "1: shard optimizer state and master weights over dp (ZeRO-1)">,
+  ];
+  let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
+}
+
 def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
   let summary = "Builds the execution plan (plan dialect) of a lowered train step";
   let description = [{
@@ -179,6 +237,11 @@ def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
       output buffers (a `copy` where a value is returned that another op produced), every
       other result gets an activation buffer (`<function>.<op>.<n>`), and a reshape's
       result is a view of its input's bytes.
+
+    A `dist.mesh` in the model becomes the plan's `mesh`; a collective's start/done pair
+    becomes one blocking command (`all_reduce`, `reduce_scatter`, `all_gather`, attribute
+    `axis`) at the start; optimizer state with `#dist.sharding` on its argument is a 1-D
+    shard and its `plan.parameter` records `shard_axis` and `shard_count`.
 
     Offsets are left for `plan-memory`. The `tg.model` stays (audits compare the two).
 

@@ -59,6 +59,8 @@ private:
   llvm::StringMap<FlatSymbolRefAttr> parameterValue;
   llvm::StringMap<int64_t> counters;
   llvm::StringMap<plan_ir::BufferOp> bufferOps;
+  // ZeRO-1: parameter name -> (mesh axis, shard count) of its optimizer state.
+  llvm::StringMap<std::pair<std::string, int64_t>> shards;
   // Symbols of the plan: the arenas and programs, then every buffer.
   llvm::StringSet<> usedNames{"persistent", "activations", "forward", "forward_backward",
                               "optimizer_step"};
@@ -115,8 +117,30 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       bufferOf[ref.getResult()] = parameterValue.lookup(ref.getName());
       continue;
     }
+    if (auto done = dyn_cast<dist::DoneOp>(op)) {
+      if (done.getResult()) {
+        bufferOf[done.getResult()] = bufferOf.lookup(done.getFuture());
+      }
+      continue;
+    }
+    // A collective's start/done pair is one blocking command at the start: the plan has one
+    // stream, so the result is complete before anything after it runs.
+    DictionaryAttr attributes = op.getAttrDictionary();
     StringRef kernel = op.getName().stripDialect();
-    if (op.getName().getDialectNamespace() != "tg" || !rt::findPlanOp(kernel)) {
+    Value produced;
+    if (isa<dist::AllReduceStartOp, dist::ReduceScatterStartOp, dist::AllGatherStartOp>(op)) {
+      auto axes = op.getAttrOfType<ArrayAttr>("axes");
+      if (!axes || axes.size() != 1) {
+        return op.emitError() << "plan-from-tg: a plan collective runs over exactly one mesh axis";
+      }
+      kernel = kernel.drop_back(StringRef("_start").size());
+      attributes = builder.getDictionaryAttr(builder.getNamedAttr("axis", axes[0]));
+      auto done = dyn_cast<dist::DoneOp>(*op.getResult(0).getUsers().begin());
+      produced = done.getResult();
+    } else if (op.getName().getDialectNamespace() != "tg") {
+      return op.emitError() << "plan-from-tg: no plan command for '" << op.getName() << "'";
+    }
+    if (!rt::findPlanOp(kernel)) {
       return op.emitError() << "plan-from-tg: no plan command for '" << op.getName()
                             << "' (run the train-step pipeline first)";
     }
@@ -124,7 +148,8 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     for (Value operand : op.getOperands()) {
       operands.push_back(bufferOf.lookup(operand));
     }
-    for (Value value : op.getResults()) {
+    for (Value result : op.getResults()) {
+      Value value = produced ? produced : result; // a future's buffer holds the done's value
       FlatSymbolRefAttr ref;
       if (auto it = outputOf.find(value); it != outputOf.end()) {
         ref = it->second;
@@ -140,10 +165,10 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       } else {
         ref = addBuffer(func.getSymName().str() + "." + kernel.str(), value.getType(), activations);
       }
-      bufferOf[value] = ref;
+      bufferOf[result] = ref;
       results.push_back(ref);
     }
-    for (NamedAttribute attr : op.getAttrs()) {
+    for (NamedAttribute attr : attributes) {
       if (!encodable(attr.getValue())) {
         return op.emitError() << "plan-from-tg: attribute '" << attr.getName()
                               << "' has no plan encoding";
@@ -151,7 +176,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     }
     plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kernel),
                                refArray(commands, operands), refArray(commands, results),
-                               DictionaryAttr::get(builder.getContext(), op.getAttrs()));
+                               attributes);
   }
   // A returned value produced elsewhere (an argument, a parameter, a value returned twice)
   // is copied into its output buffer.
@@ -233,18 +258,40 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   SmallVector<std::tuple<tg::ParamOp, FlatSymbolRefAttr, FlatSymbolRefAttr, FlatSymbolRefAttr,
                          FlatSymbolRefAttr, FlatSymbolRefAttr>>
       parameters;
+  size_t parameterIndex = 0, parameterCount = llvm::range_size(body.getOps<tg::ParamOp>());
+  // A malformed @optimizer_step keeps whole f32 state here; buildProgram reports its signature.
+  bool wellFormedStep = optimizerStep.getNumArguments() == 1 + 4 * parameterCount;
   for (auto param : body.getOps<tg::ParamOp>()) {
     if (param.getRepeat()) {
       return param.emitError() << "plan-from-tg needs concrete parameters: run "
                                   "tg-inline-layers first";
     }
     StringRef name = param.getSymName();
-    auto f32 = RankedTensorType::get(param.getTensorType().getShape(), builder.getF32Type());
+    // Optimizer state has the type @optimizer_step takes: whole, or a ZeRO-1 shard.
+    unsigned masterArg = 1 + parameterCount + parameterIndex++;
+    Type state = RankedTensorType::get(param.getTensorType().getShape(), builder.getF32Type());
+    if (wellFormedStep) {
+      state = optimizerStep.getArgumentTypes()[masterArg];
+    }
+    if (auto sharding = wellFormedStep ? optimizerStep.getArgAttrOfType<dist::ShardingAttr>(
+                                             masterArg, "dist.sharding")
+                                       : dist::ShardingAttr()) {
+      auto axes = sharding.getDims().empty()
+                      ? ArrayAttr()
+                      : dyn_cast<ArrayAttr>(sharding.getDims()[0]);
+      auto mesh = SymbolTable::lookupSymbolIn(model, sharding.getMesh().getValue());
+      if (!axes || axes.size() != 1 || !isa_and_nonnull<dist::MeshOp>(mesh)) {
+        return optimizerStep.emitError()
+               << "plan-from-tg: optimizer state can be sharded along one mesh axis only";
+      }
+      StringRef axis = cast<StringAttr>(axes[0]).getValue();
+      shards[name] = {axis.str(), cast<dist::MeshOp>(mesh).getAxisSize(axis)};
+    }
     FlatSymbolRefAttr value = addBuffer(name, param.getType(), persistent);
     FlatSymbolRefAttr grad = addBuffer(("grad." + name).str(), param.getType(), persistent);
-    FlatSymbolRefAttr master = addBuffer(("optimizer.master." + name).str(), f32, persistent);
-    FlatSymbolRefAttr m = addBuffer(("optimizer.exp_avg." + name).str(), f32, persistent);
-    FlatSymbolRefAttr v = addBuffer(("optimizer.exp_avg_sq." + name).str(), f32, persistent);
+    FlatSymbolRefAttr master = addBuffer(("optimizer.master." + name).str(), state, persistent);
+    FlatSymbolRefAttr m = addBuffer(("optimizer.exp_avg." + name).str(), state, persistent);
+    FlatSymbolRefAttr v = addBuffer(("optimizer.exp_avg_sq." + name).str(), state, persistent);
     parameterValue[name] = value;
     values.push_back(value);
     grads.push_back(grad);
@@ -254,10 +301,25 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     parameters.emplace_back(param, value, grad, master, m, v);
   }
   for (auto [param, value, grad, master, m, v] : parameters) {
+    auto shard = shards.find(param.getSymName());
     plan_ir::ParameterOp::create(
         builder, param.getLoc(), param.getSymNameAttr(), value, grad, master, m, v,
         param.getInitAttr(),
-        builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0));
+        builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0),
+        shard == shards.end() ? StringAttr() : builder.getStringAttr(shard->second.first),
+        shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second));
+  }
+  for (auto mesh : body.getOps<dist::MeshOp>()) {
+    auto i64 = [&](int64_t value) { return builder.getI64IntegerAttr(value); };
+    plan.setMeshAttr(builder.getDictionaryAttr(
+        {builder.getNamedAttr("nodes", mesh.getNodesAttr()),
+         builder.getNamedAttr("gpus_per_node", mesh.getGpusPerNodeAttr()),
+         builder.getNamedAttr("dp", i64(mesh.getAxisSize("dp"))),
+         builder.getNamedAttr("tp", i64(mesh.getAxisSize("tp"))),
+         builder.getNamedAttr("pp", i64(mesh.getAxisSize("pp"))),
+         builder.getNamedAttr("vp", mesh.getVpAttr()),
+         builder.getNamedAttr("sequence_parallel", i64(mesh.getSp())),
+         builder.getNamedAttr("zero", mesh.getZeroAttr())}));
   }
   FunctionType fbType = forwardBackward.getFunctionType();
   if (fbType.getNumInputs() != 2) {
@@ -307,7 +369,7 @@ struct PlanFromTGPass : impl::PlanFromTGPassBase<PlanFromTGPass> {
       }
       auto plan = plan_ir::PlanOp::create(builder, model.getLoc(), builder.getStringAttr(name),
                                           builder.getI64IntegerAttr(rt::kPlanFormatVersion),
-                                          builder.getDictionaryAttr({}));
+                                          builder.getDictionaryAttr({}), DictionaryAttr());
       plan.getBody().emplaceBlock();
       if (failed(PlanBuilder(model, plan).build(precision, accumulationSteps))) {
         return signalPassFailure();

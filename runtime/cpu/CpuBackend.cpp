@@ -34,8 +34,9 @@ class CpuBackend final : public Backend {
 public:
   const char *name() const override { return "cpu"; }
 
-  Status prepare(const plan::Plan &plan) override {
+  Status prepare(const plan::Plan &plan, Communicator &communicator) override {
     this->plan = &plan;
+    this->communicator = &communicator;
     for (const plan::Arena &arena : plan.arenas()) {
       try {
         arenas[arena.memory_class()].assign(arena.size(), 0);
@@ -91,7 +92,9 @@ public:
           break; // an attribute without a value: a missing required one is reported below
         }
       }
-      Status status = runHostOp(command.op(), attributes, operands, results);
+      Status status = isCollective(command.op())
+                          ? runCollective(command, *operands[0], results[0])
+                          : runHostOp(command.op(), attributes, operands, results);
       if (!status.isOk()) {
         return Status(status.code(), "program '" + program.name() + "', command " +
                                          std::to_string(c) + " (" + command.op() +
@@ -193,7 +196,32 @@ public:
   }
 
 private:
+  static bool isCollective(const std::string &op) {
+    return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather";
+  }
+
+  /// Sums in f32 through the communicator; the result is rounded to its dtype once, on write.
+  Status runCollective(const plan::Command &command, const HostTensor &input,
+                       HostTensor &result) {
+    MeshAxis axis = MeshAxis::kDP;
+    for (const plan::Attribute &attr : command.attributes()) {
+      if (attr.name() == "axis") {
+        parseMeshAxis(attr.s(), axis); // the loader checked the name
+      }
+    }
+    const std::string &op = command.op();
+    if (op == "all_reduce") {
+      result.values = input.values;
+      return communicator->allReduceSum(axis, result.values);
+    }
+    if (op == "reduce_scatter") {
+      return communicator->reduceScatterSum(axis, input.values, result.values);
+    }
+    return communicator->allGather(axis, input.values, result.values);
+  }
+
   const plan::Plan *plan = nullptr;
+  Communicator *communicator = nullptr;
   std::vector<uint8_t> arenas[3]; // by plan::MemoryClass
 };
 

@@ -231,6 +231,14 @@ Status Dispatch::run(std::string_view op) {
       sum += cpu::sumOfSquares(grad->values.data(), grad->numElements());
     }
     out().values[0] = static_cast<float>(std::sqrt(sum));
+  } else if (op == "sum_squares") {
+    double sum = 0.0;
+    for (const HostTensor *tensor : operands) {
+      sum += cpu::sumOfSquares(tensor->values.data(), tensor->numElements());
+    }
+    out().values[0] = static_cast<float>(sum);
+  } else if (op == "sqrt") {
+    out().values[0] = static_cast<float>(std::sqrt(static_cast<double>(in(0).values[0])));
   } else if (op == "clip_coefficient") {
     out().values[0] = static_cast<float>(cpu::clipCoefficient(in(0).values[0], real("max_norm")));
   } else if (op == "adamw") {

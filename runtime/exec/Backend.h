@@ -11,6 +11,7 @@
 #define MLPERFC_RUNTIME_EXEC_BACKEND_H
 
 #include "runtime/cpu/HostTensor.h"
+#include "runtime/dist/Communicator.h"
 #include "runtime/plan.pb.h"
 #include "runtime/support/Status.h"
 
@@ -23,8 +24,9 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual const char *name() const = 0;
-  /// Prepare stage: allocates the plan's arenas (zero-filled).
-  virtual Status prepare(const plan::Plan &plan) = 0;
+  /// Prepare stage: allocates the plan's arenas (zero-filled); collective commands run through
+  /// `communicator`, which must outlive the backend.
+  virtual Status prepare(const plan::Plan &plan, Communicator &communicator) = 0;
   /// Runs program `index` of the plan, its commands in order.
   virtual Status execute(int index) = 0;
   /// Copies `value` into buffer `id` (rounded to the buffer's dtype); dtype class and shape

@@ -16,11 +16,19 @@ std::vector<int64_t> shapeOf(const plan::Buffer &buffer) {
   return {buffer.shape().begin(), buffer.shape().end()};
 }
 
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    count *= d;
+  }
+  return count;
+}
+
 } // namespace
 
-Status PlanTrainer::create(const plan::Plan &plan, Backend &backend,
+Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicator &communicator,
                            std::unique_ptr<PlanTrainer> &trainer) {
-  trainer.reset(new PlanTrainer(plan, backend));
+  trainer.reset(new PlanTrainer(plan, backend, communicator));
   PlanTrainer &t = *trainer;
   for (int i = 0; i < plan.programs_size(); ++i) {
     const std::string &name = plan.programs(i).name();
@@ -61,20 +69,29 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend,
   t.seq = tokens.shape(1);
   t.accumulation = plan.model().gradient_accumulation_steps();
   const plan::ModelInfo &model = plan.model();
-  if (t.accumulation < 1 || model.global_batch_size() != t.accumulation * t.microRows ||
+  t.dataParallel = communicator.mesh().dp;
+  if (t.accumulation < 1 ||
+      model.global_batch_size() != t.accumulation * t.microRows * t.dataParallel ||
       model.eval_samples() < 0 || model.eval_every_samples() < 0) {
     return invalid("the plan's batch (global " + std::to_string(model.global_batch_size()) + ", " +
                    std::to_string(t.accumulation) + " micro-batches of " +
-                   std::to_string(t.microRows) + " rows) or eval counts are inconsistent");
+                   std::to_string(t.microRows) + " rows on each of " +
+                   std::to_string(t.dataParallel) +
+                   " data-parallel ranks) or eval counts are inconsistent");
   }
   // Parameter state: a float value and gradient, f32 master and moments, all of one shape.
   for (const plan::Parameter &parameter : plan.parameters()) {
     const plan::Buffer &value = plan.buffers(parameter.value());
     bool valid = isFloat(fromPlanDType(value.dtype())) &&
                  isFloat(fromPlanDType(plan.buffers(parameter.grad()).dtype()));
-    for (uint32_t id :
-         {parameter.grad(), parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
-      valid = valid && shapeOf(plan.buffers(id)) == shapeOf(value);
+    valid = valid && shapeOf(plan.buffers(parameter.grad())) == shapeOf(value);
+    // Whole state has the parameter's shape; a ZeRO-1 shard is 1-D (the loader checked its size).
+    std::vector<int64_t> stateShape = shapeOf(value);
+    if (parameter.shard_count() > 1) {
+      stateShape = {elementCount(stateShape) / parameter.shard_count()};
+    }
+    for (uint32_t id : {parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
+      valid = valid && shapeOf(plan.buffers(id)) == stateShape;
     }
     for (uint32_t id : {parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
       valid = valid && plan.buffers(id).dtype() == plan::F32;
@@ -116,8 +133,8 @@ Status PlanTrainer::initialize(uint64_t seed) {
                                        : parameter.std() * philoxNormal(seed, stream, i);
       value.values[i] = static_cast<float>(roundTo(value.dtype, drawn));
     }
-    HostTensor master = value, zeros = HostTensor::zeros(DType::kF32, value.shape);
-    master.dtype = DType::kF32; // bf16 values are exact in f32
+    HostTensor master = stateOf(parameter, value),
+               zeros = HostTensor::zeros(DType::kF32, master.shape);
     for (auto [id, tensor] : {std::pair{parameter.value(), &value},
                               {parameter.master(), &master},
                               {parameter.exp_avg(), &zeros},
@@ -167,8 +184,7 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     }
     if (!withOptimizerState) {
       // A fresh optimizer from these values: f32 masters equal to them, zero moments.
-      HostTensor master = file.tensors.at(parameter.name());
-      master.dtype = DType::kF32;
+      HostTensor master = stateOf(parameter, file.tensors.at(parameter.name()));
       HostTensor zeros = HostTensor::zeros(DType::kF32, master.shape);
       for (auto [id, tensor] : {std::pair{parameter.master(), &master},
                                 {parameter.exp_avg(), &zeros},
@@ -206,6 +222,20 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     steps = value;
   }
   return Status::ok();
+}
+
+HostTensor PlanTrainer::stateOf(const plan::Parameter &parameter, const HostTensor &value) const {
+  HostTensor state = value;
+  state.dtype = DType::kF32; // bf16 values are exact in f32
+  if (parameter.shard_count() > 1) {
+    MeshAxis axis = MeshAxis::kDP;
+    parseMeshAxis(parameter.shard_axis(), axis); // the loader checked it
+    int64_t size = value.numElements() / parameter.shard_count();
+    int64_t first = communicator.coordinates().along(axis) * size;
+    state.values.assign(value.values.begin() + first, value.values.begin() + first + size);
+    state.shape = {size};
+  }
+  return state;
 }
 
 Status PlanTrainer::save(const std::string &path,
@@ -298,7 +328,13 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
       return status;
     }
   }
-  double loss = lossSum / static_cast<double>(accumulation);
+  // Every data-parallel rank's micro-batches count once in the global batch's mean loss.
+  std::vector<double> reduced{lossSum};
+  Status reduce = communicator.allReduceWorldSum(reduced);
+  if (!reduce.isOk()) {
+    return reduce;
+  }
+  double loss = reduced[0] / static_cast<double>(accumulation * communicator.worldSize());
   if (!std::isfinite(loss)) {
     return Status(StatusCode::kInvalidArgument,
                   "non-finite loss " + std::to_string(loss) + " at step " + std::to_string(steps) +
@@ -333,8 +369,9 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
 Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
                              double &loss) {
   int64_t size = microRows * seq;
-  if (tokens.empty() || static_cast<int64_t>(tokens.size()) % size != 0 ||
-      labels.size() != tokens.size()) {
+  // A rank may hold no eval micro-batch when there are fewer than ranks.
+  if ((tokens.empty() && communicator.worldSize() == 1) ||
+      static_cast<int64_t>(tokens.size()) % size != 0 || labels.size() != tokens.size()) {
     return invalid("evaluation takes whole micro-batches of " + std::to_string(microRows) + " x " +
                    std::to_string(seq) + " tokens");
   }
@@ -354,7 +391,13 @@ Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens, const std::vect
     }
     sum += value;
   }
-  loss = sum / static_cast<double>(batches);
+  // The mean over every rank's micro-batches.
+  std::vector<double> reduced{sum, static_cast<double>(batches)};
+  Status reduce = communicator.allReduceWorldSum(reduced);
+  if (!reduce.isOk()) {
+    return reduce;
+  }
+  loss = reduced[0] / reduced[1];
   return Status::ok();
 }
 

@@ -27,7 +27,9 @@ struct TrainStepMetrics {
 class PlanTrainer {
 public:
   /// Finds the programs and buffers a train step needs; fails on a plan that lacks them.
-  static Status create(const plan::Plan &plan, Backend &backend,
+  /// With more than one rank, `communicator` sums the loss over the data-parallel ranks and
+  /// places this rank's ZeRO-1 shard of the optimizer state.
+  static Status create(const plan::Plan &plan, Backend &backend, Communicator &communicator,
                        std::unique_ptr<PlanTrainer> &trainer);
 
   /// Draws every parameter from its declared init (Philox keyed by seed, name, element, in
@@ -42,30 +44,38 @@ public:
   /// Parameters, optimizer state and step, written atomically.
   Status save(const std::string &path, const std::map<std::string, std::string> &metadata);
 
-  /// One optimizer step on a global batch (rows x seq tokens and labels, row-major).
+  /// One optimizer step: this rank's share of the global batch (micro-batches x micro-batch
+  /// rows x seq tokens and labels, row-major); the loss reported is the global batch's.
   Status step(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
               TrainStepMetrics &metrics);
 
-  /// Mean loss of @forward over micro-batches of `tokens`/`labels` (a whole number of them).
+  /// Mean loss of @forward over every rank's micro-batches of `tokens`/`labels` (a whole
+  /// number of them; a rank may have none when there are fewer micro-batches than ranks).
   Status evalLoss(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
                   double &loss);
 
   int64_t stepsTaken() const { return steps; }
+  /// Micro-batches per step on this rank.
+  int64_t accumulationSteps() const { return accumulation; }
   int64_t microBatchRows() const { return microRows; }
   int64_t seqLen() const { return seq; }
 
 private:
-  PlanTrainer(const plan::Plan &plan, Backend &backend) : plan(plan), backend(backend) {}
+  PlanTrainer(const plan::Plan &plan, Backend &backend, Communicator &communicator)
+      : plan(plan), backend(backend), communicator(communicator) {}
+  /// The f32 optimizer state of `parameter` from its value: whole, or this rank's shard.
+  HostTensor stateOf(const plan::Parameter &parameter, const HostTensor &value) const;
   Status writeInputs(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
                      int64_t microBatch);
   Status readScalar(uint32_t id, double &value) const;
 
   const plan::Plan &plan;
   Backend &backend;
+  Communicator &communicator;
   int forwardProgram = -1, forwardBackwardProgram = -1, optimizerProgram = -1;
   uint32_t tokensBuffer = 0, labelsBuffer = 0, lossBuffer = 0, stepBuffer = 0, lrBuffer = 0,
            normBuffer = 0;
-  int64_t microRows = 0, seq = 0, accumulation = 1, steps = 0;
+  int64_t microRows = 0, seq = 0, accumulation = 1, dataParallel = 1, steps = 0;
 };
 
 } // namespace mlperf::rt

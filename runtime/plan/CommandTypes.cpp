@@ -7,6 +7,8 @@
 
 #include "runtime/plan/CommandTypes.h"
 
+#include "runtime/plan/PlanLoader.h"
+
 #include <algorithm>
 #include <string_view>
 
@@ -251,11 +253,33 @@ std::string Checker::run() {
     scalar(operand(0));
     floats({&result(0)});
     scalar(result(0));
-  } else if (op == "global_norm" || op == "clip_coefficient") {
+  } else if (op == "global_norm" || op == "clip_coefficient" || op == "sum_squares" ||
+             op == "sqrt") {
     allOperandsAndResultsFloat();
     scalar(result(0));
-    if (op == "clip_coefficient") {
+    if (op == "clip_coefficient" || op == "sqrt") {
       scalar(operand(0));
+    }
+  } else if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather") {
+    allOperandsAndResultsFloat();
+    expect(operand(0).dtype() == result(0).dtype(), "a collective keeps the dtype");
+    const plan::Attribute *axisAttr = attribute("axis");
+    MeshAxis axis;
+    if (!axisAttr || axisAttr->value_case() != plan::Attribute::kS ||
+        !parseMeshAxis(axisAttr->s(), axis)) {
+      fail("attribute 'axis' must be one of dp, tp, pp");
+      return problem;
+    }
+    int64_t members = planMesh(plan).axisSize(axis);
+    if (op == "all_reduce") {
+      sameShape(in(0), out());
+    } else {
+      Shape shard = op == "reduce_scatter" ? out() : in(0);
+      Shape whole = op == "reduce_scatter" ? in(0) : out();
+      expect(shard.size() == 1 && whole.size() == 1 && whole[0] == shard[0] * members,
+             "a " + op + " over " + std::to_string(members) + " " + axisAttr->s() +
+                 " ranks maps a 1-D tensor of n * " + std::to_string(members) +
+                 " elements to n, or back; got " + describe(in(0)) + " -> " + describe(out()));
     }
   } else if (op == "adamw") {
     // (master, m, v, grad, lr, clip, step) -> (master, m, v)

@@ -63,6 +63,17 @@ Status validatePlan(const plan::Plan &p) {
     hasArena[cls] = true;
     arenaSize[cls] = arena.size();
   }
+  MeshShape mesh = planMesh(p);
+  if (p.has_mesh()) {
+    for (int64_t value : {mesh.nodes, mesh.gpusPerNode, mesh.dp, mesh.tp, mesh.pp, mesh.vp}) {
+      if (value < 1 || value > (int64_t(1) << 20)) {
+        return invalid("the plan's mesh has a degree of " + std::to_string(value));
+      }
+    }
+    if (mesh.dp * mesh.tp * mesh.pp != mesh.worldSize() || (mesh.zero != 0 && mesh.zero != 1)) {
+      return invalid("the plan's mesh (" + mesh.describe() + ") is inconsistent");
+    }
+  }
   const int64_t buffers = p.buffers_size();
   for (int64_t i = 0; i < buffers; ++i) {
     const plan::Buffer &b = p.buffers(static_cast<int>(i));
@@ -152,8 +163,47 @@ Status validatePlan(const plan::Plan &p) {
                        std::to_string(id));
       }
     }
+    if (parameter.shard_count() > 1) {
+      MeshAxis axis;
+      if (!parseMeshAxis(parameter.shard_axis(), axis) ||
+          parameter.shard_count() != mesh.axisSize(axis)) {
+        return invalid("parameter '" + parameter.name() + "' is sharded " +
+                       std::to_string(parameter.shard_count()) + " ways over axis '" +
+                       parameter.shard_axis() + "', which the mesh does not have");
+      }
+      int64_t whole = 1;
+      for (int64_t d : p.buffers(parameter.value()).shape()) {
+        whole *= d;
+      }
+      for (uint32_t id : {parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
+        const plan::Buffer &state = p.buffers(id);
+        if (whole % parameter.shard_count() != 0 || state.shape_size() != 1 ||
+            state.shape(0) != whole / parameter.shard_count()) {
+          return invalid("optimizer state '" + state.name() + "' of parameter '" +
+                         parameter.name() + "' is not a 1/" +
+                         std::to_string(parameter.shard_count()) + " shard of it");
+        }
+      }
+    }
   }
   return Status::ok();
+}
+
+MeshShape planMesh(const plan::Plan &plan) {
+  MeshShape mesh;
+  if (!plan.has_mesh()) {
+    return mesh;
+  }
+  const plan::Mesh &m = plan.mesh();
+  mesh.nodes = m.nodes();
+  mesh.gpusPerNode = m.gpus_per_node();
+  mesh.dp = m.dp();
+  mesh.tp = m.tp();
+  mesh.pp = m.pp();
+  mesh.vp = m.vp();
+  mesh.sequenceParallel = m.sequence_parallel();
+  mesh.zero = m.zero();
+  return mesh;
 }
 
 Status loadPlan(const std::string &path, plan::Plan &plan) {

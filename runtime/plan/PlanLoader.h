@@ -9,6 +9,7 @@
 #ifndef MLPERFC_RUNTIME_PLAN_PLANLOADER_H
 #define MLPERFC_RUNTIME_PLAN_PLANLOADER_H
 
+#include "runtime/dist/Mesh.h"
 #include "runtime/plan.pb.h"
 #include "runtime/plan/PlanOps.h"
 #include "runtime/support/Status.h"
@@ -21,6 +22,9 @@ namespace mlperf::rt {
 
 /// Bytes per element of a plan dtype (0 for DTYPE_UNSPECIFIED).
 int64_t planDTypeBytes(plan::DType dtype);
+
+/// The mesh a plan was compiled for; a plan without one is a single rank (1x1).
+MeshShape planMesh(const plan::Plan &plan);
 
 Status validatePlan(const plan::Plan &plan);
 

@@ -35,6 +35,12 @@ constexpr PlanOpSignature kOps[] = {
     {"global_norm", 1, -1, 1, 1},
     {"clip_coefficient", 1, 1, 1, 1},
     {"adamw", 7, 7, 3, 3},
+    {"sum_squares", 1, -1, 1, 1},
+    {"sqrt", 1, 1, 1, 1},
+    // Collectives over one mesh axis (attribute "axis": dp, tp or pp); blocking.
+    {"all_reduce", 1, 1, 1, 1},
+    {"reduce_scatter", 1, 1, 1, 1},
+    {"all_gather", 1, 1, 1, 1},
 };
 
 } // namespace

@@ -43,7 +43,8 @@ TEST(CpuBackend, StoresPlanDTypesAndRoundsResultsToNearestEven) {
   ASSERT_TRUE(rt::validatePlan(p).isOk());
   std::unique_ptr<rt::Backend> backend;
   ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  ASSERT_TRUE(backend->prepare(p).isOk());
+  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
+  ASSERT_TRUE(backend->prepare(p, *single).isOk());
   rt::HostTensor x = rt::HostTensor::zeros(rt::DType::kF32, {3});
   x.values = {1.0f, 1.00390625f /* 1 + 2^-8: a bf16 tie, rounds to 1 */, -2.5f};
   ASSERT_TRUE(backend->write(0, x).isOk());
@@ -64,7 +65,8 @@ TEST(CpuBackend, RejectsTensorsThatDoNotFitABuffer) {
   plan::Plan p = scalePlan();
   std::unique_ptr<rt::Backend> backend;
   ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  ASSERT_TRUE(backend->prepare(p).isOk());
+  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
+  ASSERT_TRUE(backend->prepare(p, *single).isOk());
   rt::Status status = backend->write(0, rt::HostTensor::zeros(rt::DType::kF32, {4}));
   EXPECT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("buffer 'x' cannot hold f32[4]"), std::string::npos)
@@ -78,7 +80,8 @@ TEST(CpuBackend, KernelErrorsNameTheProgramAndCommand) {
   p.mutable_programs(0)->mutable_commands(0)->clear_attributes();
   std::unique_ptr<rt::Backend> backend;
   ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  ASSERT_TRUE(backend->prepare(p).isOk());
+  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
+  ASSERT_TRUE(backend->prepare(p, *single).isOk());
   rt::Status status = backend->execute(0);
   EXPECT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("program 'forward', command 0 (scale): scale: missing float "

@@ -6,10 +6,16 @@
 // metrics (JSON lines) and checkpoints. Exit status: 0 converged (or no target to reach),
 // 2 stopped at --max-steps without reaching the target, 1 on any error.
 //
+// Under mpirun every rank runs this program on the same plan: rank r of the data-parallel
+// group reads only its micro-batches of each global batch, rank 0 alone writes the log, the
+// metrics and the progress, and each rank saves its own checkpoint shard. A rank that fails
+// aborts the whole job (MPI_Abort), so no rank waits forever in a collective for it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/GPTBatches.h"
 #include "runtime/exec/PlanTrainer.h"
+#include "runtime/mpi/MpiCommunicator.h"
 #include "runtime/mllog/BenchmarkLog.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/support/CommandLine.h"
@@ -38,9 +44,32 @@ struct Options {
   int64_t seed = -1, maxSteps = -1, printEvery = 10, saveEvery = 0;
 };
 
+/// This process's rank and the job's size: "rank R: " prefixes messages of a multi-rank job.
+int64_t worldRank = 0, worldSize = 1;
+
 int fail(const std::string &message) {
-  std::fprintf(stderr, "mlperf-run: error: %s\n", message.c_str());
+  if (worldSize > 1) {
+    std::fprintf(stderr, "mlperf-run: rank %lld of %lld: error: %s\n",
+                 static_cast<long long>(worldRank), static_cast<long long>(worldSize),
+                 message.c_str());
+  } else {
+    std::fprintf(stderr, "mlperf-run: error: %s\n", message.c_str());
+  }
   return 1;
+}
+
+/// Rank r's checkpoint file of a multi-rank job: CKPT.safetensors -> CKPT.rank<r>-of-<n>.safetensors.
+std::string rankPath(const std::string &path) {
+  if (worldSize == 1) {
+    return path;
+  }
+  std::string suffix = ".rank" + std::to_string(worldRank) + "-of-" + std::to_string(worldSize);
+  const std::string extension = ".safetensors";
+  if (path.size() > extension.size() &&
+      path.compare(path.size() - extension.size(), extension.size(), extension) == 0) {
+    return path.substr(0, path.size() - extension.size()) + suffix + extension;
+  }
+  return path + suffix;
 }
 
 int fail(const Status &status) { return fail(status.message()); }
@@ -128,14 +157,30 @@ int run(const Options &options) {
   }
   int64_t maxSteps = options.maxSteps >= 0 ? options.maxSteps : model.max_steps();
 
+  MeshShape mesh = planMesh(plan);
+  std::unique_ptr<Communicator> communicator;
+  if (worldSize > 1 || launchedByMpiLauncher()) {
+    status = createMpiCommunicator(mesh, communicator);
+  } else if (mesh.worldSize() > 1) {
+    status = Status(StatusCode::kInvalidArgument,
+                    "the plan is compiled for " + std::to_string(mesh.worldSize()) +
+                        " ranks (" + mesh.describe() + "): start it with mpirun -np " +
+                        std::to_string(mesh.worldSize()));
+  } else {
+    communicator = createSingleRankCommunicator();
+  }
+  if (!status.isOk()) {
+    return fail(status);
+  }
+  RankCoordinates coordinates = communicator->coordinates();
   std::unique_ptr<Backend> backend;
   status = createBackend(options.backend, backend);
   if (status.isOk()) {
-    status = backend->prepare(plan);
+    status = backend->prepare(plan, *communicator);
   }
   std::unique_ptr<PlanTrainer> trainer;
   if (status.isOk()) {
-    status = PlanTrainer::create(plan, *backend, trainer);
+    status = PlanTrainer::create(plan, *backend, *communicator, trainer);
   }
   if (!status.isOk()) {
     return fail(status);
@@ -143,7 +188,8 @@ int run(const Options &options) {
   int64_t globalBatch = model.global_batch_size(), seq = trainer->seqLen();
 
   MLLogger logger;
-  bool logging = !options.mllog.empty();
+  bool leader = worldRank == 0; // writes the log, the metrics and the progress
+  bool logging = leader && !options.mllog.empty();
   if (logging) {
     status = logger.open(options.mllog);
     if (!status.isOk()) {
@@ -181,12 +227,21 @@ int run(const Options &options) {
   uint64_t seed = options.seed >= 0 ? static_cast<uint64_t>(options.seed) : 0;
   if (!options.resume.empty()) {
     TensorFile file;
-    status = readSafetensors(options.resume, file);
+    std::string resumePath = rankPath(options.resume);
+    status = readSafetensors(resumePath, file);
+    // A checkpoint without a mesh is a single rank's.
+    std::string savedMesh = file.metadata.count("mesh") ? file.metadata["mesh"]
+                                                        : MeshShape().describe();
+    if (status.isOk() && savedMesh != mesh.describe()) {
+      status = Status(StatusCode::kInvalidArgument,
+                      "saved by a run on mesh '" + savedMesh + "', this plan is for '" +
+                          mesh.describe() + "'; resume with the plan it was trained with");
+    }
     if (status.isOk()) {
       status = trainer->load(file, /*withOptimizerState=*/true);
     }
     if (!status.isOk()) {
-      return failRun(options.resume + ": " + status.message());
+      return failRun(resumePath + ": " + status.message());
     }
     // The data stream depends on the seed, the order and the batch: a resume continues the
     // checkpoint's stream, so all three must be the run's.
@@ -255,7 +310,7 @@ int run(const Options &options) {
       return failRun(options.evalData + " holds fewer samples than one micro-batch (" +
                      std::to_string(rows) + " x " + std::to_string(seq + 1) + " tokens)");
     }
-    if (evalSamples < model.eval_samples()) {
+    if (evalSamples < model.eval_samples() && leader) {
       std::fprintf(stderr,
                    "mlperf-run: note: evaluating on %lld samples (the model asks for %lld; "
                    "the eval dataset has %lld)\n",
@@ -263,9 +318,15 @@ int run(const Options &options) {
                    static_cast<long long>(model.eval_samples()),
                    static_cast<long long>(eval.samplesPerEpoch()));
     }
-    status = eval.fill(0, evalSamples, evalTokens, evalLabels);
-    if (!status.isOk()) {
-      return failRun(status.message());
+    // This rank's eval micro-batches: b = dp rank, dp rank + dp, ...
+    for (int64_t first = coordinates.dp * rows; first < evalSamples; first += mesh.dp * rows) {
+      std::vector<int64_t> batchTokens, batchLabels;
+      status = eval.fill(first, rows, batchTokens, batchLabels);
+      if (!status.isOk()) {
+        return failRun(status.message());
+      }
+      evalTokens.insert(evalTokens.end(), batchTokens.begin(), batchTokens.end());
+      evalLabels.insert(evalLabels.end(), batchLabels.begin(), batchLabels.end());
     }
   }
   bool evaluating = evalSamples > 0;
@@ -273,7 +334,7 @@ int run(const Options &options) {
   int64_t evalEverySteps =
       std::max<int64_t>(1, (model.eval_every_samples() + globalBatch - 1) / globalBatch);
 
-  if (!options.metricsOut.empty()) {
+  if (leader && !options.metricsOut.empty()) {
     status = metrics.open(options.metricsOut);
     if (!status.isOk()) {
       return failRun(status.message());
@@ -281,7 +342,8 @@ int run(const Options &options) {
   }
   if (logging) {
     BenchmarkConfig config;
-    config.platform = "1x" + std::string(backend->name()) + " (mlperf-run)";
+    config.platform = std::to_string(mesh.nodes) + "x" + std::to_string(mesh.gpusPerNode) + " " +
+                      backend->name() + " (mlperf-run)";
     config.benchmark = model.benchmark();
     config.globalBatchSize = globalBatch;
     config.microBatchSize = model.micro_batch_size();
@@ -311,9 +373,13 @@ int run(const Options &options) {
   }
   double initSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - initStart).count();
-  std::printf("mlperf-run: %s on %s: %d parameter tensors, global batch %lld x %lld tokens, "
-              "up to %lld steps%s (init %.1f s)\n",
-              model.name().c_str(), backend->name(), plan.parameters_size(),
+  // Everything printed from here on is rank 0's, for the whole job.
+  bool printing = leader;
+  if (printing) {
+  std::printf("mlperf-run: %s on %s x %lld ranks (%s): %d parameter tensors, global batch "
+              "%lld x %lld tokens, up to %lld steps%s (init %.1f s)\n",
+              model.name().c_str(), backend->name(), static_cast<long long>(worldSize),
+              mesh.describe().c_str(), plan.parameters_size(),
               static_cast<long long>(globalBatch), static_cast<long long>(seq),
               static_cast<long long>(maxSteps),
               evaluating ? (", eval every " + std::to_string(evalEverySteps) +
@@ -322,16 +388,39 @@ int run(const Options &options) {
                          : "",
               initSeconds);
   std::fflush(stdout);
+  }
 
   auto samplesAfter = [&](int64_t step) { return step * globalBatch; };
   // Checkpoints carry what a resume needs to continue the same data stream.
   auto saveCheckpoint = [&] {
-    return trainer->save(options.save,
+    return trainer->save(rankPath(options.save),
                          {{"seed", std::to_string(seed)},
                           {"data_order", options.dataOrder},
-                          {"samples", std::to_string(samplesAfter(trainer->stepsTaken()))}});
+                          {"samples", std::to_string(samplesAfter(trainer->stepsTaken()))},
+                          {"mesh", mesh.describe()},
+                          {"rank", std::to_string(worldRank)}});
   };
-  bool terminal = isatty(fileno(stderr));
+  bool terminal = printing && isatty(fileno(stderr));
+  int64_t microRows = trainer->microBatchRows(), microBatches = trainer->accumulationSteps();
+  auto fillRankBatch = [&](GPTBatches &batches, int64_t firstSample, std::vector<int64_t> &tokens,
+                           std::vector<int64_t> &labels) {
+    if (mesh.dp == 1) {
+      return batches.fill(firstSample, globalBatch, tokens, labels);
+    }
+    tokens.clear();
+    labels.clear();
+    std::vector<int64_t> microTokens, microLabels;
+    for (int64_t a = 0; a < microBatches; ++a) {
+      int64_t first = firstSample + (a * mesh.dp + coordinates.dp) * microRows;
+      Status filled = batches.fill(first, microRows, microTokens, microLabels);
+      if (!filled.isOk()) {
+        return filled;
+      }
+      tokens.insert(tokens.end(), microTokens.begin(), microTokens.end());
+      labels.insert(labels.end(), microLabels.begin(), microLabels.end());
+    }
+    return Status::ok();
+  };
   bool converged = false;
   double lastEval = NAN;
   int64_t firstStep = trainer->stepsTaken();
@@ -344,7 +433,9 @@ int run(const Options &options) {
       MLLOG_START(logger, "block_start", MLLogValue{}, {"samples_count", samplesSoFar});
       blockOpen = true;
     }
-    status = train.fill(samplesSoFar, globalBatch, tokens, labels);
+    // This rank's micro-batches: micro-batch a of data-parallel rank d is micro-batch
+    // a * dp + d of the global batch (Megatron's pretraining sampler).
+    status = fillRankBatch(train, samplesSoFar, tokens, labels);
     auto start = std::chrono::steady_clock::now();
     TrainStepMetrics taken;
     if (status.isOk()) {
@@ -362,7 +453,8 @@ int run(const Options &options) {
                   ", \"loss\": " + jsonNumber(taken.loss) + ", \"lr\": " + jsonNumber(taken.lr) +
                   ", \"grad_norm\": " + jsonNumber(taken.gradNorm) +
                   ", \"tokens_per_s\": " + jsonNumber(tokensPerSecond) + "}");
-    if (options.printEvery > 0 && (step % options.printEvery == 0 || step + 1 == maxSteps)) {
+    if (printing && options.printEvery > 0 &&
+        (step % options.printEvery == 0 || step + 1 == maxSteps)) {
       std::printf("step %lld loss %.9g lr %.9g grad_norm %.9g time_ms %.1f\n",
                   static_cast<long long>(taken.step), taken.loss, taken.lr, taken.gradNorm,
                   seconds * 1e3);
@@ -372,6 +464,17 @@ int run(const Options &options) {
       std::fprintf(stderr, "\r[%lld/%lld] loss %.4f  %.0f tokens/s  ",
                    static_cast<long long>(step + 1), static_cast<long long>(maxSteps), taken.loss,
                    tokensPerSecond);
+    }
+    // Every rank stops after the same step: a signal seen by any rank stops all of them.
+    std::vector<double> stop{static_cast<double>(interruptSignal)};
+    if (worldSize > 1) {
+      status = communicator->allReduceWorldSum(stop);
+      if (!status.isOk()) {
+        return failRun(status.message());
+      }
+    }
+    if (stop[0] != 0 && interruptSignal == 0) {
+      interruptSignal = SIGTERM; // another rank's
     }
     if (interruptSignal != 0) {
       // Stop cleanly: the checkpoint holds every step taken, the log says aborted.
@@ -396,8 +499,10 @@ int run(const Options &options) {
       if (!status.isOk()) {
         return failRun(status.message());
       }
-      std::printf("mlperf-run: wrote %s (step %lld)\n", options.save.c_str(),
-                  static_cast<long long>(trainer->stepsTaken()));
+      if (printing) {
+        std::printf("mlperf-run: wrote %s (step %lld)\n", rankPath(options.save).c_str(),
+                    static_cast<long long>(trainer->stepsTaken()));
+      }
     }
     bool blockEnds = (step + 1) % evalEverySteps == 0 || step + 1 == maxSteps;
     if (blockEnds && logging) {
@@ -422,6 +527,7 @@ int run(const Options &options) {
       if (terminal) {
         std::fputc('\n', stderr);
       }
+      if (printing)
       std::printf("eval step %lld samples %lld eval_loss %.6f target %s%s\n",
                   static_cast<long long>(taken.step), static_cast<long long>(samplesSoFar),
                   lastEval, jsonNumber(target).c_str(), converged ? " reached" : "");
@@ -450,15 +556,18 @@ int run(const Options &options) {
     if (!status.isOk()) {
       return fail(status);
     }
-    std::printf("mlperf-run: wrote %s (step %lld)\n", options.save.c_str(),
-                static_cast<long long>(trainer->stepsTaken()));
+    if (printing) {
+      std::printf("mlperf-run: wrote %s (step %lld)\n", rankPath(options.save).c_str(),
+                  static_cast<long long>(trainer->stepsTaken()));
+    }
   }
   if (evaluating && !converged) {
+    if (printing)
     std::printf("mlperf-run: target eval loss %s not reached in %lld steps (last %.6f)\n",
                 jsonNumber(target).c_str(), static_cast<long long>(maxSteps), lastEval);
     return 2;
   }
-  if (evaluating) {
+  if (evaluating && printing) {
     std::printf("mlperf-run: converged: eval loss %.6f <= %s after %lld samples\n", lastEval,
                 jsonNumber(target).c_str(), static_cast<long long>(samplesDone));
   }
@@ -499,7 +608,18 @@ int main(int argc, char **argv) {
   if (std::optional<int> exit = cli.parse(argc, argv)) {
     return *exit;
   }
+  if (launchedByMpiLauncher()) {
+    Status status = initializeMpi(&argc, &argv, worldRank, worldSize);
+    if (!status.isOk()) {
+      return fail(status);
+    }
+  }
   std::signal(SIGINT, onInterrupt);
   std::signal(SIGTERM, onInterrupt);
-  return run(options);
+  int exitCode = run(options);
+  if (exitCode == 1 && worldSize > 1) {
+    abortMpi(1); // the other ranks would wait for this one in their next collective
+  }
+  finalizeMpi();
+  return exitCode;
 }

@@ -28,6 +28,8 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
+
 namespace cl = llvm::cl;
 
 namespace mlperf::cli {
@@ -50,6 +52,16 @@ static cl::opt<std::string> compileDumpIR(
 static cl::opt<std::string> compileOutput(
     "o", cl::sub(compileCommand), cl::value_desc("plan.pb"),
     cl::desc("Write the execution plan (runtime/plan.proto) to this file, atomically"),
+    cl::cat(mlperfcCategory()));
+
+static cl::opt<std::string> compileCluster(
+    "cluster", cl::sub(compileCommand), cl::init("1x1"), cl::value_desc("NODESxGPUS"),
+    cl::desc("The cluster the plan runs on: nodes x GPUs (ranks) per node, e.g. 8x8"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compileParallel(
+    "parallel", cl::sub(compileCommand), cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1,micro_batch=.."),
+    cl::desc("Parallel strategy; dp defaults to the ranks left after tp and pp. Every degree "
+             "is checked against the cluster and the model"),
     cl::cat(mlperfcCategory()));
 
 static int fail(const llvm::Twine &message) {
@@ -82,6 +94,64 @@ static void describeFunction(mlir::func::FuncOp func) {
   }
 }
 
+/// Sizes a parallel strategy must divide, read from a Llama-structured declaration (0 where
+/// the model does not have the tensor, which then constrains nothing).
+static rt::ModelDims modelDims(tg::ModelOp model) {
+  rt::ModelDims dims;
+  mlir::Block &body = model.getBody().front();
+  auto batch = *body.getOps<tg::BatchOp>().begin();
+  dims.globalBatch = batch.getGlobalBatchSizeAttr().getInt();
+  dims.microBatch = batch.getMicroBatchSizeAttr().getInt();
+  dims.seqLen = batch.getSeqLenAttr().getInt();
+  int64_t headDim = 0;
+  model.walk([&](tg::RopeOp rope) {
+    headDim = mlir::cast<mlir::RankedTensorType>(rope.getType()).getShape().back();
+    return mlir::WalkResult::interrupt();
+  });
+  for (auto param : body.getOps<tg::ParamOp>()) {
+    llvm::StringRef name = param.getSymName();
+    llvm::ArrayRef<int64_t> shape = param.getTensorType().getShape();
+    if (name == "model.embed_tokens.weight") {
+      dims.vocab = shape[0];
+      dims.hidden = shape[1];
+    } else if (name.ends_with("self_attn.q_proj.weight")) {
+      dims.layers = param.getCopies();
+      dims.heads = headDim ? shape[0] / headDim : 0;
+    } else if (name.ends_with("self_attn.k_proj.weight")) {
+      dims.kvHeads = headDim ? shape[0] / headDim : 0;
+    } else if (name.ends_with("mlp.gate_proj.weight")) {
+      dims.ffn = shape[0];
+    }
+  }
+  return dims;
+}
+
+/// What one rank holds: parameters, gradients, optimizer state (masters and moments), the
+/// batch inputs and scalars, and the activation arena.
+static void describeRankMemory(plan_ir::PlanOp planOp) {
+  mlir::Block &body = planOp.getBody().front();
+  llvm::StringMap<int64_t> bufferBytes;
+  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
+    auto type = mlir::cast<mlir::RankedTensorType>(buffer.getType());
+    bufferBytes[buffer.getSymName()] =
+        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  }
+  int64_t params = 0, grads = 0, state = 0, activations = 0, persistent = 0;
+  for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
+    params += bufferBytes.lookup(parameter.getValue());
+    grads += bufferBytes.lookup(parameter.getGrad());
+    state += bufferBytes.lookup(parameter.getMaster()) + bufferBytes.lookup(parameter.getExpAvg()) +
+             bufferBytes.lookup(parameter.getExpAvgSq());
+  }
+  for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
+    (arena.getMemoryClass() == "persistent" ? persistent : activations) = arena.getSize();
+  }
+  llvm::outs() << "  per-rank memory: parameters " << rt::humanBytes(params) << ", gradients "
+               << rt::humanBytes(grads) << ", optimizer state " << rt::humanBytes(state)
+               << ", activations " << rt::humanBytes(activations) << "; arenas "
+               << rt::humanBytes(persistent + activations) << "\n";
+}
+
 int runCompile() {
   if (compilePrecision != "bf16" && compilePrecision != "fp32") {
     return fail("--precision must be bf16 or fp32, got '" + compilePrecision + "'");
@@ -96,8 +166,27 @@ int runCompile() {
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   TrainStepOptions options;
   options.precision = compilePrecision;
-  // One data-parallel rank until the cluster options exist.
-  options.accumulationSteps = accumulationStepsOnOneRank(model);
+  rt::MeshShape &mesh = options.mesh;
+  rt::Status status = rt::parseCluster(compileCluster, mesh);
+  if (status.isOk()) {
+    status = rt::parseParallel(compileParallel, mesh);
+  }
+  if (status.isOk()) {
+    status = rt::validateMesh(mesh, modelDims(model), compileParallel.find("dp=") != std::string::npos);
+  }
+  if (!status.isOk()) {
+    return fail(status.message());
+  }
+  int64_t declaredMicroBatch = batch.getMicroBatchSizeAttr().getInt();
+  if (mesh.microBatch != declaredMicroBatch) {
+    return fail("micro_batch=" + llvm::Twine(mesh.microBatch) +
+                ": this declaration's graph is written for micro-batches of " +
+                llvm::Twine(declaredMicroBatch) +
+                "; emit it at that size (mlperfc emit-model ... --set micro_batch=" +
+                llvm::Twine(mesh.microBatch) + ")");
+  }
+  options.accumulationSteps = accumulationStepsOnOneRank(model) / mesh.dp;
+  auto started = std::chrono::steady_clock::now();
   // Size and FLOPs of the declaration, before lowering rewrites it.
   ModelSummary declared = summarizeModel(model);
   mlir::PassManager pm(contextOwner.get());
@@ -116,9 +205,15 @@ int runCompile() {
   for ([[maybe_unused]] auto param : model.getBody().front().getOps<tg::ParamOp>()) {
     ++params;
   }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   llvm::outs() << "compiled @" << model.getSymName() << ": precision " << compilePrecision << ", "
                << params << " parameter tensors, " << options.accumulationSteps
-               << " micro-batches of " << batch.getMicroBatchSizeAttr().getInt() << " per step\n";
+               << " micro-batches of " << batch.getMicroBatchSizeAttr().getInt()
+               << " per step and rank\n";
+  llvm::outs() << "  cluster " << mesh.describe() << ": " << mesh.worldSize() << " rank"
+               << (mesh.worldSize() == 1 ? "" : "s") << ", one plan for every rank"
+               << llvm::format(" (compiled in %.2f s)\n", seconds);
   llvm::outs() << llvm::format("  %lld parameters, %.4g model FLOPs per step (%.4g per token)\n",
                                static_cast<long long>(declared.parameters),
                                declared.trainFlopsPerStep, declared.trainFlopsPerToken);
@@ -145,6 +240,7 @@ int runCompile() {
           bound > 0 ? static_cast<double>(arena.getSize()) / static_cast<double>(bound) : 1.0);
     }
   }
+  describeRankMemory(planOp);
   if (!compileDumpIR.empty()) {
     llvm::outs() << "  IR after every pass: " << compileDumpIR << "/\n";
   }

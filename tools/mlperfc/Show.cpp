@@ -53,7 +53,10 @@ int runShow() {
      << "\n";
   os << "model @" << m.name() << " (benchmark " << m.benchmark() << "), precision " << m.precision()
      << ": global batch " << m.global_batch_size() << " = " << m.gradient_accumulation_steps()
-     << " micro-batches of " << m.micro_batch_size() << ", seq " << m.seq_len() << "\n";
+     << " micro-batches of " << m.micro_batch_size() << " on each of " << rt::planMesh(p).dp
+     << " data-parallel ranks, seq " << m.seq_len() << "\n";
+  os << "mesh " << rt::planMesh(p).describe() << " (" << rt::planMesh(p).worldSize()
+     << " ranks run this plan)\n";
   auto num = [](double value) { return rt::shortestDecimal(value); };
   os << "optimizer " << m.optimizer() << " (beta1 " << num(m.beta1()) << ", beta2 "
      << num(m.beta2()) << ", eps " << num(m.epsilon()) << ", weight decay " << num(m.weight_decay())

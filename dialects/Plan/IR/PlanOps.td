@@ -23,10 +23,12 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, Symbol, SingleBlock, NoTerminato
     }
     ```
     `model` holds the training metadata the runtime needs (batch, optimizer, schedule,
-    benchmark): the fields of `plan.ModelInfo` in runtime/plan.proto.
+    benchmark): the fields of `plan.ModelInfo` in runtime/plan.proto. `mesh`, in a plan for
+    more than one rank, holds the fields of `plan.Mesh` (nodes, gpus_per_node, dp, tp, pp,
+    vp, sequence_parallel, zero).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$format_version,
-                       DictionaryAttr:$model);
+                       DictionaryAttr:$model, OptionalAttr<DictionaryAttr>:$mesh);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
@@ -73,7 +75,12 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
   let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$value, FlatSymbolRefAttr:$grad,
                        FlatSymbolRefAttr:$master, FlatSymbolRefAttr:$exp_avg,
                        FlatSymbolRefAttr:$exp_avg_sq, StrAttr:$init,
-                       DefaultValuedAttr<F64Attr, "0.0">:$std);
+                       DefaultValuedAttr<F64Attr, "0.0">:$std,
+                       OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count);
+  let description = [{
+    With `shard_axis` and `shard_count` (ZeRO-1), `master`, `exp_avg` and `exp_avg_sq` are
+    1-D shards: this rank's 1/shard_count of the flattened parameter.
+  }];
   let assemblyFormat = "$name attr-dict";
 }
 

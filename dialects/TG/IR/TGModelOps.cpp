@@ -291,9 +291,13 @@ LogicalResult ModelOp::verifyRegions() {
             .Case([&](OptimizerOp o) { return takeUnique(optimizer, o); })
             .Case([&](LRScheduleOp o) { return takeUnique(schedule, o); })
             .Case<ParamOp, func::FuncOp>([](Operation *) { return success(); })
-            .Default([&](Operation *other) {
+            .Default([&](Operation *other) -> LogicalResult {
+              // The device mesh dist-partition adds (by name: tg does not depend on dist).
+              if (other->getName().getStringRef() == "dist.mesh") {
+                return success();
+              }
               return other->emitOpError()
-                     << "is not allowed directly in a tg.model (metadata ops, tg.param and "
+                     << "is not allowed directly in a tg.model (metadata ops, tg.param, dist.mesh and "
                         "func.func only)";
             });
     if (failed(result)) {

@@ -364,6 +364,24 @@ def TG_GlobalNormOp : TG_Op<"global_norm", [Pure]> {
   let assemblyFormat = "$grads attr-dict `:` type($grads)";
 }
 
+def TG_SumSquaresOp : TG_Op<"sum_squares", [Pure]> {
+  let summary = "The sum of squares of all elements of several tensors";
+  let description = [{
+    `Σ_tensors Σ_i g_i²` over f32 copies, accumulated in f64 and rounded to f32 once: one
+    rank's share of a global norm whose gradients are sharded (`dist-partition`).
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$inputs);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+}
+
+def TG_SqrtOp : TG_Op<"sqrt", [Pure]> {
+  let summary = "The square root of an f32 scalar (computed in f64, rounded once)";
+  let arguments = (ins TG_F32Scalar:$input);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$input attr-dict";
+}
+
 def TG_ClipCoefficientOp : TG_Op<"clip_coefficient", [Pure]> {
   let summary = "The gradient-clipping factor for a global norm";
   let description = [{

@@ -1060,7 +1060,7 @@ tg.model @m {
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
   tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
   tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
-  // expected-error @+1 {{'arith.constant' op is not allowed directly in a tg.model (metadata ops, tg.param and func.func only)}}
+  // expected-error @+1 {{'arith.constant' op is not allowed directly in a tg.model (metadata ops, tg.param, dist.mesh and func.func only)}}
   %c = arith.constant 1.0 : f32
   func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
     %e = tg.param_ref @"embed" : tensor<16x8xf32>

@@ -1,0 +1,215 @@
+//===- DistOps.cpp - Distribution dialect ----------------------*- C++ -*-===//
+
+#include "dialects/Dist/IR/DistOps.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlperf::dist;
+
+#include "dialects/Dist/IR/DistOpsDialect.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/Dist/IR/DistOpsTypes.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Dist/IR/DistOpsAttrs.cpp.inc"
+
+void DistDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Dist/IR/DistOps.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/Dist/IR/DistOpsTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Dist/IR/DistOpsAttrs.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Dist/IR/DistOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// dist.mesh
+//===----------------------------------------------------------------------===//
+
+LogicalResult MeshOp::verify() {
+  ArrayRef<int64_t> shape = getShape();
+  if (shape.size() != getAxes().size()) {
+    return emitOpError() << "has " << getAxes().size() << " axes but " << shape.size()
+                         << " sizes";
+  }
+  llvm::StringSet<> seen;
+  int64_t ranks = 1;
+  for (auto [name, size] : llvm::zip(getAxes().getAsValueRange<StringAttr>(), shape)) {
+    if (!llvm::is_contained({"dp", "tp", "pp", "cp", "ep"}, name)) {
+      return emitOpError() << "axis '" << name << "' is not one of dp, tp, pp, cp, ep";
+    }
+    if (!seen.insert(name).second) {
+      return emitOpError() << "names axis '" << name << "' twice";
+    }
+    if (size < 1) {
+      return emitOpError() << "axis '" << name << "' has size " << size;
+    }
+    ranks *= size;
+  }
+  int64_t nodes = getNodesAttr().getInt(), gpus = getGpusPerNodeAttr().getInt();
+  if (nodes < 1 || gpus < 1 || ranks != nodes * gpus) {
+    return emitOpError() << "has " << ranks << " ranks but the cluster " << nodes << "x" << gpus
+                         << " has " << nodes * gpus;
+  }
+  if (getVpAttr().getInt() < 1 || (getZero() != 0 && getZero() != 1)) {
+    return emitOpError() << "needs vp >= 1 and zero 0 or 1";
+  }
+  return success();
+}
+
+bool MeshOp::hasAxis(StringRef name) {
+  return llvm::is_contained(getAxes().getAsValueRange<StringAttr>(), name);
+}
+
+int64_t MeshOp::getAxisSize(StringRef name) {
+  for (auto [axis, size] : llvm::zip(getAxes().getAsValueRange<StringAttr>(), getShape())) {
+    if (axis == name) {
+      return size;
+    }
+  }
+  return 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The group size of `axes` on the mesh `meshRef`, or an error at `op`.
+FailureOr<int64_t> groupSize(Operation *op, SymbolTableCollection &symbols,
+                             FlatSymbolRefAttr meshRef, ArrayRef<StringRef> axes) {
+  auto mesh = symbols.lookupNearestSymbolFrom<MeshOp>(op, meshRef);
+  if (!mesh) {
+    return op->emitOpError() << meshRef << " is not a dist.mesh";
+  }
+  if (axes.empty()) {
+    return op->emitOpError() << "needs at least one mesh axis";
+  }
+  int64_t size = 1;
+  for (StringRef axis : axes) {
+    if (!mesh.hasAxis(axis)) {
+      return op->emitOpError() << "mesh " << meshRef << " has no axis '" << axis << "'";
+    }
+    size *= mesh.getAxisSize(axis);
+  }
+  return size;
+}
+
+SmallVector<StringRef> axisNames(ArrayAttr axes) {
+  return llvm::to_vector(axes.getAsValueRange<StringAttr>());
+}
+
+/// Checks that `future` carries `input`'s type with dim 0 scaled by `num / den`.
+LogicalResult verifyFutureShape(Operation *op, RankedTensorType input, Type future, int64_t num,
+                                int64_t den) {
+  auto carried = dyn_cast<RankedTensorType>(cast<FutureType>(future).getValueType());
+  if (!carried || carried.getElementType() != input.getElementType() ||
+      carried.getRank() != input.getRank()) {
+    return op->emitOpError() << "must produce a future of a tensor like " << input;
+  }
+  if (input.getRank() == 0) {
+    if (num != den) {
+      return op->emitOpError() << "needs a tensor with a dim 0 to split or gather";
+    }
+    return success();
+  }
+  SmallVector<int64_t> expected(input.getShape());
+  if (expected[0] * num % den != 0) {
+    return op->emitOpError() << "dim 0 (" << expected[0] << ") is not divisible by the group of "
+                             << den << " ranks";
+  }
+  expected[0] = expected[0] * num / den;
+  if (carried.getShape() != ArrayRef<int64_t>(expected)) {
+    return op->emitOpError() << "must produce a future of "
+                             << RankedTensorType::get(expected, input.getElementType())
+                             << ", not of " << carried;
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+  if (failed(size)) {
+    return failure();
+  }
+  return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1, 1);
+}
+
+LogicalResult ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+  if (failed(size)) {
+    return failure();
+  }
+  return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1,
+                           *size);
+}
+
+LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+  if (failed(size)) {
+    return failure();
+  }
+  return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(),
+                           *size, 1);
+}
+
+LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+  if (failed(size)) {
+    return failure();
+  }
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (input.getRank() == 0 || input.getDimSize(0) % *size != 0) {
+    return emitOpError() << "dim 0 of " << input << " must split into " << *size << " slices";
+  }
+  return verifyFutureShape(*this, input, getType(), 1, 1);
+}
+
+LogicalResult SendStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(groupSize(*this, symbols, getMeshAttr(), {getAxis()}))) {
+    return failure();
+  }
+  if (getShift() == 0 || !isa<NoneType>(getType().getValueType())) {
+    return emitOpError() << "needs a non-zero shift and produces !dist.future<none>";
+  }
+  return success();
+}
+
+LogicalResult RecvStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(groupSize(*this, symbols, getMeshAttr(), {getAxis()}))) {
+    return failure();
+  }
+  if (getShift() == 0 || !isa<RankedTensorType>(getType().getValueType())) {
+    return emitOpError() << "needs a non-zero shift and produces a future of a tensor";
+  }
+  return success();
+}
+
+LogicalResult DoneOp::verify() {
+  Type carried = getFuture().getType().getValueType();
+  if (isa<NoneType>(carried) ? getResult() != nullptr
+                             : (!getResult() || getResult().getType() != carried)) {
+    return emitOpError() << "must yield exactly what its future carries (" << carried << ")";
+  }
+  if (!getFuture().hasOneUse()) {
+    return emitOpError() << "must be the only use of its future";
+  }
+  return success();
+}

@@ -1,0 +1,26 @@
+//===- DistOps.h - Distribution dialect ------------------------*- C++ -*-===//
+
+#ifndef MLPERFC_DIALECTS_DIST_IR_DISTOPS_H
+#define MLPERFC_DIALECTS_DIST_IR_DISTOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/Dist/IR/DistOpsDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/Dist/IR/DistOpsTypes.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Dist/IR/DistOpsAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Dist/IR/DistOps.h.inc"
+
+#endif // MLPERFC_DIALECTS_DIST_IR_DISTOPS_H

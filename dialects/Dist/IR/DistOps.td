@@ -1,0 +1,114 @@
+//===- DistOps.td - Distribution ops ------------------------*- tablegen -*-===//
+
+#ifndef MLPERFC_DIALECTS_DIST_IR_DISTOPS_TD
+#define MLPERFC_DIALECTS_DIST_IR_DISTOPS_TD
+
+include "dialects/Dist/IR/DistBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
+  let summary = "The device mesh a module is partitioned for";
+  let description = [{
+    ```mlir
+    dist.mesh @mesh {axes = ["dp", "tp", "pp"], shape = array<i64: 2, 2, 1>,
+                     nodes = 1 : i64, gpus_per_node = 4 : i64}
+    ```
+    Axis names are unique and among dp, tp, pp, cp, ep; the product of `shape` is the number
+    of ranks, nodes × gpus_per_node. Ranks are laid out as runtime/dist/Mesh.h says: tp
+    fastest, then dp, then pp. `vp` (virtual pipeline stages), `sp`
+    (sequence parallelism) and `zero` (1: ZeRO-1 optimizer sharding) record the strategy.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes, DenseI64ArrayAttr:$shape,
+                       I64Attr:$nodes, I64Attr:$gpus_per_node,
+                       DefaultValuedAttr<I64Attr, "1">:$vp,
+                       DefaultValuedAttr<BoolAttr, "false">:$sp,
+                       DefaultValuedAttr<I64Attr, "0">:$zero);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The size of axis `name`; 1 for an axis the mesh does not have.
+    int64_t getAxisSize(::llvm::StringRef name);
+    bool hasAxis(::llvm::StringRef name);
+  }];
+}
+
+class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, !listconcat(traits,
+                                    [DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let results = (outs Dist_FutureType:$future);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes attr-dict `:` type($input) `->` qualified(type($future))
+  }];
+}
+
+def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
+  let summary = "Starts an element-wise sum over the ranks of mesh axes";
+  let description = [{
+    ```mlir
+    %f = dist.all_reduce_start %g over @mesh ["dp"] : tensor<64x64xbf16>
+        -> !dist.future<tensor<64x64xbf16>>
+    %sum = dist.done %f : !dist.future<tensor<64x64xbf16>> -> tensor<64x64xbf16>
+    ```
+    Every member receives the same sum (members added in group order).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+}
+
+def Dist_ReduceScatterStartOp : Dist_CollectiveStartOp<"reduce_scatter_start"> {
+  let summary = "Starts a sum over mesh axes of which each rank keeps one slice of dim 0";
+  let description = [{
+    `tensor<N x ...>` becomes `tensor<N/G x ...>` with G the group size: member i keeps rows
+    [i·N/G, (i+1)·N/G) of the sum.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+}
+
+def Dist_AllGatherStartOp : Dist_CollectiveStartOp<"all_gather_start"> {
+  let summary = "Starts the concatenation along dim 0 of every member's tensor";
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+}
+
+def Dist_AllToAllStartOp : Dist_CollectiveStartOp<"all_to_all_start"> {
+  let summary = "Starts an exchange: member i sends its j-th dim-0 slice to member j";
+  let description = [{
+    The shape is unchanged: dim 0 is split into G slices, slice j goes to member j, and the
+    received slices are concatenated in member order (expert-parallel token exchange).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+}
+
+def Dist_SendStartOp : Dist_Op<"send_start",
+                               [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Starts sending a tensor to the rank `shift` steps along one mesh axis";
+  let description = [{
+    Pipeline stages pass activations forward (`shift = 1`) and gradients back
+    (`shift = -1`) along `pp`; the future carries no value.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
+                       I64Attr:$shift);
+  let results = (outs Dist_FutureType:$future);
+  let assemblyFormat = [{
+    $input `to` $mesh $axis `shift` $shift attr-dict `:` type($input) `->` qualified(type($future))
+  }];
+}
+
+def Dist_RecvStartOp : Dist_Op<"recv_start",
+                               [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Starts receiving a tensor from the rank `shift` steps along one mesh axis";
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$shift);
+  let results = (outs Dist_FutureType:$future);
+  let assemblyFormat = [{
+    `from` $mesh $axis `shift` $shift attr-dict `:` qualified(type($future))
+  }];
+}
+
+def Dist_DoneOp : Dist_Op<"done"> {
+  let summary = "Waits for a started collective and yields its result";
+  let arguments = (ins Dist_FutureType:$future);
+  let results = (outs Optional<AnyRankedTensor>:$result);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future)) (`->` type($result)^)?";
+  let hasVerifier = 1;
+}
+
+#endif // MLPERFC_DIALECTS_DIST_IR_DISTOPS_TD

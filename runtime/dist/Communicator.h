@@ -1,0 +1,49 @@
+//===- Communicator.h - Collectives between the ranks of a mesh -*- C++ -*-===//
+//
+// What a backend and the train-step driver need from the ranks around them. Reductions sum
+// in the order of the group (rank 0 of the group first) and every member receives the same
+// bits, so a run is reproducible and all-reduce equals reduce-scatter followed by all-gather
+// bit for bit (ZeRO-1 and plain data parallelism then update with identical gradients).
+// Values travel as f32; a backend rounds the result to the buffer's dtype once.
+//
+// Implementations: a single rank (every group is just this rank) and MPI
+// (runtime/mpi/MpiCommunicator.h). NCCL serves the CUDA backend (runtime/nccl/).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_DIST_COMMUNICATOR_H
+#define MLPERFC_RUNTIME_DIST_COMMUNICATOR_H
+
+#include "runtime/dist/Mesh.h"
+
+#include <memory>
+#include <vector>
+
+namespace mlperf::rt {
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int64_t rank() const = 0;
+  virtual int64_t worldSize() const = 0;
+  virtual const MeshShape &mesh() const = 0;
+  RankCoordinates coordinates() const { return rankCoordinates(mesh(), rank()); }
+
+  /// Element-wise sum over `axis`'s group; every member gets the same result.
+  virtual Status allReduceSum(MeshAxis axis, std::vector<float> &values) = 0;
+  /// `input` holds group-size equal chunks; member i receives the sum of everyone's chunk i.
+  virtual Status reduceScatterSum(MeshAxis axis, const std::vector<float> &input,
+                                  std::vector<float> &shard) = 0;
+  /// Concatenation of every member's `shard`, in group order.
+  virtual Status allGather(MeshAxis axis, const std::vector<float> &shard,
+                           std::vector<float> &output) = 0;
+  /// Host-side values (loss sums, counts, flags) summed over every rank in rank order.
+  virtual Status allReduceWorldSum(std::vector<double> &values) = 0;
+};
+
+/// One process, a mesh of one rank: every collective is the identity.
+std::unique_ptr<Communicator> createSingleRankCommunicator();
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_DIST_COMMUNICATOR_H

@@ -1,0 +1,199 @@
+//===- Mesh.cpp - Device mesh, rank layout and parallel options -*- C++ -*-===//
+
+#include "runtime/dist/Mesh.h"
+
+#include <charconv>
+#include <set>
+
+namespace mlperf::rt {
+namespace {
+
+Status invalid(const std::string &message) { return Status(StatusCode::kInvalidArgument, message); }
+
+bool parsePositive(std::string_view text, int64_t &value) {
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() && value > 0;
+}
+
+std::string str(int64_t value) { return std::to_string(value); }
+
+} // namespace
+
+const char *meshAxisName(MeshAxis axis) {
+  switch (axis) {
+  case MeshAxis::kDP:
+    return "dp";
+  case MeshAxis::kTP:
+    return "tp";
+  case MeshAxis::kPP:
+    return "pp";
+  }
+  return "?";
+}
+
+bool parseMeshAxis(std::string_view name, MeshAxis &axis) {
+  for (MeshAxis candidate : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
+    if (name == meshAxisName(candidate)) {
+      axis = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t MeshShape::axisSize(MeshAxis axis) const {
+  return axis == MeshAxis::kDP ? dp : axis == MeshAxis::kTP ? tp : pp;
+}
+
+std::string MeshShape::describe() const {
+  return str(nodes) + "x" + str(gpusPerNode) + " dp=" + str(dp) + " tp=" + str(tp) +
+         " pp=" + str(pp) + " vp=" + str(vp) + " sp=" + (sequenceParallel ? "on" : "off") +
+         " zero=" + str(zero);
+}
+
+int64_t RankCoordinates::along(MeshAxis axis) const {
+  return axis == MeshAxis::kDP ? dp : axis == MeshAxis::kTP ? tp : pp;
+}
+
+RankCoordinates rankCoordinates(const MeshShape &mesh, int64_t rank) {
+  RankCoordinates c;
+  c.tp = rank % mesh.tp;
+  c.dp = (rank / mesh.tp) % mesh.dp;
+  c.pp = rank / (mesh.tp * mesh.dp);
+  return c;
+}
+
+int64_t rankAt(const MeshShape &mesh, const RankCoordinates &c) {
+  return (c.pp * mesh.dp + c.dp) * mesh.tp + c.tp;
+}
+
+std::vector<int64_t> axisGroup(const MeshShape &mesh, int64_t rank, MeshAxis axis) {
+  RankCoordinates c = rankCoordinates(mesh, rank);
+  std::vector<int64_t> group;
+  for (int64_t i = 0; i < mesh.axisSize(axis); ++i) {
+    RankCoordinates member = c;
+    (axis == MeshAxis::kDP ? member.dp : axis == MeshAxis::kTP ? member.tp : member.pp) = i;
+    group.push_back(rankAt(mesh, member));
+  }
+  return group;
+}
+
+Status parseCluster(std::string_view text, MeshShape &mesh) {
+  size_t x = text.find('x');
+  if (x == std::string_view::npos || !parsePositive(text.substr(0, x), mesh.nodes) ||
+      !parsePositive(text.substr(x + 1), mesh.gpusPerNode)) {
+    return invalid("--cluster '" + std::string(text) +
+                   "' is not NODESxGPUS with positive numbers (for example 8x8)");
+  }
+  return Status::ok();
+}
+
+Status parseParallel(std::string_view text, MeshShape &mesh) {
+  std::set<std::string, std::less<>> seen;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    size_t equals = item.find('=');
+    if (equals == std::string_view::npos) {
+      return invalid("--parallel item '" + std::string(item) + "' is not KEY=VALUE");
+    }
+    std::string key(item.substr(0, equals));
+    std::string_view value = item.substr(equals + 1);
+    if (!seen.insert(key).second) {
+      return invalid("--parallel gives '" + key + "' twice");
+    }
+    if (key == "sp") {
+      if (value != "on" && value != "off") {
+        return invalid("--parallel sp=" + std::string(value) + ": expected on or off");
+      }
+      mesh.sequenceParallel = value == "on";
+      continue;
+    }
+    int64_t *target = key == "dp"            ? &mesh.dp
+                      : key == "tp"          ? &mesh.tp
+                      : key == "pp"          ? &mesh.pp
+                      : key == "vp"          ? &mesh.vp
+                      : key == "zero"        ? &mesh.zero
+                      : key == "micro_batch" ? &mesh.microBatch
+                                             : nullptr;
+    if (!target) {
+      return invalid("--parallel key '" + key +
+                     "' is unknown (known: dp, tp, pp, vp, sp, zero, micro_batch)");
+    }
+    int64_t number = 0;
+    if (key == "zero" ? (value != "0" && value != "1") : !parsePositive(value, number)) {
+      return invalid("--parallel " + key + "=" + std::string(value) + ": expected " +
+                     (key == "zero" ? "0 or 1" : "a positive integer"));
+    }
+    *target = key == "zero" ? (value == "1") : number;
+  }
+  return Status::ok();
+}
+
+Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
+  int64_t world = mesh.worldSize();
+  std::string cluster = "--cluster " + str(mesh.nodes) + "x" + str(mesh.gpusPerNode) + " (" +
+                        str(world) + " ranks)";
+  if (!dpGiven) {
+    if (world % (mesh.tp * mesh.pp) != 0) {
+      return invalid("tp × pp = " + str(mesh.tp) + " × " + str(mesh.pp) + " does not divide " +
+                     cluster);
+    }
+    mesh.dp = world / (mesh.tp * mesh.pp);
+  }
+  if (mesh.dp * mesh.tp * mesh.pp != world) {
+    return invalid("dp × tp × pp = " + str(mesh.dp) + " × " + str(mesh.tp) + " × " +
+                   str(mesh.pp) + " = " + str(mesh.dp * mesh.tp * mesh.pp) + " ranks, but " +
+                   cluster);
+  }
+  auto divides = [&](int64_t degree, const char *name, int64_t count,
+                     const std::string &what) -> Status {
+    if (count % degree != 0) {
+      return invalid(std::string(name) + "=" + str(degree) + " does not divide the model's " +
+                     str(count) + " " + what);
+    }
+    return Status::ok();
+  };
+  MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.heads, "attention heads"));
+  MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.kvHeads, "key/value heads"));
+  MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.ffn, "FFN channels"));
+  MLPERF_RETURN_IF_ERROR(
+      divides(mesh.tp, "tp", model.vocab, "vocabulary entries (vocab-parallel embedding)"));
+  if (mesh.sequenceParallel) {
+    if (mesh.tp == 1) {
+      return invalid("sp=on splits the sequence over the tensor-parallel group: it needs tp > 1");
+    }
+    MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.seqLen, "sequence positions (sp=on)"));
+  }
+  if (mesh.vp > 1 && mesh.pp == 1) {
+    return invalid("vp=" + str(mesh.vp) +
+                   " interleaves virtual stages of a pipeline: it needs pp > 1");
+  }
+  if (model.layers % (mesh.pp * mesh.vp) != 0) {
+    return invalid("pp × vp = " + str(mesh.pp) + " × " + str(mesh.vp) +
+                   " does not divide the model's " + str(model.layers) +
+                   " layers; every (virtual) stage holds the same number of layers");
+  }
+  int64_t micro = mesh.microBatch > 0 ? mesh.microBatch : model.microBatch;
+  mesh.microBatch = micro;
+  if (model.globalBatch % (mesh.dp * micro) != 0) {
+    return invalid("the global batch of " + str(model.globalBatch) +
+                   " samples is not divisible by dp × micro_batch = " + str(mesh.dp) + " × " +
+                   str(micro));
+  }
+  int64_t microBatches = model.globalBatch / (mesh.dp * micro);
+  if (mesh.pp > 1 && microBatches < mesh.pp) {
+    return invalid("pp=" + str(mesh.pp) + " needs at least " + str(mesh.pp) +
+                   " micro-batches per step on each data-parallel rank, but there are " +
+                   str(microBatches));
+  }
+  if (mesh.vp > 1 && microBatches % mesh.pp != 0) {
+    return invalid("the interleaved schedule (vp=" + str(mesh.vp) + ") needs the " +
+                   str(microBatches) + " micro-batches per rank to be a multiple of pp=" +
+                   str(mesh.pp));
+  }
+  return Status::ok();
+}
+
+} // namespace mlperf::rt

@@ -1,0 +1,75 @@
+//===- Mesh.h - Device mesh, rank layout and parallel options --*- C++ -*-===//
+//
+// One cluster shape (--cluster NODESxGPUS) and one parallel strategy (--parallel dp=..,tp=..)
+// as plain data, shared by the compiler (validation, partitioning) and the runtime (process
+// groups, data shares). Ranks are laid out as Megatron-Core does (order "tp-cp-ep-dp-pp"):
+// tp varies fastest, then dp, then pp, so a tensor-parallel group stays inside a node.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_DIST_MESH_H
+#define MLPERFC_RUNTIME_DIST_MESH_H
+
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlperf::rt {
+
+/// The mesh axes a collective can run over.
+enum class MeshAxis { kDP, kTP, kPP };
+
+/// "dp", "tp", "pp".
+const char *meshAxisName(MeshAxis axis);
+/// The axis named `name`, or false.
+bool parseMeshAxis(std::string_view name, MeshAxis &axis);
+
+struct MeshShape {
+  int64_t nodes = 1, gpusPerNode = 1;
+  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t vp = 1;                 // virtual pipeline stages per rank (interleaved 1F1B)
+  bool sequenceParallel = false;  // sp=on
+  int64_t zero = 0;               // 1: optimizer state and master weights sharded over dp
+  int64_t microBatch = 0;         // 0: the declaration's micro_batch_size
+
+  int64_t worldSize() const { return nodes * gpusPerNode; }
+  int64_t axisSize(MeshAxis axis) const;
+  /// "1x8 dp=1 tp=8 pp=1 vp=1 sp=off zero=0".
+  std::string describe() const;
+};
+
+struct RankCoordinates {
+  int64_t dp = 0, tp = 0, pp = 0;
+  int64_t along(MeshAxis axis) const;
+};
+
+/// Where `rank` sits in the mesh (tp fastest, then dp, then pp).
+RankCoordinates rankCoordinates(const MeshShape &mesh, int64_t rank);
+int64_t rankAt(const MeshShape &mesh, const RankCoordinates &coordinates);
+/// The ranks of `rank`'s group along `axis`, in axis order.
+std::vector<int64_t> axisGroup(const MeshShape &mesh, int64_t rank, MeshAxis axis);
+
+/// "8x8": nodes x GPUs per node, both positive.
+Status parseCluster(std::string_view text, MeshShape &mesh);
+
+/// "dp=8,tp=8,pp=1,vp=1,sp=on,zero=1,micro_batch=1" (any subset, any order; dp defaults to
+/// what the cluster leaves after tp and pp). Sets the parallel fields of `mesh`; call
+/// validateMesh afterwards.
+Status parseParallel(std::string_view text, MeshShape &mesh);
+
+/// The model facts a parallel strategy must fit.
+struct ModelDims {
+  int64_t layers = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0, hidden = 0, seqLen = 0;
+  int64_t globalBatch = 0, microBatch = 0; // microBatch: as declared
+};
+
+/// Fills dp when it was not given and checks that the strategy fits the cluster and the
+/// model; the error names the numbers that do not fit.
+Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven);
+
+} // namespace mlperf::rt
+
+#endif // MLPERFC_RUNTIME_DIST_MESH_H

@@ -1,0 +1,195 @@
+//===- MpiCommunicator.cpp - Ranks started by mpirun ------------*- C++ -*-===//
+
+#include "runtime/mpi/MpiCommunicator.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+
+namespace mlperf::rt {
+namespace {
+
+Status mpiStatus(int code, const char *call, const char *file, int line) {
+  if (code == MPI_SUCCESS) {
+    return Status::ok();
+  }
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return Status(StatusCode::kInternal,
+                std::string(call) + " failed on rank " + std::to_string(rank) + ": " +
+                    std::string(text, length),
+                file, line);
+}
+
+#define MPI_CHECK(call) MLPERF_RETURN_IF_ERROR(mpiStatus((call), #call, __FILE__, __LINE__))
+
+class MpiCommunicator final : public Communicator {
+public:
+  ~MpiCommunicator() override {
+    for (MPI_Comm &comm : axisComms) {
+      if (comm != MPI_COMM_NULL) {
+        MPI_Comm_free(&comm);
+      }
+    }
+  }
+
+  Status init(const MeshShape &shape) {
+    meshShape = shape;
+    int rank = 0, size = 0;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    worldRank = rank;
+    worldRanks = size;
+    if (size != shape.worldSize()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "the plan is compiled for " + std::to_string(shape.worldSize()) +
+                        " ranks (--cluster " + std::to_string(shape.nodes) + "x" +
+                        std::to_string(shape.gpusPerNode) + ") but " + std::to_string(size) +
+                        " were started: run mpirun -np " + std::to_string(shape.worldSize()));
+    }
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    RankCoordinates c = rankCoordinates(shape, rank);
+    for (MeshAxis axis : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
+      // Ranks that agree on the other two coordinates form the group; key orders it by axis.
+      RankCoordinates colorOf = c;
+      (axis == MeshAxis::kDP ? colorOf.dp : axis == MeshAxis::kTP ? colorOf.tp : colorOf.pp) = 0;
+      int color = static_cast<int>(rankAt(shape, colorOf));
+      MPI_Comm &comm = axisComms[static_cast<int>(axis)];
+      MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, static_cast<int>(c.along(axis)), &comm));
+      MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    }
+    return Status::ok();
+  }
+
+  int64_t rank() const override { return worldRank; }
+  int64_t worldSize() const override { return worldRanks; }
+  const MeshShape &mesh() const override { return meshShape; }
+
+  Status allReduceSum(MeshAxis axis, std::vector<float> &values) override {
+    int64_t members = meshShape.axisSize(axis);
+    if (members == 1) {
+      return Status::ok();
+    }
+    // Reduce-scatter then all-gather of the padded vector: the same per-element summation
+    // order as reduceScatterSum, on every member.
+    size_t count = values.size();
+    size_t chunk = (count + members - 1) / members;
+    std::vector<float> padded(values), shard;
+    padded.resize(chunk * members, 0.0f);
+    MLPERF_RETURN_IF_ERROR(reduceScatterSum(axis, padded, shard));
+    MLPERF_RETURN_IF_ERROR(allGather(axis, shard, padded));
+    values.assign(padded.begin(), padded.begin() + count);
+    return Status::ok();
+  }
+
+  Status reduceScatterSum(MeshAxis axis, const std::vector<float> &input,
+                          std::vector<float> &shard) override {
+    int64_t members = meshShape.axisSize(axis);
+    if (input.size() % members != 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "reduce-scatter of " + std::to_string(input.size()) + " values over " +
+                        std::to_string(members) + " " + meshAxisName(axis) + " ranks");
+    }
+    size_t chunk = input.size() / members;
+    std::vector<float> received(input.size());
+    MPI_CHECK(MPI_Alltoall(input.data(), static_cast<int>(chunk), MPI_FLOAT, received.data(),
+                           static_cast<int>(chunk), MPI_FLOAT, comm(axis)));
+    shard.assign(chunk, 0.0f);
+    for (int64_t member = 0; member < members; ++member) {
+      const float *part = received.data() + member * chunk;
+      for (size_t i = 0; i < chunk; ++i) {
+        shard[i] += part[i];
+      }
+    }
+    return Status::ok();
+  }
+
+  Status allGather(MeshAxis axis, const std::vector<float> &shard,
+                   std::vector<float> &output) override {
+    int64_t members = meshShape.axisSize(axis);
+    output.resize(shard.size() * members);
+    MPI_CHECK(MPI_Allgather(shard.data(), static_cast<int>(shard.size()), MPI_FLOAT,
+                            output.data(), static_cast<int>(shard.size()), MPI_FLOAT,
+                            comm(axis)));
+    return Status::ok();
+  }
+
+  Status allReduceWorldSum(std::vector<double> &values) override {
+    std::vector<double> all(values.size() * worldRanks);
+    MPI_CHECK(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                            all.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                            MPI_COMM_WORLD));
+    for (size_t i = 0; i < values.size(); ++i) {
+      double sum = 0.0;
+      for (int64_t r = 0; r < worldRanks; ++r) {
+        sum += all[r * values.size() + i];
+      }
+      values[i] = sum;
+    }
+    return Status::ok();
+  }
+
+private:
+  MPI_Comm comm(MeshAxis axis) const { return axisComms[static_cast<int>(axis)]; }
+
+  MeshShape meshShape;
+  int64_t worldRank = 0, worldRanks = 1;
+  MPI_Comm axisComms[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+};
+
+} // namespace
+
+bool launchedByMpiLauncher() {
+  for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+    if (std::getenv(variable)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status initializeMpi(int *argc, char ***argv, int64_t &rank, int64_t &size) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    MPI_CHECK(MPI_Init(argc, argv));
+  }
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int r = 0, s = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &r));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &s));
+  rank = r;
+  size = s;
+  return Status::ok();
+}
+
+Status createMpiCommunicator(const MeshShape &mesh, std::unique_ptr<Communicator> &communicator) {
+  auto mpi = std::make_unique<MpiCommunicator>();
+  MLPERF_RETURN_IF_ERROR(mpi->init(mesh));
+  communicator = std::move(mpi);
+  return Status::ok();
+}
+
+Status broadcastFromRankZero(void *bytes, size_t size) {
+  MPI_CHECK(MPI_Bcast(bytes, static_cast<int>(size), MPI_BYTE, 0, MPI_COMM_WORLD));
+  return Status::ok();
+}
+
+void abortMpi(int exitCode) {
+  MPI_Abort(MPI_COMM_WORLD, exitCode);
+  std::_Exit(exitCode); // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
+void finalizeMpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    MPI_Finalize();
+  }
+}
+
+} // namespace mlperf::rt
