@@ -24,3 +24,9 @@ config.substitutions.append(("%models", os.path.join(config.mlperfc_src_root, "m
 config.substitutions.append(("%python", sys.executable))
 llvm_config.add_tool_substitutions(
     ["mlperf-opt", "mlperfc", "mlperf-prepare-data", "mlperf-run"], [config.mlperfc_tools_dir])
+
+# Multi-rank tests: Open MPI's launcher, allowed to run as root (CI containers) and to start
+# more ranks than this machine has cores.
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+config.substitutions.append(("%mpirun", "mpirun --oversubscribe"))

@@ -1,0 +1,61 @@
+"""Kills one rank of an mpirun job once it trains, and checks that the job ends promptly.
+
+usage: kill_rank.py RANK TIMEOUT_S mpirun ... mlperf-run ... --print-every 1
+Starts the command, waits until rank 0 prints its first step line, kills the MPI
+process whose OMPI_COMM_WORLD_RANK is RANK with SIGKILL, and then expects the whole job to
+exit non-zero within TIMEOUT_S seconds. Prints the job's output and "job ended: status N";
+exits 1 if the job hangs, succeeds or the rank never starts.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def rank_pid(job_pid, rank):
+    """The pid of the descendant of job_pid whose environment says it is MPI rank `rank`."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if (b"OMPI_COMM_WORLD_RANK=%d" % rank) in environ and b"mlperf-run" in cmdline:
+            return int(entry)
+    return None
+
+
+def main():
+    rank, timeout = int(sys.argv[1]), float(sys.argv[2])
+    job = subprocess.Popen(sys.argv[3:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = []
+    for line in job.stdout:  # until training has started (or the job ended)
+        seen.append(line)
+        if line.startswith(b"step "):
+            break
+    sys.stdout.write(b"".join(seen).decode(errors="replace"))
+    pid = rank_pid(job.pid, rank)
+    if job.poll() is not None or pid is None:
+        print("the job did not start training, or rank", rank, "was not found")
+        job.kill()
+        return 1
+    os.kill(pid, signal.SIGKILL)
+    killed = time.time()
+    try:
+        output, _ = job.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        print(f"the job still ran {timeout} s after rank {rank} was killed: it hangs")
+        return 1
+    sys.stdout.write(output.decode(errors="replace"))
+    print(f"job ended: status {job.returncode} after {time.time() - killed:.1f} s")
+    return 0 if job.returncode != 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
