@@ -27,6 +27,14 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   // Straight-line @forward with one tg.param per tensor: the form autodiff works on.
   pm.addPass(createTGInlineLayersPass());
   buildTGCleanupPipeline(pm);
+  const rt::MeshShape &mesh = options.mesh;
+  if (mesh.worldSize() > 1) {
+    // The mesh, and @forward split over tp before autodiff (Megatron's parallel layers).
+    pm.addPass(createDistTensorParallelPass(DistTensorParallelPassOptions{
+        mesh.nodes, mesh.gpusPerNode, mesh.dp, mesh.tp, mesh.pp, mesh.vp, mesh.sequenceParallel,
+        mesh.zero}));
+    buildTGCleanupPipeline(pm);
+  }
   // Backward of loss / (A·dp): summing A micro-batch gradients on each of dp ranks gives the
   // global batch's mean-loss gradient (Megatron scales by 1/A, then by 1/dp before reducing;
   // both are powers of two in every MLPerf configuration, so the product is the same bits).
@@ -35,12 +43,10 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   // Clipping, LR schedule and AdamW from the model's metadata.
   pm.addPass(createTGOptimizerPass());
   buildTGCleanupPipeline(pm);
-  const rt::MeshShape &mesh = options.mesh;
   if (mesh.worldSize() > 1) {
-    // One rank's program: gradient reduction over dp, ZeRO-1 sharding of optimizer state.
-    pm.addPass(createDistPartitionPass(DistPartitionPassOptions{
-        mesh.nodes, mesh.gpusPerNode, mesh.dp, mesh.tp, mesh.pp, mesh.vp, mesh.sequenceParallel,
-        mesh.zero}));
+    // One rank's program: tp regions as collectives, gradients reduced over dp (ZeRO-1:
+    // sharded optimizer state), the global norm counting every element once.
+    pm.addPass(createDistPartitionPass());
     buildTGCleanupPipeline(pm);
   }
 }

@@ -170,6 +170,11 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     out->set_exp_avg_sq(id(parameter.getExpAvgSqAttr()));
     out->set_init(parameter.getInit().str());
     out->set_std(parameter.getStd().convertToDouble());
+    if (parameter.getSplitAxis()) {
+      out->set_split_axis(parameter.getSplitAxis()->str());
+      out->set_split_dim(*parameter.getSplitDim());
+      out->set_split_count(*parameter.getSplitCount());
+    }
     if (parameter.getShardAxis()) {
       out->set_shard_axis(parameter.getShardAxis()->str());
       out->set_shard_count(*parameter.getShardCount());

@@ -1,9 +1,9 @@
 //===- DistPartition.cpp - One rank's program of a device mesh --*- C++ -*-===//
 //
-// Data parallelism and ZeRO-1 on @optimizer_step; see the pass description in Passes.td.
-// The per-rank @forward_backward needs no change for data parallelism: the pipeline scales
-// its loss by 1 / (micro-batches per rank × dp), so summing gradients over dp gives the
-// global batch's mean-loss gradient.
+// Lowers tensor-parallel regions to collectives and partitions @optimizer_step over the
+// mesh's data-parallel axis (all-reduce, or ZeRO-1 sharding); see the pass description in
+// Passes.td. The per-rank @forward_backward needs no change for data parallelism: the
+// pipeline scales its loss by 1 / (micro-batches per rank × dp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,95 +39,95 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
   }
 
   LogicalResult runOnModel(tg::ModelOp model) {
-    if (tp != 1 || pp != 1 || vp != 1 || sp) {
-      return model.emitError()
-             << "dist-partition: tensor (tp), sequence (sp) and pipeline (pp, vp) parallelism "
-                "are not partitioned yet; this compiler partitions data parallelism (dp) and "
-                "ZeRO-1 (zero=1) only";
+    mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, kMesh));
+    if (!mesh) {
+      return model.emitError() << "dist-partition needs the model's @mesh: run "
+                                  "dist-tensor-parallel first";
     }
-    if (dp < 1 || nodes * gpusPerNode != dp * tp * pp || (zero != 0 && zero != 1)) {
-      return model.emitError() << "dist-partition: dp × tp × pp = " << dp * tp * pp
-                               << " ranks does not match the cluster " << nodes << "x"
-                               << gpusPerNode << ", or zero is not 0 or 1";
-    }
-    if (SymbolTable::lookupSymbolIn(model, kMesh)) {
-      return model.emitError() << "dist-partition: the model is already partitioned (@mesh)";
-    }
-    auto step = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "optimizer_step"));
+    dp = mesh.getAxisSize("dp");
+    tp = mesh.getAxisSize("tp");
+    zero = mesh.getZero() == 1;
+    auto step =
+        dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "optimizer_step"));
     if (!step) {
       return model.emitError() << "dist-partition needs @optimizer_step: run tg-optimizer first";
     }
-    OpBuilder builder(model.getContext());
-    builder.setInsertionPointToStart(&model.getBody().front());
-    dist::MeshOp::create(builder, model.getLoc(), builder.getStringAttr(kMesh), builder.getStrArrayAttr({"dp", "tp", "pp"}),
-                         builder.getDenseI64ArrayAttr({dp, tp, pp}),
-                         builder.getI64IntegerAttr(nodes), builder.getI64IntegerAttr(gpusPerNode),
-                         builder.getI64IntegerAttr(vp), builder.getBoolAttr(sp),
-                         builder.getI64IntegerAttr(zero));
-    if (dp == 1) {
-      return success(); // one data-parallel rank: nothing to reduce or shard
-    }
-    return zero == 1 ? shardOptimizer(step) : allReduceGradients(step);
+    lowerRegions(model);
+    return partitionOptimizer(model, step);
   }
 
-  /// `value` sent through a collective start/done pair over dp.
+  /// Megatron's f is the identity in the forward direction; g is an all-reduce.
+  void lowerRegions(tg::ModelOp model) {
+    model.walk([&](dist::CopyToRegionOp copy) {
+      copy.getResult().replaceAllUsesWith(copy.getInput());
+      copy.erase();
+    });
+    model.walk([&](dist::ReduceFromRegionOp reduce) {
+      OpBuilder builder(reduce);
+      auto type = cast<RankedTensorType>(reduce.getType());
+      auto future = dist::AllReduceStartOp::create(
+          builder, reduce.getLoc(), dist::FutureType::get(builder.getContext(), type),
+          reduce.getInput(), reduce.getMeshAttr(), reduce.getAxesAttr());
+      reduce.getResult().replaceAllUsesWith(
+          dist::DoneOp::create(builder, reduce.getLoc(), type, future).getResult());
+      reduce.erase();
+    });
+  }
+
+  /// `value` sent through a collective start/done pair over `axis`.
   template <typename StartOp>
-  Value collective(OpBuilder &builder, Location loc, Value value, RankedTensorType resultType) {
-    auto future = StartOp::create(builder, loc, dist::FutureType::get(builder.getContext(), resultType), value,
+  Value collective(OpBuilder &builder, Location loc, Value value, RankedTensorType resultType,
+                   StringRef axis) {
+    auto future = StartOp::create(builder, loc,
+                                  dist::FutureType::get(builder.getContext(), resultType), value,
                                   FlatSymbolRefAttr::get(builder.getContext(), kMesh),
-                                  builder.getStrArrayAttr({"dp"}));
+                                  builder.getStrArrayAttr({axis}));
     return dist::DoneOp::create(builder, loc, resultType, future).getResult();
   }
 
-  LogicalResult allReduceGradients(func::FuncOp step) {
-    size_t count = parameterCount(step);
-    Block &entry = step.getBody().front();
-    OpBuilder builder = OpBuilder::atBlockBegin(&entry);
-    for (size_t i = 0; i < count; ++i) {
-      BlockArgument grad = entry.getArgument(1 + i);
-      Value sum = collective<dist::AllReduceStartOp>(builder, grad.getLoc(), grad,
-                                                     cast<RankedTensorType>(grad.getType()));
-      grad.replaceAllUsesExcept(sum, sum.getDefiningOp<dist::DoneOp>()
-                                         .getFuture()
-                                         .getDefiningOp());
-    }
-    return success();
-  }
-
-  static size_t parameterCount(func::FuncOp step) {
-    return (step.getNumArguments() - 1) / 4;
-  }
-
-  LogicalResult shardOptimizer(func::FuncOp step) {
-    size_t count = parameterCount(step);
+  LogicalResult partitionOptimizer(tg::ModelOp model, func::FuncOp step) {
+    size_t count = (step.getNumArguments() - 1) / 4;
     Block &entry = step.getBody().front();
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    ArrayAttr names = step->getAttrOfType<ArrayAttr>("tg.parameters");
+    if (step.getNumArguments() != 1 + 4 * count || !names || names.size() != count) {
+      return step.emitError() << "dist-partition: @optimizer_step is not tg-optimizer's";
+    }
     MLIRContext *context = step.getContext();
+    OpBuilder builder = OpBuilder::atBlockBegin(&entry);
+
+    // 1. Gradients summed over dp: whole (all-reduce) or this rank's flat shard (ZeRO-1).
+    SmallVector<Value> grads;
+    SmallVector<RankedTensorType> paramTypes;
     auto sharding = dist::ShardingAttr::get(
         context, FlatSymbolRefAttr::get(context, kMesh),
         ArrayAttr::get(context, {ArrayAttr::get(context, {StringAttr::get(context, "dp")})}));
-
-    // 1. Every gradient reduce-scattered into this rank's flat shard; state arguments shrink.
-    OpBuilder builder = OpBuilder::atBlockBegin(&entry);
-    SmallVector<Value> gradShards;
-    SmallVector<RankedTensorType> paramTypes;
     for (size_t i = 0; i < count; ++i) {
       BlockArgument grad = entry.getArgument(1 + i);
       auto type = cast<RankedTensorType>(grad.getType());
       paramTypes.push_back(cast<RankedTensorType>(ret.getOperand(i).getType()));
+      if (dp == 1) {
+        grads.push_back(grad);
+        continue;
+      }
+      if (!zero) {
+        Value sum = collective<dist::AllReduceStartOp>(builder, grad.getLoc(), grad, type, "dp");
+        grad.replaceAllUsesExcept(
+            sum, sum.getDefiningOp<dist::DoneOp>().getFuture().getDefiningOp());
+        grads.push_back(sum);
+        continue;
+      }
       int64_t elements = type.getNumElements();
       if (elements % dp != 0) {
-        ArrayAttr names = step->getAttrOfType<ArrayAttr>("tg.parameters");
         return step.emitError() << "dist-partition: zero=1 shards every parameter over dp="
-                                << dp << ", but "
-                                << (names ? names[i] : Attribute(builder.getIndexAttr(i)))
-                                << " has " << elements << " elements";
+                                << dp << ", but " << names[i] << " has " << elements
+                                << " elements on each rank";
       }
       auto flatType = RankedTensorType::get({elements}, type.getElementType());
       auto shardType = RankedTensorType::get({elements / dp}, type.getElementType());
       Value flat = tg::ReshapeOp::create(builder, grad.getLoc(), flatType, grad);
-      gradShards.push_back(
-          collective<dist::ReduceScatterStartOp>(builder, grad.getLoc(), flat, shardType));
+      grads.push_back(collective<dist::ReduceScatterStartOp>(builder, grad.getLoc(), flat,
+                                                             shardType, "dp"));
       auto stateShard = RankedTensorType::get({elements / dp}, builder.getF32Type());
       for (size_t group = 1; group <= 3; ++group) {
         unsigned index = 1 + group * count + i;
@@ -136,33 +136,60 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       }
     }
 
-    // 2. The global norm: each rank's sum of squares over its shards, summed over dp.
-    auto norms = llvm::to_vector(entry.getOps<tg::GlobalNormOp>());
-    if (norms.size() != 1) {
-      return step.emitError() << "dist-partition: expected one tg.global_norm in @optimizer_step";
+    // 2. The global norm with every element counted once.
+    if (tp > 1 || (zero && dp > 1)) {
+      auto norms = llvm::to_vector(entry.getOps<tg::GlobalNormOp>());
+      if (norms.size() != 1) {
+        return step.emitError() << "dist-partition: expected one tg.global_norm";
+      }
+      tg::GlobalNormOp norm = norms.front();
+      builder.setInsertionPoint(norm);
+      SmallVector<Value> split, replicated;
+      for (size_t i = 0; i < count; ++i) {
+        auto param = SymbolTable::lookupSymbolIn(model, cast<FlatSymbolRefAttr>(names[i]).getAttr());
+        (param && param->hasAttr("dist.sharding") ? split : replicated).push_back(grads[i]);
+      }
+      Location loc = norm.getLoc();
+      auto scalar = RankedTensorType::get({}, builder.getF32Type());
+      Value total;
+      if (!split.empty()) {
+        total = tg::SumSquaresOp::create(builder, loc, scalar, split);
+        if (tp > 1) {
+          total = collective<dist::AllReduceStartOp>(builder, loc, total, scalar, "tp");
+        }
+      }
+      if (!replicated.empty()) {
+        Value once = tg::SumSquaresOp::create(builder, loc, scalar, replicated);
+        total = total ? tg::AddOp::create(builder, loc, total, once).getResult() : once;
+      }
+      if (zero && dp > 1) {
+        total = collective<dist::AllReduceStartOp>(builder, loc, total, scalar, "dp");
+      }
+      Value globalNorm = tg::SqrtOp::create(builder, loc, scalar, total);
+      norm.getResult().replaceAllUsesWith(globalNorm);
+      norm.erase();
     }
-    tg::GlobalNormOp norm = norms.front();
-    builder.setInsertionPoint(norm);
-    auto scalar = RankedTensorType::get({}, builder.getF32Type());
-    Value squares = tg::SumSquaresOp::create(builder, norm.getLoc(), scalar, gradShards);
-    Value total = collective<dist::AllReduceStartOp>(builder, norm.getLoc(), squares, scalar);
-    Value globalNorm = tg::SqrtOp::create(builder, norm.getLoc(), scalar, total);
-    norm.getResult().replaceAllUsesWith(globalNorm);
-    norm.erase();
+    if (!zero || dp == 1) {
+      return success();
+    }
 
-    // 3. AdamW on the shards; the new parameter is the gather of the rounded shards.
+    // 3. ZeRO-1: AdamW on the shards; the new parameter is the gather of the rounded shards.
     SmallVector<Value> returned(ret.getOperands());
     for (auto update : llvm::to_vector(entry.getOps<tg::AdamWOp>())) {
       auto gradArg = dyn_cast<BlockArgument>(update.getGrad());
-      if (!gradArg || gradArg.getArgNumber() < 1 || gradArg.getArgNumber() > count) {
+      auto flat = update.getGrad().getDefiningOp<tg::ReshapeOp>();
+      if (!gradArg && flat) {
+        gradArg = dyn_cast<BlockArgument>(flat.getInput());
+      }
+      size_t i = gradArg ? gradArg.getArgNumber() - 1 : count;
+      if (i >= count) {
         return update.emitError() << "dist-partition: tg.adamw must read a gradient argument";
       }
-      size_t i = gradArg.getArgNumber() - 1;
       builder.setInsertionPoint(update);
       Type stateShard = update.getMaster().getType();
       auto sharded = tg::AdamWOp::create(
           builder, update.getLoc(), stateShard, stateShard, stateShard, update.getMaster(),
-          update.getM(), update.getV(), gradShards[i], update.getLr(), update.getClip(),
+          update.getM(), update.getV(), grads[i], update.getLr(), update.getClip(),
           update.getStep(), update.getBeta1Attr(), update.getBeta2Attr(),
           update.getEpsilonAttr(), update.getWeightDecayAttr());
       RankedTensorType paramType = paramTypes[i];
@@ -173,14 +200,15 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
             builder, update.getLoc(),
             RankedTensorType::get(shardType.getShape(), paramType.getElementType()), shard);
       }
-      auto flatType = RankedTensorType::get({paramType.getNumElements()}, paramType.getElementType());
+      auto flatType =
+          RankedTensorType::get({paramType.getNumElements()}, paramType.getElementType());
       Value gathered =
-          collective<dist::AllGatherStartOp>(builder, update.getLoc(), shard, flatType);
+          collective<dist::AllGatherStartOp>(builder, update.getLoc(), shard, flatType, "dp");
       returned[i] = tg::ReshapeOp::create(builder, update.getLoc(), paramType, gathered);
       returned[count + i] = sharded.getNewMaster();
       returned[2 * count + i] = sharded.getNewM();
       returned[3 * count + i] = sharded.getNewV();
-      // The old update's users (returns and converts to the parameter type) go away below.
+      // The old update's users (the return, converts to the parameter type) go away below.
       update->dropAllUses();
       update->erase();
     }
@@ -188,9 +216,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     func::ReturnOp::create(atReturn, ret.getLoc(), returned);
     ret.erase();
     // Ops left without users (the replicated converts) are dead.
-    bool erased = true;
-    while (erased) {
-      erased = false;
+    for (bool erased = true; erased;) {
       SmallVector<Operation *> dead;
       for (Operation &op : entry.without_terminator()) {
         if (op.use_empty() && isa<tg::ConvertOp, tg::ReshapeOp>(op)) {
@@ -206,6 +232,10 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
                                            entry.getTerminator()->getOperandTypes()));
     return success();
   }
+
+  dist::MeshOp mesh;
+  int64_t dp = 1, tp = 1;
+  bool zero = false;
 };
 
 } // namespace

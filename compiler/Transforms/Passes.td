@@ -163,31 +163,84 @@ def TGSetPrecisionPass : Pass<"tg-set-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
 }
 
+def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Places the device mesh and splits @forward over tensor-parallel ranks";
+  let description = [{
+    Rewrite class: reassociation (matmuls over split features are summed across ranks).
+
+    Adds `dist.mesh @mesh` (dp × tp × pp ranks) to each `tg.model`. With tp > 1 it splits the
+    inlined `@forward` the way Megatron-LM's parallel layers do, before `tg-autodiff`, so
+    that the backward pass follows from the region ops' VJPs (autograd through Megatron's
+    `f` and `g`):
+
+    - column-parallel (q, k, v, gate, up, lm_head: `W [out, in]` keeps `out / tp` rows): the
+      replicated input enters the region through `dist.copy_to_region` (identity; its
+      gradient is summed over tp), the output keeps `out / tp` features, and every op after it
+      (reshape to heads, rope, transposes, GQA repeat, attention matmuls, mask, softmax, SwiGLU)
+      runs on this rank's heads or FFN channels;
+    - row-parallel (o, down: `W [out, in / tp]`): partial products are summed by
+      `dist.reduce_from_region` (an all-reduce; its gradient is copied);
+    - vocab-parallel embedding (`[vocab / tp, hidden]`): `tg.embedding {vocab_shard_axis}`
+      yields zero rows for other ranks' ids, summed by `dist.reduce_from_region`;
+    - vocab-parallel cross-entropy: `tg.cross_entropy {vocab_shard_axis}` on `vocab / tp`
+      logits combines maxima, exponential sums and label logits over tp.
+
+    Split parameters get a smaller type and `dist.sharding` naming the split dim. Norm
+    weights stay replicated: their gradients are complete on every rank.
+
+    ```mlir
+    // before
+    %q = tg.matmul %x, %wq {transpose_rhs} : tensor<1x32x64xbf16>, tensor<64x64xbf16> -> tensor<1x32x64xbf16>
+    // after (tp = 2)
+    %xe = dist.copy_to_region %x over @mesh ["tp"] : tensor<1x32x64xbf16>
+    %q = tg.matmul %xe, %wq {transpose_rhs} : tensor<1x32x64xbf16>, tensor<32x64xbf16> -> tensor<1x32x32xbf16>
+    ```
+
+    Sequence (sp) and pipeline (pp, vp) parallelism are validated by `mlperfc compile` but
+    not partitioned yet: the pass refuses them rather than emit a plan that replicates their
+    work.
+  }];
+  let options = [
+    Option<"nodes", "nodes", "int64_t", /*default=*/"1", "Nodes in the cluster">,
+    Option<"gpusPerNode", "gpus-per-node", "int64_t", /*default=*/"1", "Ranks per node">,
+    Option<"dp", "dp", "int64_t", /*default=*/"1", "Data-parallel degree">,
+    Option<"tp", "tp", "int64_t", /*default=*/"1", "Tensor-parallel degree">,
+    Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline-parallel degree">,
+    Option<"vp", "vp", "int64_t", /*default=*/"1", "Virtual pipeline stages per rank">,
+    Option<"sp", "sp", "bool", /*default=*/"false", "Sequence parallelism">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "1: shard optimizer state and master weights over dp (ZeRO-1)">,
+  ];
+  let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
+}
+
 def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
-  let summary = "Turns the train step into the program of one rank of a device mesh";
+  let summary = "Turns the train step into the program of one rank of the model's mesh";
   let description = [{
     Rewrite class: reassociation (sums over ranks instead of over one rank's micro-batches).
 
-    Adds `dist.mesh @mesh` to each `tg.model` and partitions its `@optimizer_step` over the
-    data-parallel axis. Every rank runs `@forward_backward` on its own micro-batches (its
-    share of the global batch; the gradients are already scaled by 1 / (micro-batches × dp)
-    by `tg-autodiff`), so the sum over dp of the ranks' gradients is the gradient of the
-    global batch's mean loss:
+    Runs after `tg-optimizer` on a model with a `dist.mesh` (placed by
+    `dist-tensor-parallel`):
 
-    - `zero = 0`: each gradient is all-reduced over `dp` before clipping and AdamW, which
-      then run replicated on every rank.
+    - the tensor-parallel region ops become collectives: `dist.reduce_from_region` an
+      `all_reduce_start` / `done` pair over tp, `dist.copy_to_region` its input;
+    - data parallelism: every rank runs `@forward_backward` on its own micro-batches (the
+      loss is scaled by 1 / (micro-batches × dp) in `tg-autodiff`), so summing gradients over
+      dp gives the global batch's mean-loss gradient. With `zero = 0` each gradient is
+      all-reduced over dp before clipping and AdamW, which run replicated.
     - `zero = 1` (ZeRO-1, Megatron's distributed optimizer): each gradient is flattened and
-      reduce-scattered over `dp`; the f32 master weights and both moments become 1-D shards
-      (`#dist.sharding<@mesh, [["dp"]]>` on their arguments), the global norm is the square
-      root of the all-reduced per-shard sums of squares (each element counted exactly once),
-      AdamW updates the shard, and the new parameter is the all-gather of the shard rounded
-      to the parameter's type. Every parameter's element count must divide by dp.
+      reduce-scattered over dp; the f32 master weights and both moments become 1-D shards
+      (`#dist.sharding<@mesh, [["dp"]]>` on their arguments); AdamW updates the shard and the
+      new parameter is the all-gather of the shard rounded to the parameter's type. Every
+      parameter's (local) element count must divide by dp.
+    - the global norm counts every element once: the sum of squares of tp-split gradients is
+      all-reduced over tp, replicated ones are added once, and with ZeRO-1 the result is
+      all-reduced over dp before the square root.
 
     Before (zero = 1, dp = 2):
 
     ```mlir
     %n = tg.global_norm %g : tensor<64x64xf32>
-    %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
     %w, %m2, %v2 = tg.adamw %master, %m, %v, %g, %lr, %c, %step {...} : tensor<64x64xf32>, tensor<64x64xf32>
     ```
 
@@ -202,22 +255,7 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
     %w, %m2, %v2 = tg.adamw %master, %m, %v, %gs, ... : tensor<2048xf32>, tensor<2048xf32>
     ... all-gather %w over dp, tg.reshape to tensor<64x64xf32> ...
     ```
-
-    Tensor (tp), sequence (sp) and pipeline (pp, vp) parallelism are validated by
-    `mlperfc compile` but not partitioned yet: the pass refuses them with an error rather
-    than emit a plan that replicates their work.
   }];
-  let options = [
-    Option<"nodes", "nodes", "int64_t", /*default=*/"1", "Nodes in the cluster">,
-    Option<"gpusPerNode", "gpus-per-node", "int64_t", /*default=*/"1", "Ranks per node">,
-    Option<"dp", "dp", "int64_t", /*default=*/"1", "Data-parallel degree">,
-    Option<"tp", "tp", "int64_t", /*default=*/"1", "Tensor-parallel degree">,
-    Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline-parallel degree">,
-    Option<"vp", "vp", "int64_t", /*default=*/"1", "Virtual pipeline stages per rank">,
-    Option<"sp", "sp", "bool", /*default=*/"false", "Sequence parallelism">,
-    Option<"zero", "zero", "int64_t", /*default=*/"0",
-           "1: shard optimizer state and master weights over dp (ZeRO-1)">,
-  ];
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
 }
 

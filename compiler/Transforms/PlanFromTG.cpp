@@ -302,12 +302,33 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   }
   for (auto [param, value, grad, master, m, v] : parameters) {
     auto shard = shards.find(param.getSymName());
+    // Tensor parallelism: the one split dim of the parameter (dist-tensor-parallel).
+    StringAttr splitAxis;
+    IntegerAttr splitDim, splitCount;
+    if (auto split = param->getAttrOfType<dist::ShardingAttr>("dist.sharding")) {
+      auto mesh = dyn_cast_or_null<dist::MeshOp>(
+          SymbolTable::lookupSymbolIn(model, split.getMesh().getValue()));
+      for (auto [dim, axes] : llvm::enumerate(split.getDims())) {
+        auto names = cast<ArrayAttr>(axes);
+        if (names.empty()) {
+          continue;
+        }
+        if (splitAxis || names.size() != 1 || !mesh) {
+          return param.emitError()
+                 << "plan-from-tg: a parameter can be split along one dim over one mesh axis";
+        }
+        splitAxis = cast<StringAttr>(names[0]);
+        splitDim = builder.getI64IntegerAttr(dim);
+        splitCount = builder.getI64IntegerAttr(mesh.getAxisSize(splitAxis.getValue()));
+      }
+    }
     plan_ir::ParameterOp::create(
         builder, param.getLoc(), param.getSymNameAttr(), value, grad, master, m, v,
         param.getInitAttr(),
         builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0),
         shard == shards.end() ? StringAttr() : builder.getStringAttr(shard->second.first),
-        shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second));
+        shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second),
+        splitAxis, splitDim, splitCount);
   }
   for (auto mesh : body.getOps<dist::MeshOp>()) {
     auto i64 = [&](int64_t value) { return builder.getI64IntegerAttr(value); };

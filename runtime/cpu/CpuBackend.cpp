@@ -11,6 +11,8 @@
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/exec/Backend.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -92,9 +94,19 @@ public:
           break; // an attribute without a value: a missing required one is reported below
         }
       }
-      Status status = isCollective(command.op())
-                          ? runCollective(command, *operands[0], results[0])
-                          : runHostOp(command.op(), attributes, operands, results);
+      // Ops on a vocabulary split over a mesh axis learn this rank's part.
+      const plan::Attribute *vocabAxis = findAttribute(command, "vocab_shard_axis");
+      MeshAxis axis = MeshAxis::kTP;
+      if (vocabAxis) {
+        parseMeshAxis(vocabAxis->s(), axis); // the loader checked the name
+        attributes.set("shard_index", communicator->coordinates().along(axis));
+        attributes.set("shard_count", communicator->mesh().axisSize(axis));
+      }
+      bool splitLoss =
+          vocabAxis && (command.op() == "cross_entropy" || command.op() == "cross_entropy_grad");
+      Status status = isCollective(command.op()) ? runCollective(command, *operands[0], results[0])
+                      : splitLoss ? runSplitCrossEntropy(command.op(), axis, operands, results[0])
+                                  : runHostOp(command.op(), attributes, operands, results);
       if (!status.isOk()) {
         return Status(status.code(), "program '" + program.name() + "', command " +
                                          std::to_string(c) + " (" + command.op() +
@@ -196,6 +208,80 @@ public:
   }
 
 private:
+  static const plan::Attribute *findAttribute(const plan::Command &command,
+                                              std::string_view name) {
+    for (const plan::Attribute &attr : command.attributes()) {
+      if (attr.name() == name) {
+        return &attr;
+      }
+    }
+    return nullptr;
+  }
+
+  /// Megatron-LM's vocab-parallel cross-entropy: logits [..., V / G] are this rank's
+  /// vocabulary slice; row maxima, sums of exponentials (f64) and label logits are combined
+  /// over the axis, so the loss and the gradient of this rank's slice equal the unsplit op's
+  /// up to the summation order of the exponentials.
+  Status runSplitCrossEntropy(const std::string &op, MeshAxis axis,
+                              const std::vector<const HostTensor *> &operands,
+                              HostTensor &result) {
+    const HostTensor &logits = *operands[0], &labels = *operands[1];
+    bool gradient = op == "cross_entropy_grad";
+    const HostTensor *mask = operands.size() > (gradient ? 3u : 2u) ? operands.back() : nullptr;
+    int64_t tokens = labels.numElements(), columns = logits.shape.back();
+    int64_t first = communicator->coordinates().along(axis) * columns;
+    int64_t vocab = columns * communicator->mesh().axisSize(axis);
+    std::vector<float> maxima(tokens);
+    std::vector<double> sums(tokens), labelLogits(tokens, 0.0);
+    for (int64_t t = 0; t < tokens; ++t) {
+      if (labels.ints[t] < 0 || labels.ints[t] >= vocab) {
+        return Status(StatusCode::kInvalidArgument,
+                      "label " + std::to_string(labels.ints[t]) + " at position " +
+                          std::to_string(t) + " is outside the vocabulary [0, " +
+                          std::to_string(vocab) + ")");
+      }
+      const float *row = logits.values.data() + t * columns;
+      maxima[t] = *std::max_element(row, row + columns);
+    }
+    MLPERF_RETURN_IF_ERROR(communicator->allReduceMax(axis, maxima));
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float *row = logits.values.data() + t * columns;
+      for (int64_t v = 0; v < columns; ++v) {
+        sums[t] += std::exp(static_cast<double>(row[v]) - maxima[t]);
+      }
+      int64_t local = labels.ints[t] - first;
+      if (local >= 0 && local < columns) {
+        labelLogits[t] = row[local];
+      }
+    }
+    MLPERF_RETURN_IF_ERROR(communicator->allReduceSum(axis, sums));
+    MLPERF_RETURN_IF_ERROR(communicator->allReduceSum(axis, labelLogits));
+    double weight = 0.0;
+    for (int64_t t = 0; t < tokens; ++t) {
+      weight += mask ? static_cast<double>(mask->values[t]) : 1.0;
+    }
+    if (!gradient) {
+      double total = 0.0;
+      for (int64_t t = 0; t < tokens; ++t) {
+        double w = mask ? static_cast<double>(mask->values[t]) : 1.0;
+        total += w * (maxima[t] + std::log(sums[t]) - labelLogits[t]);
+      }
+      result.values[0] = static_cast<float>(total / weight);
+      return Status::ok();
+    }
+    double dloss = operands[2]->values[0];
+    for (int64_t t = 0; t < tokens; ++t) {
+      double coefficient = dloss * (mask ? static_cast<double>(mask->values[t]) : 1.0) / weight;
+      const float *row = logits.values.data() + t * columns;
+      for (int64_t v = 0; v < columns; ++v) {
+        double probability = std::exp(static_cast<double>(row[v]) - maxima[t]) / sums[t];
+        result.values[t * columns + v] = static_cast<float>(
+            coefficient * (probability - (first + v == labels.ints[t] ? 1.0 : 0.0)));
+      }
+    }
+    return Status::ok();
+  }
+
   static bool isCollective(const std::string &op) {
     return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather";
   }

@@ -123,6 +123,38 @@ Status Dispatch::run(std::string_view op) {
   } else if (op == "rms_norm") {
     int64_t dim = out().shape.back();
     cpu::rmsNorm(f(0), f(1), out().values.data(), out().numElements() / dim, dim, real("epsilon"));
+  } else if (op == "embedding" && attributes.has("shard_index")) {
+    // This rank's rows [k·rows, (k+1)·rows) of a vocabulary split `shard_count` ways; other
+    // ids give zero rows (their owners fill them).
+    const HostTensor &table = in(0), &ids = in(1);
+    int64_t rows = table.shape[0], dim = table.shape[1];
+    int64_t first = integer("shard_index") * rows, vocab = rows * integer("shard_count");
+    for (int64_t t = 0; t < ids.numElements(); ++t) {
+      int64_t id = ids.ints[t];
+      if (id < 0 || id >= vocab) {
+        return invalidInput("token id " + std::to_string(id) + " at position " +
+                            std::to_string(t) + " is outside the vocabulary [0, " +
+                            std::to_string(vocab) + ")");
+      }
+      if (id >= first && id < first + rows) {
+        std::copy_n(table.values.begin() + (id - first) * dim, dim,
+                    out().values.begin() + t * dim);
+      }
+    }
+  } else if (op == "embedding_grad" && attributes.has("shard_index")) {
+    const HostTensor &ids = in(0);
+    int64_t rows = out().shape[0], dim = out().shape[1];
+    int64_t first = integer("shard_index") * rows;
+    std::vector<double> sums(rows * dim, 0.0); // accumulated in f64 as embeddingGrad does
+    for (int64_t t = 0; t < ids.numElements(); ++t) {
+      int64_t row = ids.ints[t] - first;
+      if (row >= 0 && row < rows) {
+        for (int64_t d = 0; d < dim; ++d) {
+          sums[row * dim + d] += f(1)[t * dim + d];
+        }
+      }
+    }
+    std::copy(sums.begin(), sums.end(), out().values.begin());
   } else if (op == "embedding") {
     const HostTensor &table = in(0), &ids = in(1);
     int64_t bad = cpu::embedding(table.values.data(), ids.ints.data(), out().values.data(),

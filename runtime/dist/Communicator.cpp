@@ -11,6 +11,8 @@ public:
   int64_t worldSize() const override { return 1; }
   const MeshShape &mesh() const override { return shape; }
   Status allReduceSum(MeshAxis, std::vector<float> &) override { return Status::ok(); }
+  Status allReduceMax(MeshAxis, std::vector<float> &) override { return Status::ok(); }
+  Status allReduceSum(MeshAxis, std::vector<double> &) override { return Status::ok(); }
   Status reduceScatterSum(MeshAxis, const std::vector<float> &input,
                           std::vector<float> &shard) override {
     shard = input;

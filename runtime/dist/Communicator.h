@@ -31,6 +31,10 @@ public:
 
   /// Element-wise sum over `axis`'s group; every member gets the same result.
   virtual Status allReduceSum(MeshAxis axis, std::vector<float> &values) = 0;
+  /// Host-side f64 values summed over `axis`'s group in group order.
+  virtual Status allReduceSum(MeshAxis axis, std::vector<double> &values) = 0;
+  /// Element-wise maximum over `axis`'s group (order-free, so exact on every member).
+  virtual Status allReduceMax(MeshAxis axis, std::vector<float> &values) = 0;
   /// `input` holds group-size equal chunks; member i receives the sum of everyone's chunk i.
   virtual Status reduceScatterSum(MeshAxis axis, const std::vector<float> &input,
                                   std::vector<float> &shard) = 0;

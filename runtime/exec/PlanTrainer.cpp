@@ -128,9 +128,12 @@ Status PlanTrainer::initialize(uint64_t seed) {
     HostTensor value = HostTensor::zeros(fromPlanDType(buffer.dtype()), shapeOf(buffer));
     uint32_t stream = parameterStreamId(parameter.name());
     for (int64_t i = 0; i < value.numElements(); ++i) {
-      double drawn = init == "ones"    ? 1.0
-                     : init == "zeros" ? 0.0
-                                       : parameter.std() * philoxNormal(seed, stream, i);
+      // Element i of this rank's slice is drawn as its element of the full parameter, so
+      // every parallel layout trains the same model.
+      double drawn =
+          init == "ones"    ? 1.0
+          : init == "zeros" ? 0.0
+                            : parameter.std() * philoxNormal(seed, stream, fullIndex(parameter, value.shape, i));
       value.values[i] = static_cast<float>(roundTo(value.dtype, drawn));
     }
     HostTensor master = stateOf(parameter, value),
@@ -165,26 +168,38 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
         return invalid("no tensor '" + name + "'" +
                        (withOptimizerState ? " (a resume needs the optimizer state)" : ""));
       }
-      if (it->second.dtype != fromPlanDType(buffer.dtype()) ||
-          it->second.shape != shapeOf(buffer)) {
+      // --init-from full (Hugging Face) weights on a tensor-parallel plan: this rank's slice.
+      HostTensor tensor = it->second;
+      if (!withOptimizerState && id == parameter.value() && parameter.split_count() > 1 &&
+          tensor.shape != shapeOf(buffer) &&
+          tensor.shape == fullShape(parameter, shapeOf(buffer))) {
+        tensor = splitSlice(parameter, tensor, shapeOf(buffer));
+      }
+      if (tensor.dtype != fromPlanDType(buffer.dtype()) ||
+          tensor.shape != shapeOf(buffer)) {
         HostTensor expectedShape = HostTensor::zeros(fromPlanDType(buffer.dtype()), {});
         expectedShape.shape = shapeOf(buffer);
-        return invalid("'" + name + "' is " + it->second.describe() + " but the plan holds " +
+        return invalid("'" + name + "' is " + tensor.describe() + " but the plan holds " +
                        expectedShape.describe());
       }
-      for (float v : it->second.values) {
+      for (float v : tensor.values) {
         if (!std::isfinite(v)) {
           return invalid("'" + name + "' holds non-finite values");
         }
       }
-      Status status = backend.write(id, it->second);
+      Status status = backend.write(id, tensor);
       if (!status.isOk()) {
         return status;
       }
     }
     if (!withOptimizerState) {
       // A fresh optimizer from these values: f32 masters equal to them, zero moments.
-      HostTensor master = stateOf(parameter, file.tensors.at(parameter.name()));
+      HostTensor value;
+      Status read = backend.read(parameter.value(), value); // as loaded (and sliced) above
+      if (!read.isOk()) {
+        return read;
+      }
+      HostTensor master = stateOf(parameter, value);
       HostTensor zeros = HostTensor::zeros(DType::kF32, master.shape);
       for (auto [id, tensor] : {std::pair{parameter.master(), &master},
                                 {parameter.exp_avg(), &zeros},
@@ -222,6 +237,42 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     steps = value;
   }
   return Status::ok();
+}
+
+int64_t PlanTrainer::splitIndex(const plan::Parameter &parameter) const {
+  MeshAxis axis = MeshAxis::kTP;
+  parseMeshAxis(parameter.split_axis(), axis); // the loader checked it
+  return communicator.coordinates().along(axis);
+}
+
+std::vector<int64_t> PlanTrainer::fullShape(const plan::Parameter &parameter,
+                                            std::vector<int64_t> local) const {
+  if (parameter.split_count() > 1) {
+    local[parameter.split_dim()] *= parameter.split_count();
+  }
+  return local;
+}
+
+int64_t PlanTrainer::fullIndex(const plan::Parameter &parameter,
+                               const std::vector<int64_t> &local, int64_t index) const {
+  if (parameter.split_count() <= 1) {
+    return index;
+  }
+  size_t dim = parameter.split_dim();
+  int64_t inner = elementCount({local.begin() + dim + 1, local.end()});
+  int64_t rows = local[dim];
+  int64_t outer = index / (rows * inner), row = (index / inner) % rows, column = index % inner;
+  int64_t fullRows = rows * parameter.split_count();
+  return (outer * fullRows + splitIndex(parameter) * rows + row) * inner + column;
+}
+
+HostTensor PlanTrainer::splitSlice(const plan::Parameter &parameter, const HostTensor &full,
+                                   const std::vector<int64_t> &local) const {
+  HostTensor slice = HostTensor::zeros(full.dtype, local);
+  for (int64_t i = 0; i < slice.numElements(); ++i) {
+    slice.values[i] = full.values[fullIndex(parameter, local, i)];
+  }
+  return slice;
 }
 
 HostTensor PlanTrainer::stateOf(const plan::Parameter &parameter, const HostTensor &value) const {

@@ -65,6 +65,15 @@ private:
       : plan(plan), backend(backend), communicator(communicator) {}
   /// The f32 optimizer state of `parameter` from its value: whole, or this rank's shard.
   HostTensor stateOf(const plan::Parameter &parameter, const HostTensor &value) const;
+  /// Tensor parallelism: this rank's part index, the full shape of a split parameter, the
+  /// full parameter's flat index of element `index` of this rank's slice, and the slice.
+  int64_t splitIndex(const plan::Parameter &parameter) const;
+  std::vector<int64_t> fullShape(const plan::Parameter &parameter,
+                                 std::vector<int64_t> local) const;
+  int64_t fullIndex(const plan::Parameter &parameter, const std::vector<int64_t> &local,
+                    int64_t index) const;
+  HostTensor splitSlice(const plan::Parameter &parameter, const HostTensor &full,
+                        const std::vector<int64_t> &local) const;
   Status writeInputs(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
                      int64_t microBatch);
   Status readScalar(uint32_t id, double &value) const;

@@ -85,6 +85,33 @@ public:
     return Status::ok();
   }
 
+  Status allReduceSum(MeshAxis axis, std::vector<double> &values) override {
+    int64_t members = meshShape.axisSize(axis);
+    if (members == 1) {
+      return Status::ok();
+    }
+    std::vector<double> all(values.size() * members);
+    MPI_CHECK(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                            all.data(), static_cast<int>(values.size()), MPI_DOUBLE, comm(axis)));
+    for (size_t i = 0; i < values.size(); ++i) {
+      double sum = 0.0;
+      for (int64_t member = 0; member < members; ++member) {
+        sum += all[member * values.size() + i];
+      }
+      values[i] = sum;
+    }
+    return Status::ok();
+  }
+
+  Status allReduceMax(MeshAxis axis, std::vector<float> &values) override {
+    if (meshShape.axisSize(axis) == 1) {
+      return Status::ok();
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                            MPI_FLOAT, MPI_MAX, comm(axis)));
+    return Status::ok();
+  }
+
   Status reduceScatterSum(MeshAxis axis, const std::vector<float> &input,
                           std::vector<float> &shard) override {
     int64_t members = meshShape.axisSize(axis);

@@ -109,6 +109,14 @@ private:
 
 std::string Checker::run() {
   const std::string &op = command.op();
+  if (const plan::Attribute *vocab = attribute("vocab_shard_axis")) {
+    MeshAxis axis;
+    expect(op == "embedding" || op == "embedding_grad" || op == "cross_entropy" ||
+               op == "cross_entropy_grad",
+           "only embedding and cross-entropy commands take a split vocabulary");
+    expect(vocab->value_case() == plan::Attribute::kS && parseMeshAxis(vocab->s(), axis),
+           "attribute 'vocab_shard_axis' must be one of dp, tp, pp");
+  }
   if (op == "add" || op == "mul" || op == "silu_grad") {
     allOperandsAndResultsFloat();
     sameShape(in(0), out());

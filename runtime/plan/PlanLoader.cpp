@@ -163,6 +163,18 @@ Status validatePlan(const plan::Plan &p) {
                        std::to_string(id));
       }
     }
+    if (parameter.split_count() > 1) {
+      MeshAxis axis;
+      const plan::Buffer &value = p.buffers(parameter.value());
+      if (!parseMeshAxis(parameter.split_axis(), axis) ||
+          parameter.split_count() != mesh.axisSize(axis) || parameter.split_dim() < 0 ||
+          parameter.split_dim() >= value.shape_size()) {
+        return invalid("parameter '" + parameter.name() + "' is split " +
+                       std::to_string(parameter.split_count()) + " ways along dim " +
+                       std::to_string(parameter.split_dim()) + " over axis '" +
+                       parameter.split_axis() + "', which the mesh or its shape does not have");
+      }
+    }
     if (parameter.shard_count() > 1) {
       MeshAxis axis;
       if (!parseMeshAxis(parameter.shard_axis(), axis) ||

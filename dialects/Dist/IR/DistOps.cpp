@@ -213,3 +213,29 @@ LogicalResult DoneOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Tensor-parallel regions
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyToRegionOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+}
+
+LogicalResult ReduceFromRegionOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+}
+
+LogicalResult CopyToRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ReduceFromRegionOp::create(b, getLoc(), grads[0], getMeshAttr(), getAxesAttr()));
+  return success();
+}
+
+LogicalResult ReduceFromRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      CopyToRegionOp::create(b, getLoc(), grads[0], getMeshAttr(), getAxesAttr()));
+  return success();
+}

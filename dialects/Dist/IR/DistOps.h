@@ -12,6 +12,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/TG/IR/TGOps.h"
+
 #include "dialects/Dist/IR/DistOpsDialect.h.inc"
 
 #define GET_TYPEDEF_CLASSES

@@ -4,6 +4,8 @@
 #define MLPERFC_DIALECTS_DIST_IR_DISTOPS_TD
 
 include "dialects/Dist/IR/DistBase.td"
+include "dialects/TG/IR/TGInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -109,6 +111,38 @@ def Dist_DoneOp : Dist_Op<"done"> {
   let results = (outs Optional<AnyRankedTensor>:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future)) (`->` type($result)^)?";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-parallel regions (Megatron-LM's f and g)
+//===----------------------------------------------------------------------===//
+
+def Dist_CopyToRegionOp : Dist_Op<"copy_to_region", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<TG_VJPOpInterface>]> {
+  let summary = "Enters a tensor-parallel region: identity; its gradient is summed over the axes";
+  let description = [{
+    Megatron-LM's `f`: the replicated input of column-parallel linears. Every rank computes a
+    partial gradient for it (from its own output columns), so the VJP is a
+    `dist.reduce_from_region`. `dist-partition` lowers the op itself to nothing.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `over` $mesh $axes attr-dict `:` type($input)";
+}
+
+def Dist_ReduceFromRegionOp : Dist_Op<"reduce_from_region", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<TG_VJPOpInterface>]> {
+  let summary = "Leaves a tensor-parallel region: the sum over the axes; its gradient is copied";
+  let description = [{
+    Megatron-LM's `g`: the partial results of a row-parallel linear (or of a vocab-parallel
+    embedding) summed over the ranks of the axes. The VJP is a `dist.copy_to_region`.
+    `dist-partition` lowers it to a `dist.all_reduce_start` / `dist.done` pair.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `over` $mesh $axes attr-dict `:` type($input)";
 }
 
 #endif // MLPERFC_DIALECTS_DIST_IR_DISTOPS_TD

@@ -76,10 +76,14 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
                        FlatSymbolRefAttr:$master, FlatSymbolRefAttr:$exp_avg,
                        FlatSymbolRefAttr:$exp_avg_sq, StrAttr:$init,
                        DefaultValuedAttr<F64Attr, "0.0">:$std,
-                       OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count);
+                       OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count,
+                       OptionalAttr<StrAttr>:$split_axis, OptionalAttr<I64Attr>:$split_dim,
+                       OptionalAttr<I64Attr>:$split_count);
   let description = [{
     With `shard_axis` and `shard_count` (ZeRO-1), `master`, `exp_avg` and `exp_avg_sq` are
-    1-D shards: this rank's 1/shard_count of the flattened parameter.
+    1-D shards: this rank's 1/shard_count of the flattened parameter. With `split_axis`,
+    `split_dim` and `split_count` (tensor parallelism), the value is this rank's slice of the
+    full parameter along `split_dim`.
   }];
   let assemblyFormat = "$name attr-dict";
 }

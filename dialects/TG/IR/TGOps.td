@@ -99,11 +99,17 @@ def TG_EmbeddingOp : TG_Op<"embedding", [DeclareOpInterfaceMethods<TG_VJPOpInter
     `result[..., :] = table[ids[...], :]` for a table of shape `[vocab, hidden]`. An id outside
     `[0, vocab)` is a data error the runtime reports; it is not clamped.
 
+    With `vocab_shard_axis` (vocab-parallel embedding, `dist-tensor-parallel`), `table` is
+    this rank's slice `[k·V/G, (k+1)·V/G)` of a V-row table split over the G ranks of that mesh
+    axis (k: the rank's index on it): rows of other ranks' ids are zero, and the sum over the
+    axis is the full embedding.
+
     ```mlir
     %h = tg.embedding %table, %ids : tensor<256x64xbf16>, tensor<8x32xi32> -> tensor<8x32x64xbf16>
     ```
   }];
-  let arguments = (ins TG_Tensor:$table, TG_IndexTensor:$ids);
+  let arguments = (ins TG_Tensor:$table, TG_IndexTensor:$ids,
+                       OptionalAttr<StrAttr>:$vocab_shard_axis);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)";
 }
@@ -231,12 +237,17 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJP
     `sum(l * mask) / sum(mask)`. A label outside `[0, vocab)` is a data error the runtime
     reports.
 
+    With `vocab_shard_axis` (vocab-parallel cross-entropy), `logits` hold this rank's slice of
+    the vocabulary (as for tg.embedding); the op combines the row maxima, the sums of
+    exponentials and the label logits over the axis (Megatron-LM's vocab-parallel
+    cross-entropy), so its result is the full loss on every rank.
+
     ```mlir
     %loss = tg.cross_entropy %logits, %labels : tensor<8x32x256xf32>, tensor<8x32xi32> -> tensor<f32>
     ```
   }];
   let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels,
-                       Optional<TG_Tensor>:$loss_mask);
+                       Optional<TG_Tensor>:$loss_mask, OptionalAttr<StrAttr>:$vocab_shard_axis);
   let results = (outs TG_F32Scalar:$result);
   let assemblyFormat = [{
     $logits `,` $labels (`,` $loss_mask^)? attr-dict `:` type($logits) `,` type($labels)
@@ -303,7 +314,8 @@ def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [Pure]> {
     `dtable[v, :] = Σ_{t : ids[t] = v} dy[t, :]`, accumulated in f32; the result type is the
     table's.
   }];
-  let arguments = (ins TG_IndexTensor:$ids, TG_Tensor:$grad);
+  let arguments = (ins TG_IndexTensor:$ids, TG_Tensor:$grad,
+                       OptionalAttr<StrAttr>:$vocab_shard_axis);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$ids `,` $grad attr-dict `:` type($ids) `,` type($grad) `->` type($result)";
   let hasVerifier = 1;
@@ -317,7 +329,7 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [Pure,
     (all ones without one), in f32.
   }];
   let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels, TG_F32Scalar:$grad,
-                       Optional<TG_Tensor>:$loss_mask);
+                       Optional<TG_Tensor>:$loss_mask, OptionalAttr<StrAttr>:$vocab_shard_axis);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad (`mask` $loss_mask^)? attr-dict `:` type($logits) `,`

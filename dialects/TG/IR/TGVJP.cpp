@@ -76,7 +76,8 @@ LogicalResult ConvertOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
 LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
-      EmbeddingGradOp::create(b, getLoc(), getTable().getType(), getIds(), grads[0]));
+      EmbeddingGradOp::create(b, getLoc(), getTable().getType(), getIds(), grads[0],
+                              getVocabShardAxisAttr()));
   operandGrads.push_back(nullptr); // token ids
   return success();
 }
@@ -122,7 +123,8 @@ LogicalResult RepeatOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
 LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                        SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(), getLogits(),
-                                                    getLabels(), grads[0], getLossMask()));
+                                                    getLabels(), grads[0], getLossMask(),
+                                                    getVocabShardAxisAttr()));
   operandGrads.push_back(nullptr); // labels
   if (getLossMask()) {
     operandGrads.push_back(nullptr); // the mask is data, not a parameter
