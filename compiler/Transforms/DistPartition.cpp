@@ -56,8 +56,27 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     return partitionOptimizer(model, step);
   }
 
-  /// Megatron's f is the identity in the forward direction; g is an all-reduce.
+  /// Megatron's f is the identity in the forward direction; g is an all-reduce; with
+  /// sequence parallelism they are an all-gather and a reduce-scatter of sequence slices.
   void lowerRegions(tg::ModelOp model) {
+    auto lower = [&](auto region, auto tag) {
+      using StartOp = typename decltype(tag)::type;
+      OpBuilder builder(region);
+      auto type = cast<RankedTensorType>(region.getType());
+      auto future = StartOp::create(builder, region.getLoc(),
+                                    dist::FutureType::get(builder.getContext(), type),
+                                    region.getInput(), region.getMeshAttr(), region.getAxesAttr(),
+                                    region.getDimAttr());
+      region.getResult().replaceAllUsesWith(
+          dist::DoneOp::create(builder, region.getLoc(), type, future).getResult());
+      region.erase();
+    };
+    model.walk([&](dist::ReduceScatterRegionOp region) {
+      lower(region, llvm::type_identity<dist::ReduceScatterStartOp>());
+    });
+    model.walk([&](dist::AllGatherRegionOp region) {
+      lower(region, llvm::type_identity<dist::AllGatherStartOp>());
+    });
     model.walk([&](dist::CopyToRegionOp copy) {
       copy.getResult().replaceAllUsesWith(copy.getInput());
       copy.erase();
@@ -102,10 +121,20 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     auto sharding = dist::ShardingAttr::get(
         context, FlatSymbolRefAttr::get(context, kMesh),
         ArrayAttr::get(context, {ArrayAttr::get(context, {StringAttr::get(context, "dp")})}));
+    llvm::DenseMap<Value, size_t> gradIndex; // the gradient value tg.adamw reads -> parameter
     for (size_t i = 0; i < count; ++i) {
-      BlockArgument grad = entry.getArgument(1 + i);
+      Value grad = entry.getArgument(1 + i);
       auto type = cast<RankedTensorType>(grad.getType());
       paramTypes.push_back(cast<RankedTensorType>(ret.getOperand(i).getType()));
+      // A sequence-parallel norm weight has one gradient share per sequence slice.
+      auto param = SymbolTable::lookupSymbolIn(model, cast<FlatSymbolRefAttr>(names[i]).getAttr());
+      if (tp > 1 && param && param->hasAttr("dist.sequence_parallel")) {
+        Value sum = collective<dist::AllReduceStartOp>(builder, grad.getLoc(), grad, type, "tp");
+        grad.replaceAllUsesExcept(
+            sum, sum.getDefiningOp<dist::DoneOp>().getFuture().getDefiningOp());
+        grad = sum;
+      }
+      gradIndex[grad] = i;
       if (dp == 1) {
         grads.push_back(grad);
         continue;
@@ -176,12 +205,8 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     // 3. ZeRO-1: AdamW on the shards; the new parameter is the gather of the rounded shards.
     SmallVector<Value> returned(ret.getOperands());
     for (auto update : llvm::to_vector(entry.getOps<tg::AdamWOp>())) {
-      auto gradArg = dyn_cast<BlockArgument>(update.getGrad());
-      auto flat = update.getGrad().getDefiningOp<tg::ReshapeOp>();
-      if (!gradArg && flat) {
-        gradArg = dyn_cast<BlockArgument>(flat.getInput());
-      }
-      size_t i = gradArg ? gradArg.getArgNumber() - 1 : count;
+      auto found = gradIndex.find(update.getGrad());
+      size_t i = found == gradIndex.end() ? count : found->second;
       if (i >= count) {
         return update.emitError() << "dist-partition: tg.adamw must read a gradient argument";
       }

@@ -27,6 +27,8 @@ namespace mlperf {
 namespace {
 
 constexpr StringLiteral kMesh = "mesh";
+/// Activations are [micro_batch, seq, ...]: sequence parallelism splits dim 1.
+constexpr int64_t kSequenceDim = 1;
 
 /// How a parameter is split over tp (Megatron-LM's layer specification for Llama).
 enum class WeightKind { kReplicated, kColumn, kRow, kVocab };
@@ -65,10 +67,10 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
   }
 
   LogicalResult runOnModel(tg::ModelOp model) {
-    if (pp != 1 || vp != 1 || sp) {
+    if (pp != 1 || vp != 1) {
       return model.emitError()
-             << "dist-tensor-parallel: sequence (sp) and pipeline (pp, vp) parallelism are not "
-                "partitioned yet; this compiler partitions dp, tp and ZeRO-1 (zero=1)";
+             << "dist-tensor-parallel: pipeline parallelism (pp, vp) is not partitioned yet; "
+                "this compiler partitions dp, tp, sp and ZeRO-1 (zero=1)";
     }
     if (dp < 1 || tp < 1 || nodes * gpusPerNode != dp * tp * pp || (zero != 0 && zero != 1)) {
       return model.emitError() << "dist-tensor-parallel: dp × tp × pp = " << dp * tp * pp
@@ -142,25 +144,52 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       auto it = shardDim.find(value);
       return it == shardDim.end() ? int64_t(-1) : it->second;
     };
-    // The region entry of a replicated value, shared by every column-parallel consumer.
+    auto seqDimAttr = builder.getI64IntegerAttr(kSequenceDim);
+    // The region entry of a replicated value, shared by every column-parallel consumer: with
+    // sequence parallelism the all-gather of the sequence slices, else the identity.
     auto enter = [&](Value value, Operation *user) {
       Value &entered = enteredValues[value];
       if (!entered) {
         builder.setInsertionPoint(user);
-        entered = dist::CopyToRegionOp::create(builder, user->getLoc(), value, meshRef, tpAxes);
+        auto type = cast<RankedTensorType>(value.getType());
+        entered = sequenceSplit.contains(value)
+                      ? dist::AllGatherRegionOp::create(
+                            builder, user->getLoc(),
+                            withDim(type, kSequenceDim, type.getDimSize(kSequenceDim) * tp),
+                            value, meshRef, tpAxes, seqDimAttr)
+                            .getResult()
+                      : dist::CopyToRegionOp::create(builder, user->getLoc(), value, meshRef,
+                                                     tpAxes)
+                            .getResult();
       }
       return entered;
     };
-    // The sum of a partial result over tp replaces the result's uses.
+    // The sum of a partial result over tp replaces the result's uses; with sequence
+    // parallelism each rank keeps its slice of the sequence.
     auto leave = [&](Value partial) {
       builder.setInsertionPointAfterValue(partial);
-      auto reduced =
-          dist::ReduceFromRegionOp::create(builder, partial.getLoc(), partial, meshRef, tpAxes);
-      partial.replaceAllUsesExcept(reduced, reduced);
+      auto type = cast<RankedTensorType>(partial.getType());
+      Value reduced =
+          sp ? dist::ReduceScatterRegionOp::create(
+                   builder, partial.getLoc(),
+                   withDim(type, kSequenceDim, type.getDimSize(kSequenceDim) / tp), partial,
+                   meshRef, tpAxes, seqDimAttr)
+                   .getResult()
+             : dist::ReduceFromRegionOp::create(builder, partial.getLoc(), partial, meshRef,
+                                                tpAxes)
+                   .getResult();
+      partial.replaceAllUsesExcept(reduced, reduced.getDefiningOp());
+      if (sp) {
+        sequenceSplit.insert(reduced);
+      }
     };
     for (Operation &op : llvm::make_early_inc_range(forward.getBody().front().without_terminator())) {
-      if (isa<dist::CopyToRegionOp, dist::ReduceFromRegionOp>(op)) {
+      if (isa<dist::CopyToRegionOp, dist::ReduceFromRegionOp, dist::AllGatherRegionOp,
+              dist::ReduceScatterRegionOp>(op)) {
         continue;
+      }
+      if (failed(splitSequenceOp(op))) {
+        return failure();
       }
       if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
         auto param = dyn_cast_or_null<tg::ParamOp>(
@@ -267,6 +296,43 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
     return success();
   }
 
+  /// Sequence parallelism outside the tensor-parallel regions: norms, residual adds and other
+  /// per-token ops run on this rank's slice of the sequence. A norm's weight then receives
+  /// only this slice's gradient contribution (`dist.sequence_parallel`: dist-partition sums it
+  /// over tp, as Megatron-LM does for sequence-parallel parameters).
+  LogicalResult splitSequenceOp(Operation &op) {
+    if (!llvm::any_of(op.getOperands(), [&](Value v) { return sequenceSplit.contains(v); }) ||
+        isa<tg::MatmulOp>(op)) {
+      return success(); // matmuls enter a region through `enter`
+    }
+    if (auto norm = dyn_cast<tg::RMSNormOp>(op)) {
+      if (auto ref = norm.getWeight().getDefiningOp<tg::ParamRefOp>()) {
+        if (Operation *param = SymbolTable::lookupNearestSymbolFrom(ref, ref.getNameAttr())) {
+          param->setAttr("dist.sequence_parallel", UnitAttr::get(op.getContext()));
+        }
+      }
+      norm.getResult().setType(norm.getInput().getType());
+      sequenceSplit.insert(norm.getResult());
+      return success();
+    }
+    if (!isa<tg::AddOp, tg::MulOp, tg::ScaleOp, tg::SiluOp, tg::ConvertOp>(op)) {
+      return op.emitError() << "dist-tensor-parallel: no sequence-parallel rule for "
+                            << op.getName();
+    }
+    auto input = cast<RankedTensorType>(op.getOperand(0).getType());
+    for (Value operand : op.getOperands()) {
+      if (!sequenceSplit.contains(operand) ||
+          cast<RankedTensorType>(operand.getType()).getShape() != input.getShape()) {
+        return op.emitError() << "dist-tensor-parallel: mixes sequence slices with whole "
+                                 "sequences";
+      }
+    }
+    auto result = cast<RankedTensorType>(op.getResult(0).getType());
+    op.getResult(0).setType(RankedTensorType::get(input.getShape(), result.getElementType()));
+    sequenceSplit.insert(op.getResult(0));
+    return success();
+  }
+
   template <typename ShardOf, typename Enter, typename Leave>
   LogicalResult shardMatmul(tg::MatmulOp matmul, ShardOf shardOf, Enter enter, Leave leave) {
     Value lhs = matmul.getLhs(), rhs = matmul.getRhs();
@@ -314,6 +380,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
   llvm::DenseMap<Value, int64_t> shardDim;
   llvm::DenseMap<Value, WeightKind> weightKind;
   llvm::DenseMap<Value, Value> enteredValues;
+  llvm::DenseSet<Value> sequenceSplit; // [batch, seq / tp, ...] slices (sp=on)
 };
 
 } // namespace

@@ -134,7 +134,11 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         return op.emitError() << "plan-from-tg: a plan collective runs over exactly one mesh axis";
       }
       kernel = kernel.drop_back(StringRef("_start").size());
-      attributes = builder.getDictionaryAttr(builder.getNamedAttr("axis", axes[0]));
+      SmallVector<NamedAttribute> commandAttrs{builder.getNamedAttr("axis", axes[0])};
+      if (auto dim = op.getAttrOfType<IntegerAttr>("dim"); dim && dim.getInt() != 0) {
+        commandAttrs.push_back(builder.getNamedAttr("dim", dim)); // a sequence split
+      }
+      attributes = builder.getDictionaryAttr(commandAttrs);
       auto done = dyn_cast<dist::DoneOp>(*op.getResult(0).getUsers().begin());
       produced = done.getResult();
     } else if (op.getName().getDialectNamespace() != "tg") {

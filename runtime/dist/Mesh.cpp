@@ -165,6 +165,12 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
       return invalid("sp=on splits the sequence over the tensor-parallel group: it needs tp > 1");
     }
     MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.seqLen, "sequence positions (sp=on)"));
+    int64_t micro = mesh.microBatch > 0 ? mesh.microBatch : model.microBatch;
+    if (micro != 1) {
+      return invalid("sp=on splits [micro_batch, seq, hidden] activations along the sequence "
+                     "into contiguous slices, which needs micro_batch=1 (got " + str(micro) +
+                     ")");
+    }
   }
   if (mesh.vp > 1 && mesh.pp == 1) {
     return invalid("vp=" + str(mesh.vp) +

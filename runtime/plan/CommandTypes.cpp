@@ -282,12 +282,22 @@ std::string Checker::run() {
     if (op == "all_reduce") {
       sameShape(in(0), out());
     } else {
+      // Split or gathered along `dim` (default 0); every dim before it is 1, so each rank's
+      // part is one contiguous block of the flattened tensor.
+      const plan::Attribute *dimAttr = attribute("dim");
+      int64_t dim = dimAttr && dimAttr->value_case() == plan::Attribute::kI ? dimAttr->i() : 0;
       Shape shard = op == "reduce_scatter" ? out() : in(0);
       Shape whole = op == "reduce_scatter" ? in(0) : out();
-      expect(shard.size() == 1 && whole.size() == 1 && whole[0] == shard[0] * members,
-             "a " + op + " over " + std::to_string(members) + " " + axisAttr->s() +
-                 " ranks maps a 1-D tensor of n * " + std::to_string(members) +
-                 " elements to n, or back; got " + describe(in(0)) + " -> " + describe(out()));
+      bool valid = shard.size() == whole.size() && dim >= 0 &&
+                   dim < static_cast<int64_t>(whole.size());
+      for (int64_t d = 0; valid && d < static_cast<int64_t>(whole.size()); ++d) {
+        valid = d < dim ? whole[d] == 1 && shard[d] == 1
+                        : whole[d] == (d == dim ? shard[d] * members : shard[d]);
+      }
+      expect(valid, "a " + op + " over " + std::to_string(members) + " " + axisAttr->s() +
+                        " ranks along dim " + std::to_string(dim) +
+                        " (every dim before it 1) cannot map " + describe(in(0)) + " -> " +
+                        describe(out()));
     }
   } else if (op == "adamw") {
     // (master, m, v, grad, lr, clip, step) -> (master, m, v)

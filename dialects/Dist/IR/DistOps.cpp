@@ -114,32 +114,38 @@ SmallVector<StringRef> axisNames(ArrayAttr axes) {
   return llvm::to_vector(axes.getAsValueRange<StringAttr>());
 }
 
-/// Checks that `future` carries `input`'s type with dim 0 scaled by `num / den`.
-LogicalResult verifyFutureShape(Operation *op, RankedTensorType input, Type future, int64_t num,
-                                int64_t den) {
-  auto carried = dyn_cast<RankedTensorType>(cast<FutureType>(future).getValueType());
+/// Checks that `carried` is `input`'s type with `dim` scaled by `num / den`.
+LogicalResult verifyScaledShape(Operation *op, RankedTensorType input, Type carriedType,
+                                int64_t num, int64_t den, int64_t dim = 0) {
+  auto carried = dyn_cast<RankedTensorType>(carriedType);
   if (!carried || carried.getElementType() != input.getElementType() ||
       carried.getRank() != input.getRank()) {
-    return op->emitOpError() << "must produce a future of a tensor like " << input;
+    return op->emitOpError() << "must produce a tensor like " << input;
+  }
+  if (dim < 0 || dim >= std::max<int64_t>(input.getRank(), 1) ||
+      (input.getRank() == 0 && num != den)) {
+    return op->emitOpError() << "needs a tensor with a dim " << dim << " to split or gather";
   }
   if (input.getRank() == 0) {
-    if (num != den) {
-      return op->emitOpError() << "needs a tensor with a dim 0 to split or gather";
-    }
     return success();
   }
   SmallVector<int64_t> expected(input.getShape());
-  if (expected[0] * num % den != 0) {
-    return op->emitOpError() << "dim 0 (" << expected[0] << ") is not divisible by the group of "
-                             << den << " ranks";
+  if (expected[dim] * num % den != 0) {
+    return op->emitOpError() << "dim " << dim << " (" << expected[dim]
+                             << ") is not divisible by the group of " << den << " ranks";
   }
-  expected[0] = expected[0] * num / den;
+  expected[dim] = expected[dim] * num / den;
   if (carried.getShape() != ArrayRef<int64_t>(expected)) {
     return op->emitOpError() << "must produce a future of "
                              << RankedTensorType::get(expected, input.getElementType())
                              << ", not of " << carried;
   }
   return success();
+}
+
+LogicalResult verifyFutureShape(Operation *op, RankedTensorType input, Type future, int64_t num,
+                                int64_t den, int64_t dim = 0) {
+  return verifyScaledShape(op, input, cast<FutureType>(future).getValueType(), num, den, dim);
 }
 
 } // namespace
@@ -158,7 +164,7 @@ LogicalResult ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &symb
     return failure();
   }
   return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1,
-                           *size);
+                           *size, getDim());
 }
 
 LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -167,7 +173,7 @@ LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &symbols)
     return failure();
   }
   return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(),
-                           *size, 1);
+                           *size, 1, getDim());
 }
 
 LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -237,5 +243,38 @@ LogicalResult ReduceFromRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                            SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
       CopyToRegionOp::create(b, getLoc(), grads[0], getMeshAttr(), getAxesAttr()));
+  return success();
+}
+
+LogicalResult ReduceScatterRegionOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+  if (failed(size)) {
+    return failure();
+  }
+  return verifyScaledShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1,
+                           *size, getDim());
+}
+
+LogicalResult AllGatherRegionOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
+  if (failed(size)) {
+    return failure();
+  }
+  return verifyScaledShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), *size,
+                           1, getDim());
+}
+
+LogicalResult ReduceScatterRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(AllGatherRegionOp::create(b, getLoc(), getInput().getType(), grads[0],
+                                                   getMeshAttr(), getAxesAttr(), getDimAttr()));
+  return success();
+}
+
+LogicalResult AllGatherRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ReduceScatterRegionOp::create(b, getLoc(), getInput().getType(),
+                                                       grads[0], getMeshAttr(), getAxesAttr(),
+                                                       getDimAttr()));
   return success();
 }

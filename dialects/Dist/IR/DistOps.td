@@ -58,17 +58,19 @@ def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
 }
 
 def Dist_ReduceScatterStartOp : Dist_CollectiveStartOp<"reduce_scatter_start"> {
-  let summary = "Starts a sum over mesh axes of which each rank keeps one slice of dim 0";
+  let summary = "Starts a sum over mesh axes of which each rank keeps one slice of a dim";
   let description = [{
-    `tensor<N x ...>` becomes `tensor<N/G x ...>` with G the group size: member i keeps rows
-    [i·N/G, (i+1)·N/G) of the sum.
+    Along `dim` (default 0), `N` becomes `N/G` with G the group size: member i keeps the
+    slice [i·N/G, (i+1)·N/G) of the sum.
   }];
-  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       DefaultValuedAttr<I64Attr, "0">:$dim);
 }
 
 def Dist_AllGatherStartOp : Dist_CollectiveStartOp<"all_gather_start"> {
-  let summary = "Starts the concatenation along dim 0 of every member's tensor";
-  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let summary = "Starts the concatenation along `dim` (default 0) of every member's tensor";
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       DefaultValuedAttr<I64Attr, "0">:$dim);
 }
 
 def Dist_AllToAllStartOp : Dist_CollectiveStartOp<"all_to_all_start"> {
@@ -143,6 +145,35 @@ def Dist_ReduceFromRegionOp : Dist_Op<"reduce_from_region", [Pure, SameOperandsA
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input `over` $mesh $axes attr-dict `:` type($input)";
+}
+
+def Dist_ReduceScatterRegionOp : Dist_Op<"reduce_scatter_region", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<TG_VJPOpInterface>]> {
+  let summary = "Leaves a tensor-parallel region into the sequence-parallel one";
+  let description = [{
+    Sequence parallelism's `g`: partial results summed over the axes, each rank keeping its
+    slice of `dim` (the sequence); the VJP is a `dist.all_gather_region`. Lowered to a
+    `dist.reduce_scatter_start` / `done` pair.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `over` $mesh $axes attr-dict `:` type($input) `->` type($result)";
+}
+
+def Dist_AllGatherRegionOp : Dist_Op<"all_gather_region", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<TG_VJPOpInterface>]> {
+  let summary = "Enters a tensor-parallel region from the sequence-parallel one";
+  let description = [{
+    Sequence parallelism's `f`: every rank's slice of `dim` concatenated; the VJP is a
+    `dist.reduce_scatter_region` (each rank's partial gradient summed and split again).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `over` $mesh $axes attr-dict `:` type($input) `->` type($result)";
 }
 
 #endif // MLPERFC_DIALECTS_DIST_IR_DISTOPS_TD
