@@ -33,6 +33,8 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     pm.addPass(createDistTensorParallelPass(DistTensorParallelPassOptions{
         mesh.nodes, mesh.gpusPerNode, mesh.dp, mesh.tp, mesh.pp, mesh.vp, mesh.sequenceParallel,
         mesh.zero}));
+    // One model per pipeline stage (pp > 1).
+    pm.addPass(createDistPipelinePass());
     buildTGCleanupPipeline(pm);
   }
   // Backward of loss / (A·dp): summing A micro-batch gradients on each of dp ranks gives the

@@ -109,6 +109,9 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
   result.set_format_version(static_cast<uint32_t>(planOp.getFormatVersion()));
   result.set_producer("mlperfc " MLPERFC_VERSION_STRING);
   fillModelInfo(planOp.getModel(), *result.mutable_model());
+  if (auto stage = planOp->getAttrOfType<IntegerAttr>("stage")) {
+    result.set_pipeline_stage(stage.getInt());
+  }
   if (std::optional<DictionaryAttr> mesh = planOp.getMesh()) {
     auto field = [&](StringRef name) {
       auto value = mesh->getAs<IntegerAttr>(name);

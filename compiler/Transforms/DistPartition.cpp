@@ -46,6 +46,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     }
     dp = mesh.getAxisSize("dp");
     tp = mesh.getAxisSize("tp");
+    pp = mesh.getAxisSize("pp");
     zero = mesh.getZero() == 1;
     auto step =
         dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "optimizer_step"));
@@ -166,7 +167,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     }
 
     // 2. The global norm with every element counted once.
-    if (tp > 1 || (zero && dp > 1)) {
+    if (tp > 1 || pp > 1 || (zero && dp > 1)) {
       auto norms = llvm::to_vector(entry.getOps<tg::GlobalNormOp>());
       if (norms.size() != 1) {
         return step.emitError() << "dist-partition: expected one tg.global_norm";
@@ -190,6 +191,9 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       if (!replicated.empty()) {
         Value once = tg::SumSquaresOp::create(builder, loc, scalar, replicated);
         total = total ? tg::AddOp::create(builder, loc, total, once).getResult() : once;
+      }
+      if (pp > 1) { // every stage holds its own parameters
+        total = collective<dist::AllReduceStartOp>(builder, loc, total, scalar, "pp");
       }
       if (zero && dp > 1) {
         total = collective<dist::AllReduceStartOp>(builder, loc, total, scalar, "dp");
@@ -259,7 +263,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
   }
 
   dist::MeshOp mesh;
-  int64_t dp = 1, tp = 1;
+  int64_t dp = 1, tp = 1, pp = 1;
   bool zero = false;
 };
 

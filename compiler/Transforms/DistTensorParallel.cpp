@@ -67,10 +67,11 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
   }
 
   LogicalResult runOnModel(tg::ModelOp model) {
-    if (pp != 1 || vp != 1) {
+    if (vp != 1) {
       return model.emitError()
-             << "dist-tensor-parallel: pipeline parallelism (pp, vp) is not partitioned yet; "
-                "this compiler partitions dp, tp, sp and ZeRO-1 (zero=1)";
+             << "dist-tensor-parallel: the interleaved pipeline schedule (vp > 1) is not "
+                "partitioned yet; this compiler partitions dp, tp, sp, pp with 1F1B (vp=1) and "
+                "ZeRO-1 (zero=1)";
     }
     if (dp < 1 || tp < 1 || nodes * gpusPerNode != dp * tp * pp || (zero != 0 && zero != 1)) {
       return model.emitError() << "dist-tensor-parallel: dp × tp × pp = " << dp * tp * pp

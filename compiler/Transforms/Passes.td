@@ -214,6 +214,26 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
 }
 
+def DistPipelinePass : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Splits a model into one model per pipeline stage";
+  let description = [{
+    Rewrite class: exact (the same ops, run by different ranks).
+
+    With `pp > 1` on the model's `dist.mesh`, stage k keeps layers [k·L/pp, (k+1)·L/pp)
+    (Megatron-LM's even split); the embedding goes to the first stage, the final norm,
+    lm_head and the loss to the last. Each stage becomes a `tg.model @<name>.stage<k>`
+    (attributes `dist.stage`, `dist.stages`) with only its parameters and a `@forward` that
+    maps the tokens (first stage) or the previous stage's activation to its output
+    activation, or, on the last stage, the activation and the labels to the loss. Exactly
+    one activation may cross each stage boundary (the residual stream).
+
+    `tg-autodiff` then builds each stage's backward: a stage that returns an activation takes
+    its gradient as a last argument, and a stage that takes an activation returns its
+    gradient last.
+  }];
+  let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
+}
+
 def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let summary = "Turns the train step into the program of one rank of the model's mesh";
   let description = [{

@@ -247,6 +247,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                                 "@optimizer_step: run the train-step pipeline first";
   }
   plan->setAttr("model", modelInfo(precision, accumulation));
+  if (auto stage = model->getAttrOfType<IntegerAttr>("dist.stage")) {
+    plan->setAttr("stage", stage); // one plan per pipeline stage
+  }
   MLIRContext *context = builder.getContext();
   for (StringRef memoryClass : {"persistent", "activations"}) {
     plan_ir::ArenaOp::create(builder, model.getLoc(), builder.getStringAttr(memoryClass),
@@ -346,15 +349,33 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
          builder.getNamedAttr("sequence_parallel", i64(mesh.getSp())),
          builder.getNamedAttr("zero", mesh.getZeroAttr())}));
   }
+  // The programs' inputs and outputs by role. A single-rank or dp/tp model maps (tokens,
+  // labels) to the loss; a pipeline stage (dist-pipeline) maps the tokens or the previous
+  // stage's activation (and, last, the labels) to its activation or the loss, and its
+  // backward also takes the activation's gradient and returns its input's.
+  FunctionType forwardType = forward.getFunctionType();
   FunctionType fbType = forwardBackward.getFunctionType();
-  if (fbType.getNumInputs() != 2) {
+  size_t parameterTotal = parameters.size();
+  if (forwardType.getNumResults() != 1 || fbType.getNumInputs() < forwardType.getNumInputs() ||
+      fbType.getNumResults() < 1 + parameterTotal) {
     return forwardBackward.emitError()
-           << "plan-from-tg: @forward_backward should take tokens and labels";
+           << "plan-from-tg: @forward_backward should take @forward's inputs and return its "
+              "result and one gradient per parameter";
   }
-  FlatSymbolRefAttr tokens = addBuffer("input.tokens", fbType.getInput(0), persistent);
-  FlatSymbolRefAttr labels = addBuffer("input.labels", fbType.getInput(1), persistent);
+  SmallVector<FlatSymbolRefAttr> forwardInputs, fbInputs;
+  for (auto [index, type] : llvm::enumerate(forwardType.getInputs())) {
+    bool integer = !isa<FloatType>(cast<RankedTensorType>(type).getElementType());
+    std::string name = !integer ? "input.activation" : index == 0 ? "input.tokens" : "input.labels";
+    forwardInputs.push_back(addBuffer(name, type, persistent));
+  }
+  fbInputs = forwardInputs;
+  for (Type type : fbType.getInputs().drop_front(forwardType.getNumInputs())) {
+    fbInputs.push_back(addBuffer("input.cotangent", type, persistent));
+  }
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
-  FlatSymbolRefAttr loss = addBuffer("loss", scalarF32, persistent);
+  Type resultType = forwardType.getResult(0);
+  FlatSymbolRefAttr loss =
+      addBuffer(resultType == scalarF32 ? "loss" : "output.activation", resultType, persistent);
   FlatSymbolRefAttr step =
       addBuffer("step", RankedTensorType::get({}, builder.getI64Type()), persistent);
   FlatSymbolRefAttr lr = addBuffer("lr", scalarF32, persistent);
@@ -362,6 +383,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
 
   SmallVector<FlatSymbolRefAttr> fbOutputs{loss};
   fbOutputs.append(grads);
+  for (Type type : fbType.getResults().drop_front(1 + parameterTotal)) {
+    fbOutputs.push_back(addBuffer("grad.input.activation", type, persistent));
+  }
   SmallVector<FlatSymbolRefAttr> optInputs{step};
   for (auto *group : {&grads, &masters, &moments, &squares}) {
     optInputs.append(group->begin(), group->end());
@@ -371,8 +395,8 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     optOutputs.append(group->begin(), group->end());
   }
   optOutputs.append({lr, norm});
-  if (failed(buildProgram(forward, {tokens, labels}, {loss})) ||
-      failed(buildProgram(forwardBackward, {tokens, labels}, fbOutputs)) ||
+  if (failed(buildProgram(forward, forwardInputs, {loss})) ||
+      failed(buildProgram(forwardBackward, fbInputs, fbOutputs)) ||
       failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
     return failure();
   }

@@ -72,6 +72,16 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Value loss = ret.getOperand(0);
     Location loc = ret.getLoc();
+    // A pipeline stage before the last returns an activation, not the loss: its backward
+    // takes the activation's gradient (from the next stage, already scaled) as a last
+    // argument. A stage after the first also returns the gradient of its input activation.
+    auto lossType = cast<RankedTensorType>(loss.getType());
+    bool cotangentSeed = lossType.getRank() != 0;
+    Value inputActivation;
+    if (body.getNumArguments() > 0 &&
+        isa<FloatType>(cast<RankedTensorType>(body.getArgument(0).getType()).getElementType())) {
+      inputActivation = body.getArgument(0);
+    }
 
     SmallVector<Operation *> forwardOps;
     for (Operation &op : body.without_terminator()) {
@@ -80,7 +90,11 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
     builder.setInsertionPoint(ret);
     GradientMap grads(builder);
     grads.accumulate(
-        loss, tg::FillOp::create(builder, loc, loss.getType(), builder.getF64FloatAttr(lossScale)),
+        loss,
+        cotangentSeed
+            ? Value(body.addArgument(lossType, loc))
+            : tg::FillOp::create(builder, loc, loss.getType(), builder.getF64FloatAttr(lossScale))
+                  .getResult(),
         loc);
     llvm::StringMap<Value> paramGrads;
 
@@ -142,9 +156,16 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
       results.push_back(grad);
       names.push_back(FlatSymbolRefAttr::get(param.getSymNameAttr()));
     }
+    if (inputActivation) {
+      Value grad = grads.lookup(inputActivation);
+      results.push_back(grad ? grad
+                             : tg::FillOp::create(builder, loc, inputActivation.getType(),
+                                                  builder.getF64FloatAttr(0.0))
+                                   .getResult());
+    }
     func::ReturnOp::create(builder, loc, results);
     ret.erase();
-    fb.setType(builder.getFunctionType(fb.getArgumentTypes(), ValueRange(results).getTypes()));
+    fb.setType(builder.getFunctionType(body.getArgumentTypes(), ValueRange(results).getTypes()));
     fb->setAttr("tg.gradients", builder.getArrayAttr(names));
     return success();
   }

@@ -41,6 +41,12 @@ public:
   /// Concatenation of every member's `shard`, in group order.
   virtual Status allGather(MeshAxis axis, const std::vector<float> &shard,
                            std::vector<float> &output) = 0;
+  /// Pipeline point-to-point: sends `values` to the rank `shift` steps along `axis`. The data
+  /// is copied, the send completes in the background; waitForSends() waits for all of them.
+  virtual Status send(MeshAxis axis, int64_t shift, int tag, const std::vector<float> &values) = 0;
+  /// Receives exactly `values.size()` values from the rank `shift` steps along `axis`.
+  virtual Status receive(MeshAxis axis, int64_t shift, int tag, std::vector<float> &values) = 0;
+  virtual Status waitForSends() = 0;
   /// Host-side values (loss sums, counts, flags) summed over every rank in rank order.
   virtual Status allReduceWorldSum(std::vector<double> &values) = 0;
 };

@@ -44,29 +44,66 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
     return invalid("the plan lacks one of the programs forward, forward_backward and "
                    "optimizer_step: it is not a train-step plan");
   }
+  const plan::Program &forward = plan.programs(t.forwardProgram);
   const plan::Program &fb = plan.programs(t.forwardBackwardProgram);
   const plan::Program &opt = plan.programs(t.optimizerProgram);
   size_t parameters = plan.parameters_size();
-  if (fb.inputs_size() != 2 || fb.outputs_size() != static_cast<int>(1 + parameters) ||
+  MeshShape mesh = communicator.mesh();
+  t.stages = mesh.pp;
+  t.stage = plan.pipeline_stage();
+  if (t.stage != communicator.coordinates().pp) {
+    return invalid("the plan is for pipeline stage " + std::to_string(t.stage) + " but rank " +
+                   std::to_string(communicator.rank()) + " runs stage " +
+                   std::to_string(communicator.coordinates().pp));
+  }
+  // Inputs: the tokens (first stage) or the previous stage's activation, the labels (last
+  // stage), and in forward_backward the next stage's gradient (all but the last stage).
+  // Outputs: the loss (last stage) or the activation, the gradients, and the input
+  // activation's gradient (all but the first stage).
+  bool first = t.stage == 0, last = t.stage == t.stages - 1;
+  int forwardInputs = last ? 2 : 1;
+  int fbInputs = forwardInputs + (last ? 0 : 1);
+  int fbOutputs = static_cast<int>(1 + parameters) + (first ? 0 : 1);
+  if (forward.inputs_size() != forwardInputs || fb.inputs_size() != fbInputs ||
+      fb.outputs_size() != fbOutputs ||
       opt.inputs_size() != static_cast<int>(1 + 4 * parameters) ||
       opt.outputs_size() != static_cast<int>(4 * parameters + 2)) {
     return invalid("the train-step programs do not have the inputs and outputs of "
-                   "plan format version " +
-                   std::to_string(plan.format_version()));
+                   "plan format version " + std::to_string(plan.format_version()) +
+                   (t.stages > 1 ? " for pipeline stage " + std::to_string(t.stage) : ""));
   }
-  t.tokensBuffer = fb.inputs(0);
-  t.labelsBuffer = fb.inputs(1);
-  t.lossBuffer = fb.outputs(0);
+  (first ? t.tokensBuffer : t.activationBuffer) = fb.inputs(0);
+  if (last) {
+    t.labelsBuffer = fb.inputs(1);
+  } else {
+    t.cotangentBuffer = fb.inputs(fbInputs - 1);
+  }
+  if (!first) {
+    t.inputGradBuffer = fb.outputs(fbOutputs - 1);
+  }
+  t.lossBuffer = fb.outputs(0); // the loss, or this stage's output activation
   t.stepBuffer = opt.inputs(0);
   t.lrBuffer = opt.outputs(4 * parameters);
   t.normBuffer = opt.outputs(4 * parameters + 1);
-  const plan::Buffer &tokens = plan.buffers(t.tokensBuffer);
-  if (tokens.shape_size() != 2 || isFloat(fromPlanDType(tokens.dtype())) ||
-      shapeOf(plan.buffers(t.labelsBuffer)) != shapeOf(tokens)) {
-    return invalid("the plan's token and label inputs are not integer [micro_batch, seq]");
+  t.microRows = plan.model().micro_batch_size();
+  t.seq = plan.model().seq_len();
+  std::vector<int64_t> batchShape{t.microRows, t.seq};
+  for (uint32_t id : {t.tokensBuffer, t.labelsBuffer}) {
+    if (id != kNoBuffer && (shapeOf(plan.buffers(id)) != batchShape ||
+                            isFloat(fromPlanDType(plan.buffers(id).dtype())))) {
+      return invalid("the plan's tokens and labels are not integer [micro_batch, seq] = [" +
+                     std::to_string(t.microRows) + ", " + std::to_string(t.seq) + "]");
+    }
   }
-  t.microRows = tokens.shape(0);
-  t.seq = tokens.shape(1);
+  // An activation between stages: [micro_batch, seq (or its sp slice), hidden] floats.
+  if (!first && (plan.buffers(t.activationBuffer).shape_size() != 3 ||
+                 plan.buffers(t.activationBuffer).shape(0) != t.microRows ||
+                 !isFloat(fromPlanDType(plan.buffers(t.activationBuffer).dtype())))) {
+    return invalid("the plan's input activation is not [micro_batch, seq, hidden]");
+  }
+  if (!last && shapeOf(plan.buffers(t.cotangentBuffer)) != shapeOf(plan.buffers(t.lossBuffer))) {
+    return invalid("the plan's activation gradient input does not match its output");
+  }
   t.accumulation = plan.model().gradient_accumulation_steps();
   const plan::ModelInfo &model = plan.model();
   t.dataParallel = communicator.mesh().dp;
@@ -102,7 +139,8 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                      "one shape");
     }
   }
-  for (uint32_t id : {t.lossBuffer, t.lrBuffer, t.normBuffer}) {
+  for (uint32_t id : last ? std::vector<uint32_t>{t.lossBuffer, t.lrBuffer, t.normBuffer}
+                          : std::vector<uint32_t>{t.lrBuffer, t.normBuffer}) {
     if (plan.buffers(id).shape_size() != 0 || plan.buffers(id).dtype() != plan::F32) {
       return invalid("buffer '" + plan.buffers(id).name() + "' should be an f32 scalar");
     }
@@ -275,6 +313,70 @@ HostTensor PlanTrainer::splitSlice(const plan::Parameter &parameter, const HostT
   return slice;
 }
 
+Status PlanTrainer::sendFrom(uint32_t id, int64_t shift, int tag) {
+  HostTensor value;
+  MLPERF_RETURN_IF_ERROR(backend.read(id, value));
+  return communicator.send(MeshAxis::kPP, shift, tag, value.values);
+}
+
+Status PlanTrainer::receiveInto(uint32_t id, int64_t shift, int tag) {
+  const plan::Buffer &buffer = plan.buffers(id);
+  HostTensor value =
+      HostTensor::zeros(fromPlanDType(buffer.dtype()), {buffer.shape().begin(), buffer.shape().end()});
+  // Values travel as f32, in which bf16 values are exact.
+  MLPERF_RETURN_IF_ERROR(communicator.receive(MeshAxis::kPP, shift, tag, value.values));
+  return backend.write(id, value);
+}
+
+Status PlanTrainer::pipelineMicroBatches(const std::vector<int64_t> &tokens,
+                                         const std::vector<int64_t> &labels,
+                                         const std::function<Status(int64_t)> &backwardDone) {
+  // The static 1F1B schedule (Megatron-LM's non-interleaved one): stage k runs
+  // min(pp - k - 1, A) forwards, then alternates one forward and one backward, then drains
+  // the remaining backwards. Activations go forward, their gradients back; each backward
+  // recomputes its stage's forward from the stashed input activation.
+  bool first = stage == 0, last = stage == stages - 1;
+  std::vector<HostTensor> stash(accumulation);
+  auto forwardStep = [&](int64_t a) -> Status {
+    if (!first) {
+      MLPERF_RETURN_IF_ERROR(receiveInto(activationBuffer, -1, kForwardTag));
+      MLPERF_RETURN_IF_ERROR(backend.read(activationBuffer, stash[a]));
+    }
+    if (last) {
+      return Status::ok(); // its backward computes the forward it needs
+    }
+    MLPERF_RETURN_IF_ERROR(writeInputs(tokens, labels, a));
+    MLPERF_RETURN_IF_ERROR(backend.execute(forwardProgram));
+    return sendFrom(lossBuffer, 1, kForwardTag);
+  };
+  auto backwardStep = [&](int64_t a) -> Status {
+    MLPERF_RETURN_IF_ERROR(writeInputs(tokens, labels, a));
+    if (!first) {
+      MLPERF_RETURN_IF_ERROR(backend.write(activationBuffer, stash[a]));
+    }
+    if (!last) {
+      MLPERF_RETURN_IF_ERROR(receiveInto(cotangentBuffer, 1, kBackwardTag));
+    }
+    MLPERF_RETURN_IF_ERROR(backend.execute(forwardBackwardProgram));
+    if (!first) {
+      MLPERF_RETURN_IF_ERROR(sendFrom(inputGradBuffer, -1, kBackwardTag));
+    }
+    return backwardDone(a);
+  };
+  int64_t warmup = std::min<int64_t>(stages - stage - 1, accumulation);
+  for (int64_t a = 0; a < warmup; ++a) {
+    MLPERF_RETURN_IF_ERROR(forwardStep(a));
+  }
+  for (int64_t a = 0; a < accumulation - warmup; ++a) {
+    MLPERF_RETURN_IF_ERROR(forwardStep(warmup + a));
+    MLPERF_RETURN_IF_ERROR(backwardStep(a));
+  }
+  for (int64_t a = accumulation - warmup; a < accumulation; ++a) {
+    MLPERF_RETURN_IF_ERROR(backwardStep(a));
+  }
+  return communicator.waitForSends();
+}
+
 HostTensor PlanTrainer::stateOf(const plan::Parameter &parameter, const HostTensor &value) const {
   HostTensor state = value;
   state.dtype = DType::kF32; // bf16 values are exact in f32
@@ -312,15 +414,16 @@ Status PlanTrainer::save(const std::string &path,
 Status PlanTrainer::writeInputs(const std::vector<int64_t> &tokens,
                                 const std::vector<int64_t> &labels, int64_t microBatch) {
   int64_t size = microRows * seq;
-  HostTensor slice =
-      HostTensor::zeros(fromPlanDType(plan.buffers(tokensBuffer).dtype()), {microRows, seq});
-  std::copy_n(tokens.begin() + microBatch * size, size, slice.ints.begin());
-  Status status = backend.write(tokensBuffer, slice);
-  if (!status.isOk()) {
-    return status;
+  for (auto [id, source] : {std::pair{tokensBuffer, &tokens}, {labelsBuffer, &labels}}) {
+    if (id == kNoBuffer) {
+      continue; // a pipeline stage that does not read them
+    }
+    HostTensor slice =
+        HostTensor::zeros(fromPlanDType(plan.buffers(id).dtype()), {microRows, seq});
+    std::copy_n(source->begin() + microBatch * size, size, slice.ints.begin());
+    MLPERF_RETURN_IF_ERROR(backend.write(id, slice));
   }
-  std::copy_n(labels.begin() + microBatch * size, size, slice.ints.begin());
-  return backend.write(labelsBuffer, slice);
+  return Status::ok();
 }
 
 Status PlanTrainer::readScalar(uint32_t id, double &value) const {
@@ -339,29 +442,20 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
   }
   double lossSum = 0.0;
   std::vector<HostTensor> sums;
-  for (int64_t a = 0; a < accumulation; ++a) {
-    Status status = writeInputs(tokens, labels, a);
-    if (status.isOk()) {
-      status = backend.execute(forwardBackwardProgram);
+  // One micro-batch's backward: gradients summed in their own type (bf16 in the reference:
+  // grad_reduce_in_fp32 off), the loss added up on the stage that has it.
+  auto backwardDone = [&](int64_t a) -> Status {
+    if (stage == stages - 1) {
+      double loss = 0;
+      MLPERF_RETURN_IF_ERROR(readScalar(lossBuffer, loss));
+      lossSum += loss;
     }
-    double loss = 0;
-    if (status.isOk()) {
-      status = readScalar(lossBuffer, loss);
-    }
-    if (!status.isOk()) {
-      return status;
-    }
-    lossSum += loss;
     if (accumulation == 1) {
-      break; // the gradients stay where forward_backward wrote them
+      return Status::ok(); // the gradients stay where forward_backward wrote them
     }
-    // Summed in the gradients' own type (bf16 in the reference: grad_reduce_in_fp32 off).
     for (int p = 0; p < plan.parameters_size(); ++p) {
       HostTensor grad;
-      status = backend.read(plan.parameters(p).grad(), grad);
-      if (!status.isOk()) {
-        return status;
-      }
+      MLPERF_RETURN_IF_ERROR(backend.read(plan.parameters(p).grad(), grad));
       if (a == 0) {
         sums.push_back(std::move(grad));
         continue;
@@ -372,6 +466,23 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
             roundTo(sum.dtype, static_cast<double>(sum.values[e]) + grad.values[e]));
       }
     }
+    return Status::ok();
+  };
+  if (stages == 1) {
+    for (int64_t a = 0; a < accumulation; ++a) {
+      Status status = writeInputs(tokens, labels, a);
+      if (status.isOk()) {
+        status = backend.execute(forwardBackwardProgram);
+      }
+      if (status.isOk()) {
+        status = backwardDone(a);
+      }
+      if (!status.isOk()) {
+        return status;
+      }
+    }
+  } else {
+    MLPERF_RETURN_IF_ERROR(pipelineMicroBatches(tokens, labels, backwardDone));
   }
   for (int p = 0; p < static_cast<int>(sums.size()); ++p) {
     Status status = backend.write(plan.parameters(p).grad(), sums[p]);
@@ -379,13 +490,12 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
       return status;
     }
   }
-  // Every data-parallel rank's micro-batches count once in the global batch's mean loss.
-  std::vector<double> reduced{lossSum};
-  Status reduce = communicator.allReduceWorldSum(reduced);
-  if (!reduce.isOk()) {
-    return reduce;
-  }
-  double loss = reduced[0] / static_cast<double>(accumulation * communicator.worldSize());
+  // The global batch's mean loss: every last-stage rank's micro-batches (tensor-parallel
+  // peers hold the same losses and count as often as they are added).
+  std::vector<double> reduced{lossSum, stage == stages - 1 ? static_cast<double>(accumulation)
+                                                           : 0.0};
+  MLPERF_RETURN_IF_ERROR(communicator.allReduceWorldSum(reduced));
+  double loss = reduced[0] / reduced[1];
   if (!std::isfinite(loss)) {
     return Status(StatusCode::kInvalidArgument,
                   "non-finite loss " + std::to_string(loss) + " at step " + std::to_string(steps) +
@@ -428,22 +538,25 @@ Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens, const std::vect
   }
   int64_t batches = static_cast<int64_t>(tokens.size()) / size;
   double sum = 0.0;
+  bool last = stage == stages - 1;
   for (int64_t b = 0; b < batches; ++b) {
+    // A pipeline evaluates stage after stage: activations flow forward only.
+    MLPERF_RETURN_IF_ERROR(writeInputs(tokens, labels, b));
+    if (stage > 0) {
+      MLPERF_RETURN_IF_ERROR(receiveInto(activationBuffer, -1, kForwardTag));
+    }
+    MLPERF_RETURN_IF_ERROR(backend.execute(forwardProgram));
+    if (!last) {
+      MLPERF_RETURN_IF_ERROR(sendFrom(lossBuffer, 1, kForwardTag));
+      continue;
+    }
     double value = 0;
-    Status status = writeInputs(tokens, labels, b);
-    if (status.isOk()) {
-      status = backend.execute(forwardProgram);
-    }
-    if (status.isOk()) {
-      status = readScalar(lossBuffer, value);
-    }
-    if (!status.isOk()) {
-      return status;
-    }
+    MLPERF_RETURN_IF_ERROR(readScalar(lossBuffer, value));
     sum += value;
   }
-  // The mean over every rank's micro-batches.
-  std::vector<double> reduced{sum, static_cast<double>(batches)};
+  MLPERF_RETURN_IF_ERROR(communicator.waitForSends());
+  // The mean over every rank's micro-batches (the last stage's).
+  std::vector<double> reduced{sum, last ? static_cast<double>(batches) : 0.0};
   Status reduce = communicator.allReduceWorldSum(reduced);
   if (!reduce.isOk()) {
     return reduce;

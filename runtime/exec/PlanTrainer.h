@@ -15,6 +15,7 @@
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/exec/Backend.h"
 
+#include <functional>
 #include <map>
 
 namespace mlperf::rt {
@@ -77,13 +78,27 @@ private:
   Status writeInputs(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
                      int64_t microBatch);
   Status readScalar(uint32_t id, double &value) const;
+  /// Pipeline parallelism: buffer `id` to / from the stage `shift` steps along pp.
+  Status sendFrom(uint32_t id, int64_t shift, int tag);
+  Status receiveInto(uint32_t id, int64_t shift, int tag);
+  /// This stage's forward and backward passes of every micro-batch in 1F1B order;
+  /// `backwardDone(a)` after micro-batch a's backward.
+  Status pipelineMicroBatches(const std::vector<int64_t> &tokens,
+                              const std::vector<int64_t> &labels,
+                              const std::function<Status(int64_t)> &backwardDone);
+  static constexpr uint32_t kNoBuffer = ~0u;
+  static constexpr int kForwardTag = 1, kBackwardTag = 2;
 
   const plan::Plan &plan;
   Backend &backend;
   Communicator &communicator;
   int forwardProgram = -1, forwardBackwardProgram = -1, optimizerProgram = -1;
-  uint32_t tokensBuffer = 0, labelsBuffer = 0, lossBuffer = 0, stepBuffer = 0, lrBuffer = 0,
-           normBuffer = 0;
+  uint32_t tokensBuffer = kNoBuffer, labelsBuffer = kNoBuffer, lossBuffer = 0, stepBuffer = 0,
+           lrBuffer = 0, normBuffer = 0;
+  // Pipeline stages: the input activation, the output activation's gradient (an input of
+  // forward_backward) and the input activation's gradient (an output).
+  uint32_t activationBuffer = kNoBuffer, cotangentBuffer = kNoBuffer, inputGradBuffer = kNoBuffer;
+  int64_t stage = 0, stages = 1;
   int64_t microRows = 0, seq = 0, accumulation = 1, dataParallel = 1, steps = 0;
 };
 

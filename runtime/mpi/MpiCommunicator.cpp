@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <deque>
 
 namespace mlperf::rt {
 namespace {
@@ -144,6 +145,43 @@ public:
     return Status::ok();
   }
 
+  Status send(MeshAxis axis, int64_t shift, int tag, const std::vector<float> &values) override {
+    int peer = 0;
+    MLPERF_RETURN_IF_ERROR(neighbour(axis, shift, peer));
+    pendingData.push_back(values); // a deque: earlier buffers stay where they are
+    pendingRequests.emplace_back();
+    MPI_CHECK(MPI_Isend(pendingData.back().data(), static_cast<int>(values.size()), MPI_FLOAT,
+                        peer, tag, comm(axis), &pendingRequests.back()));
+    return Status::ok();
+  }
+
+  Status receive(MeshAxis axis, int64_t shift, int tag, std::vector<float> &values) override {
+    int peer = 0;
+    MLPERF_RETURN_IF_ERROR(neighbour(axis, shift, peer));
+    MPI_Status status;
+    MPI_CHECK(MPI_Recv(values.data(), static_cast<int>(values.size()), MPI_FLOAT, peer, tag,
+                       comm(axis), &status));
+    int count = 0;
+    MPI_CHECK(MPI_Get_count(&status, MPI_FLOAT, &count));
+    if (count != static_cast<int>(values.size())) {
+      return Status(StatusCode::kInternal,
+                    "rank " + std::to_string(worldRank) + " expected " +
+                        std::to_string(values.size()) + " values from its " +
+                        meshAxisName(axis) + " neighbour and got " + std::to_string(count));
+    }
+    return Status::ok();
+  }
+
+  Status waitForSends() override {
+    if (!pendingRequests.empty()) {
+      MPI_CHECK(MPI_Waitall(static_cast<int>(pendingRequests.size()), pendingRequests.data(),
+                            MPI_STATUSES_IGNORE));
+    }
+    pendingRequests.clear();
+    pendingData.clear();
+    return Status::ok();
+  }
+
   Status allReduceWorldSum(std::vector<double> &values) override {
     std::vector<double> all(values.size() * worldRanks);
     MPI_CHECK(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
@@ -161,6 +199,20 @@ public:
 
 private:
   MPI_Comm comm(MeshAxis axis) const { return axisComms[static_cast<int>(axis)]; }
+
+  Status neighbour(MeshAxis axis, int64_t shift, int &peer) const {
+    int64_t index = rankCoordinates(meshShape, worldRank).along(axis) + shift;
+    if (index < 0 || index >= meshShape.axisSize(axis)) {
+      return Status(StatusCode::kInternal, "rank " + std::to_string(worldRank) +
+                                               " has no " + meshAxisName(axis) +
+                                               " neighbour at " + std::to_string(shift));
+    }
+    peer = static_cast<int>(index);
+    return Status::ok();
+  }
+
+  std::deque<std::vector<float>> pendingData;
+  std::vector<MPI_Request> pendingRequests;
 
   MeshShape meshShape;
   int64_t worldRank = 0, worldRanks = 1;

@@ -74,6 +74,10 @@ Status validatePlan(const plan::Plan &p) {
       return invalid("the plan's mesh (" + mesh.describe() + ") is inconsistent");
     }
   }
+  if (p.pipeline_stage() < 0 || p.pipeline_stage() >= mesh.pp) {
+    return invalid("the plan is for pipeline stage " + std::to_string(p.pipeline_stage()) +
+                   " of a mesh with pp=" + std::to_string(mesh.pp));
+  }
   const int64_t buffers = p.buffers_size();
   for (int64_t i = 0; i < buffers; ++i) {
     const plan::Buffer &b = p.buffers(static_cast<int>(i));
@@ -199,6 +203,14 @@ Status validatePlan(const plan::Plan &p) {
     }
   }
   return Status::ok();
+}
+
+std::string stagePlanPath(const std::string &path, int64_t stage) {
+  std::string stem = path;
+  if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".pb") == 0) {
+    stem.resize(stem.size() - 3);
+  }
+  return stem + ".stage" + std::to_string(stage) + ".pb";
 }
 
 MeshShape planMesh(const plan::Plan &plan) {

@@ -28,6 +28,10 @@ MeshShape planMesh(const plan::Plan &plan);
 
 Status validatePlan(const plan::Plan &plan);
 
+/// The file of pipeline stage `stage` for a plan written to `path` (mlperfc compile -o
+/// plan.pb with pp > 1 writes plan.stage0.pb, plan.stage1.pb, ...).
+std::string stagePlanPath(const std::string &path, int64_t stage);
+
 /// Reads `path`, parses and validates it.
 Status loadPlan(const std::string &path, plan::Plan &plan);
 

@@ -33,7 +33,7 @@ tg.model @wrong {
     %loss = tg.cross_entropy %logits, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
     return %loss : tensor<f32>
   }
-  // expected-error @below {{plan-from-tg: @forward_backward should take 2 and return 2 tensors of the types of the train step's buffers}}
+  // expected-error @below {{plan-from-tg: @forward_backward should take @forward's inputs and return its result and one gradient per parameter}}
   func.func @forward_backward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
     %e = tg.param_ref @embed : tensor<16x8xf32>
     %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>

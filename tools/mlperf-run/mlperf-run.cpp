@@ -142,7 +142,18 @@ int run(const Options &options) {
 
   auto initStart = std::chrono::steady_clock::now();
   plan::Plan plan;
-  Status status = loadPlan(options.positional[0], plan);
+  // A pipeline-parallel plan is one file per stage (plan.stage<k>.pb): the first names the
+  // mesh, which says which stage this rank runs.
+  std::string planPath = options.positional[0];
+  std::ifstream given(planPath);
+  if (!given && std::ifstream(stagePlanPath(planPath, 0))) {
+    Status first = loadPlan(stagePlanPath(planPath, 0), plan);
+    if (!first.isOk()) {
+      return fail(first);
+    }
+    planPath = stagePlanPath(planPath, rankCoordinates(planMesh(plan), worldRank).pp);
+  }
+  Status status = loadPlan(planPath, plan);
   if (!status.isOk()) {
     return fail(status);
   }

@@ -8,6 +8,7 @@
 
 #include "Commands.h"
 
+#include "runtime/plan/PlanLoader.h"
 #include "runtime/support/NumberFormat.h"
 
 #include "compiler/Analysis/MemoryPlan.h"
@@ -189,6 +190,11 @@ int runCompile() {
   auto started = std::chrono::steady_clock::now();
   // Size and FLOPs of the declaration, before lowering rewrites it.
   ModelSummary declared = summarizeModel(model);
+  std::string declaredName = model.getSymName().str();
+  unsigned declaredTensors = 0;
+  for ([[maybe_unused]] auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+    declaredTensors += param.getCopies();
+  }
   mlir::PassManager pm(contextOwner.get());
   buildTrainStepPipeline(pm, options);
   buildPlanPipeline(pm, options);
@@ -201,51 +207,58 @@ int runCompile() {
   if (failed(pm.run(*module))) {
     return fail("lowering failed (errors above)");
   }
-  unsigned params = 0;
-  for ([[maybe_unused]] auto param : model.getBody().front().getOps<tg::ParamOp>()) {
-    ++params;
-  }
+  // After dist-pipeline the declaration is one model (and one plan) per pipeline stage.
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  llvm::outs() << "compiled @" << model.getSymName() << ": precision " << compilePrecision << ", "
-               << params << " parameter tensors, " << options.accumulationSteps
-               << " micro-batches of " << batch.getMicroBatchSizeAttr().getInt()
-               << " per step and rank\n";
+  llvm::outs() << "compiled @" << declaredName << ": precision " << compilePrecision << ", "
+               << declaredTensors << " parameter tensors, " << options.accumulationSteps
+               << " micro-batches of " << declaredMicroBatch << " per step and rank\n";
   llvm::outs() << "  cluster " << mesh.describe() << ": " << mesh.worldSize() << " rank"
-               << (mesh.worldSize() == 1 ? "" : "s") << ", one plan for every rank"
+               << (mesh.worldSize() == 1 ? "" : "s") << ", "
+               << (mesh.pp == 1 ? std::string("one plan for every rank")
+                                : std::to_string(mesh.pp) + " plans, one per pipeline stage")
                << llvm::format(" (compiled in %.2f s)\n", seconds);
   llvm::outs() << llvm::format("  %lld parameters, %.4g model FLOPs per step (%.4g per token)\n",
                                static_cast<long long>(declared.parameters),
                                declared.trainFlopsPerStep, declared.trainFlopsPerToken);
-  for (auto func : model.getBody().front().getOps<mlir::func::FuncOp>()) {
-    describeFunction(func);
-  }
-  // The placed plan: what the runtime will allocate and run.
-  plan_ir::PlanOp planOp = getPlan(*module);
-  int64_t commands = 0, buffers = 0;
-  planOp.walk([&](plan_ir::CommandOp) { ++commands; });
-  planOp.walk([&](plan_ir::BufferOp) { ++buffers; });
-  for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
-    if (arena.getMemoryClass() == "persistent") {
-      llvm::outs() << "  placed plan: " << commands << " commands, " << buffers
-                   << " buffers; persistent arena " << rt::humanBytes(arena.getSize());
+  auto plans = llvm::to_vector(module->getOps<plan_ir::PlanOp>());
+  for (auto [stage, stageModel] : llvm::enumerate(module->getOps<tg::ModelOp>())) {
+    if (mesh.pp > 1) {
+      llvm::outs() << "  stage " << stage << " (@" << stageModel.getSymName() << "):\n";
     }
-  }
-  for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
-    if (arena.getMemoryClass() == "activations") {
-      int64_t bound = arena.getLowerBound();
-      llvm::outs() << llvm::format(
-          ", activation arena %s against a lower bound of %s (%.3fx)\n",
-          rt::humanBytes(arena.getSize()).c_str(), rt::humanBytes(bound).c_str(),
-          bound > 0 ? static_cast<double>(arena.getSize()) / static_cast<double>(bound) : 1.0);
+    for (auto func : stageModel.getBody().front().getOps<mlir::func::FuncOp>()) {
+      describeFunction(func);
     }
+    // The placed plan: what the runtime will allocate and run.
+    plan_ir::PlanOp planOp = plans[stage];
+    int64_t commands = 0, buffers = 0;
+    planOp.walk([&](plan_ir::CommandOp) { ++commands; });
+    planOp.walk([&](plan_ir::BufferOp) { ++buffers; });
+    for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
+      if (arena.getMemoryClass() == "persistent") {
+        llvm::outs() << "  placed plan: " << commands << " commands, " << buffers
+                     << " buffers; persistent arena " << rt::humanBytes(arena.getSize());
+      }
+    }
+    for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
+      if (arena.getMemoryClass() == "activations") {
+        int64_t bound = arena.getLowerBound();
+        llvm::outs() << llvm::format(
+            ", activation arena %s against a lower bound of %s (%.3fx)\n",
+            rt::humanBytes(arena.getSize()).c_str(), rt::humanBytes(bound).c_str(),
+            bound > 0 ? static_cast<double>(arena.getSize()) / static_cast<double>(bound) : 1.0);
+      }
+    }
+    describeRankMemory(planOp);
   }
-  describeRankMemory(planOp);
   if (!compileDumpIR.empty()) {
     llvm::outs() << "  IR after every pass: " << compileDumpIR << "/\n";
   }
-  if (!compileOutput.empty()) {
-    mlir::FailureOr<plan::Plan> plan = emitPlan(getPlan(*module));
+  if (compileOutput.empty()) {
+    return 0;
+  }
+  for (auto [stage, planOp] : llvm::enumerate(plans)) {
+    mlir::FailureOr<plan::Plan> plan = emitPlan(planOp);
     if (failed(plan)) {
       return fail("could not emit the plan (errors above)");
     }
@@ -253,17 +266,19 @@ int runCompile() {
     if (!plan->SerializeToString(&bytes)) {
       return fail("could not serialize the plan");
     }
-    if (llvm::Error error = llvm::writeToOutput(compileOutput, [&](llvm::raw_ostream &os) {
+    std::string path = plans.size() == 1 ? std::string(compileOutput)
+                                         : rt::stagePlanPath(compileOutput, stage);
+    if (llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
           os << bytes;
           return llvm::Error::success();
         })) {
-      return fail("cannot write '" + compileOutput + "': " + llvm::toString(std::move(error)));
+      return fail("cannot write '" + path + "': " + llvm::toString(std::move(error)));
     }
     int64_t commands = 0;
     for (const plan::Program &program : plan->programs()) {
       commands += program.commands_size();
     }
-    llvm::outs() << "  plan: " << compileOutput << " (format " << plan->format_version() << ", "
+    llvm::outs() << "  plan: " << path << " (format " << plan->format_version() << ", "
                  << plan->buffers_size() << " buffers, " << commands << " commands; persistent "
                  << rt::humanBytes(plan->arenas(0).size()) << ", activations "
                  << rt::humanBytes(plan->arenas(1).size()) << ")\n";

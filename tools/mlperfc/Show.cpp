@@ -56,7 +56,11 @@ int runShow() {
      << " micro-batches of " << m.micro_batch_size() << " on each of " << rt::planMesh(p).dp
      << " data-parallel ranks, seq " << m.seq_len() << "\n";
   os << "mesh " << rt::planMesh(p).describe() << " (" << rt::planMesh(p).worldSize()
-     << " ranks run this plan)\n";
+     << " ranks)";
+  if (rt::planMesh(p).pp > 1) {
+    os << ", pipeline stage " << p.pipeline_stage() << " of " << rt::planMesh(p).pp;
+  }
+  os << "\n";
   auto num = [](double value) { return rt::shortestDecimal(value); };
   os << "optimizer " << m.optimizer() << " (beta1 " << num(m.beta1()) << ", beta2 "
      << num(m.beta2()) << ", eps " << num(m.epsilon()) << ", weight decay " << num(m.weight_decay())

@@ -339,7 +339,9 @@ LogicalResult ModelOp::verifyRegions() {
   auto lossType = RankedTensorType::get({}, Float32Type::get(getContext()));
   FunctionType expectedForward =
       FunctionType::get(getContext(), {tokenType, tokenType}, {lossType});
-  if (forwardType != expectedForward) {
+  // A pipeline stage (dist-pipeline) maps its input activation (or the tokens) to its output
+  // activation (or the loss).
+  if (!(*this)->hasAttr("dist.stage") && forwardType != expectedForward) {
     return forward.emitOpError() << "@forward has type " << forwardType
                                  << " but tg.batch (micro_batch_size "
                                  << batch.getMicroBatchSizeAttr().getInt() << ", seq_len "

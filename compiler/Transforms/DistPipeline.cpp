@@ -1,0 +1,190 @@
+//===- DistPipeline.cpp - One model per pipeline stage ---------*- C++ -*-===//
+//
+// Splits a model's @forward into pipeline stages by layer (Megatron-LM's even split: stage k
+// holds layers [k·L/pp, (k+1)·L/pp), the embedding goes to the first stage, the final norm,
+// lm_head and loss to the last). Each stage becomes its own tg.model, so autodiff, the
+// optimizer, partitioning and plan building run per stage unchanged and every stage gets its
+// own plan (SPMD over dp and tp within the stage).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
+
+#define DEBUG_TYPE "dist-pipeline"
+
+namespace mlperf {
+#define GEN_PASS_DEF_DISTPIPELINEPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+/// The layer index N of "model.layers.N.<...>", or -1.
+int64_t layerOf(StringRef name) {
+  if (!name.consume_front("model.layers.")) {
+    return -1;
+  }
+  int64_t layer = -1;
+  StringRef digits = name.take_until([](char c) { return c == '.'; });
+  return digits.getAsInteger(10, layer) ? -1 : layer;
+}
+
+struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
+  void runOnOperation() override {
+    for (auto model : llvm::to_vector(getOperation().getOps<tg::ModelOp>())) {
+      if (failed(runOnModel(model))) {
+        return signalPassFailure();
+      }
+    }
+  }
+
+  LogicalResult runOnModel(tg::ModelOp model) {
+    auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"));
+    if (!mesh) {
+      return model.emitError() << "dist-pipeline needs the model's @mesh: run "
+                                  "dist-tensor-parallel first";
+    }
+    int64_t stages = mesh.getAxisSize("pp");
+    if (stages == 1) {
+      return success();
+    }
+    auto forward = dyn_cast_or_null<func::FuncOp>(model.getForward());
+    if (!forward || forward.getNumArguments() != 2) {
+      return model.emitError() << "dist-pipeline needs @forward(tokens, labels) -> loss";
+    }
+    int64_t layers = 0;
+    for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+      layers = std::max(layers, layerOf(param.getSymName()) + 1);
+    }
+    if (layers == 0 || layers % stages != 0) {
+      return model.emitError() << "dist-pipeline: pp=" << stages << " does not divide the "
+                               << layers << " layers";
+    }
+    int64_t perStage = layers / stages;
+    auto stageOfParam = [&](StringRef name) -> int64_t {
+      int64_t layer = layerOf(name);
+      if (layer >= 0) {
+        return layer / perStage;
+      }
+      return name.contains("embed_tokens") ? 0 : stages - 1; // final norm, lm_head
+    };
+
+    // Stage of every op: its parameters' stage, at least its operands'. Constants (no
+    // operands) are copied into every stage that uses them (stage -1).
+    Block &body = forward.getBody().front();
+    SmallVector<Operation *> ops;
+    llvm::DenseMap<Operation *, int64_t> stageOf;
+    auto valueStage = [&](Value value) -> int64_t {
+      Operation *def = value.getDefiningOp();
+      return def ? stageOf.lookup(def) : 0;
+    };
+    for (Operation &op : body.without_terminator()) {
+      ops.push_back(&op);
+      int64_t stage = -1;
+      if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
+        stage = stageOfParam(ref.getName());
+      } else {
+        for (Value operand : op.getOperands()) {
+          stage = std::max(stage, valueStage(operand));
+        }
+        if (op.getNumOperands() == 0) {
+          stage = -1;
+        }
+      }
+      stageOf[&op] = stage;
+    }
+    // The one activation each stage hands to the next.
+    SmallVector<Value> boundary(stages - 1);
+    for (Operation *op : ops) {
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        int64_t from = def ? stageOf.lookup(def) : -1, to = stageOf.lookup(op);
+        if (!def || from < 0 || from == to || isa<tg::ParamRefOp>(def)) {
+          continue;
+        }
+        if (to != from + 1 || (boundary[from] && boundary[from] != operand)) {
+          return op->emitError() << "dist-pipeline: stage " << to << " reads a value of stage "
+                                 << from << " other than the activation passed between them";
+        }
+        boundary[from] = operand;
+      }
+    }
+    for (auto [stage, value] : llvm::enumerate(boundary)) {
+      if (!value) {
+        return forward.emitError() << "dist-pipeline: nothing flows from stage " << stage
+                                   << " to stage " << stage + 1;
+      }
+    }
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+    // One model per stage: the metadata, the mesh, the stage's parameters and @forward.
+    OpBuilder builder(model);
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      IRMapping cloned;
+      auto stageModel = cast<tg::ModelOp>(builder.clone(*model, cloned));
+      stageModel.setSymName((model.getSymName() + ".stage" + Twine(stage)).str());
+      stageModel->setAttr("dist.stage", builder.getI64IntegerAttr(stage));
+      stageModel->setAttr("dist.stages", builder.getI64IntegerAttr(stages));
+      auto oldForward = cast<func::FuncOp>(cloned.lookup(forward.getOperation()));
+      SmallVector<Type> inputs;
+      inputs.push_back(stage == 0 ? forward.getArgumentTypes()[0] : boundary[stage - 1].getType());
+      if (stage == stages - 1) {
+        inputs.push_back(forward.getArgumentTypes()[1]); // labels
+      }
+      Value output = stage == stages - 1 ? ret.getOperand(0) : boundary[stage];
+      OpBuilder inModel(oldForward);
+      auto newForward = func::FuncOp::create(
+          inModel, forward.getLoc(), "forward_stage",
+          inModel.getFunctionType(inputs, {output.getType()}));
+      Block *entry = newForward.addEntryBlock();
+      OpBuilder inBody = OpBuilder::atBlockEnd(entry);
+      IRMapping mapping;
+      if (stage == 0) {
+        mapping.map(body.getArgument(0), entry->getArgument(0));
+      } else {
+        mapping.map(boundary[stage - 1], entry->getArgument(0));
+      }
+      if (stage == stages - 1) {
+        mapping.map(body.getArgument(1), entry->getArgument(inputs.size() - 1));
+      }
+      llvm::StringSet<> usedParams;
+      for (Operation *op : ops) {
+        int64_t opStage = stageOf.lookup(op);
+        bool usedHere = opStage == stage;
+        if (opStage < 0) { // a constant: copied where a user of this stage needs it
+          usedHere = llvm::any_of(op->getUsers(),
+                                  [&](Operation *user) { return stageOf.lookup(user) == stage; });
+        }
+        if (!usedHere) {
+          continue;
+        }
+        if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
+          usedParams.insert(ref.getName());
+        }
+        inBody.clone(*op, mapping);
+      }
+      func::ReturnOp::create(inBody, ret.getLoc(), mapping.lookup(output));
+      oldForward.erase();
+      newForward.setSymName("forward");
+      for (auto param : llvm::to_vector(stageModel.getBody().front().getOps<tg::ParamOp>())) {
+        if (!usedParams.contains(param.getSymName())) {
+          param.erase();
+        }
+      }
+    }
+    model.erase();
+    return success();
+  }
+};
+
+} // namespace
+} // namespace mlperf
