@@ -10,6 +10,8 @@
 
 #include "compiler/Transforms/Passes.h"
 
+#include "runtime/dist/Mesh.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -65,15 +67,20 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
     for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
       layers = std::max(layers, layerOf(param.getSymName()) + 1);
     }
-    if (layers == 0 || layers % stages != 0) {
-      return model.emitError() << "dist-pipeline: pp=" << stages << " does not divide the "
-                               << layers << " layers";
+    if (layers < stages) {
+      return model.emitError() << "dist-pipeline: pp=" << stages << " stages for " << layers
+                               << " layers";
     }
-    int64_t perStage = layers / stages;
+    // Layer -> stage by the shared split (even, or Megatron's uneven one).
+    std::vector<int64_t> split = rt::pipelineLayerSplit(layers, stages);
+    SmallVector<int64_t> stageOfLayer;
+    for (auto [stage, count] : llvm::enumerate(split)) {
+      stageOfLayer.append(count, static_cast<int64_t>(stage));
+    }
     auto stageOfParam = [&](StringRef name) -> int64_t {
       int64_t layer = layerOf(name);
       if (layer >= 0) {
-        return layer / perStage;
+        return stageOfLayer[layer];
       }
       return name.contains("embed_tokens") ? 0 : stages - 1; // final norm, lm_head
     };

@@ -220,7 +220,9 @@ def DistPipelinePass : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     Rewrite class: exact (the same ops, run by different ranks).
 
     With `pp > 1` on the model's `dist.mesh`, stage k keeps layers [k·L/pp, (k+1)·L/pp)
-    (Megatron-LM's even split); the embedding goes to the first stage, the final norm,
+    (Megatron-LM's even split; when pp does not divide L, runtime/dist/Mesh.h
+    `pipelineLayerSplit` gives the L mod pp extra layers to the middle stages first, as
+    Megatron's first/last-stage layer options do); the embedding goes to the first stage, the final norm,
     lm_head and the loss to the last. Each stage becomes a `tg.model @<name>.stage<k>`
     (attributes `dist.stage`, `dist.stages`) with only its parameters and a `@forward` that
     maps the tokens (first stage) or the previous stage's activation to its output

@@ -131,6 +131,36 @@ Status parseParallel(std::string_view text, MeshShape &mesh) {
   return Status::ok();
 }
 
+std::vector<int64_t> pipelineLayerSplit(int64_t layers, int64_t stages) {
+  std::vector<int64_t> split(stages, layers / stages);
+  int64_t extra = layers % stages;
+  // Middle stages first, then the last, then the first.
+  for (int64_t s = 1; s + 1 < stages && extra > 0; ++s, --extra) {
+    ++split[s];
+  }
+  if (extra > 0 && stages > 1) {
+    ++split[stages - 1];
+    --extra;
+  }
+  if (extra > 0) {
+    ++split[0];
+  }
+  return split;
+}
+
+std::string describeLayerSplit(const std::vector<int64_t> &split) {
+  std::string text;
+  for (size_t i = 0; i < split.size();) {
+    size_t j = i;
+    while (j < split.size() && split[j] == split[i]) {
+      ++j;
+    }
+    text += (text.empty() ? "" : ", ") + str(split[i]) + (j - i > 1 ? " x " + str(j - i) : "");
+    i = j;
+  }
+  return text;
+}
+
 Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
   int64_t world = mesh.worldSize();
   std::string cluster = "--cluster " + str(mesh.nodes) + "x" + str(mesh.gpusPerNode) + " (" +
@@ -176,10 +206,10 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
     return invalid("vp=" + str(mesh.vp) +
                    " interleaves virtual stages of a pipeline: it needs pp > 1");
   }
-  if (model.layers % (mesh.pp * mesh.vp) != 0) {
+  if (model.layers > 0 && model.layers < mesh.pp * mesh.vp) {
     return invalid("pp × vp = " + str(mesh.pp) + " × " + str(mesh.vp) +
-                   " does not divide the model's " + str(model.layers) +
-                   " layers; every (virtual) stage holds the same number of layers");
+                   " pipeline stages are more than the model's " + str(model.layers) +
+                   " layers: every (virtual) stage needs at least one");
   }
   int64_t micro = mesh.microBatch > 0 ? mesh.microBatch : model.microBatch;
   mesh.microBatch = micro;

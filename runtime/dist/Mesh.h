@@ -60,6 +60,14 @@ Status parseCluster(std::string_view text, MeshShape &mesh);
 /// validateMesh afterwards.
 Status parseParallel(std::string_view text, MeshShape &mesh);
 
+/// Layers per (virtual) pipeline stage, `stages` = pp × vp of them in pipeline order: an even
+/// split, or, when the stages do not divide the layers, Megatron-LM's uneven one: every
+/// stage holds L / S layers and the L mod S extra layers go to the stages after the first
+/// (the first stage also embeds and the last computes the loss, so they get extras last).
+std::vector<int64_t> pipelineLayerSplit(int64_t layers, int64_t stages);
+/// "8 x 16" or "7, 8 x 14, 7": the split for reports.
+std::string describeLayerSplit(const std::vector<int64_t> &split);
+
 /// The model facts a parallel strategy must fit.
 struct ModelDims {
   int64_t layers = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0, hidden = 0, seqLen = 0;

@@ -3,6 +3,7 @@
 #include "runtime/exec/PlanTrainer.h"
 
 #include "runtime/cpu/Numerics.h"
+#include "runtime/dist/PipelineSchedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -331,9 +332,8 @@ Status PlanTrainer::receiveInto(uint32_t id, int64_t shift, int tag) {
 Status PlanTrainer::pipelineMicroBatches(const std::vector<int64_t> &tokens,
                                          const std::vector<int64_t> &labels,
                                          const std::function<Status(int64_t)> &backwardDone) {
-  // The static 1F1B schedule (Megatron-LM's non-interleaved one): stage k runs
-  // min(pp - k - 1, A) forwards, then alternates one forward and one backward, then drains
-  // the remaining backwards. Activations go forward, their gradients back; each backward
+  // The static 1F1B schedule (runtime/dist/PipelineSchedule.h, Megatron-LM's
+  // non-interleaved one). Activations go forward, their gradients back; each backward
   // recomputes its stage's forward from the stashed input activation.
   bool first = stage == 0, last = stage == stages - 1;
   std::vector<HostTensor> stash(accumulation);
@@ -363,16 +363,10 @@ Status PlanTrainer::pipelineMicroBatches(const std::vector<int64_t> &tokens,
     }
     return backwardDone(a);
   };
-  int64_t warmup = std::min<int64_t>(stages - stage - 1, accumulation);
-  for (int64_t a = 0; a < warmup; ++a) {
-    MLPERF_RETURN_IF_ERROR(forwardStep(a));
-  }
-  for (int64_t a = 0; a < accumulation - warmup; ++a) {
-    MLPERF_RETURN_IF_ERROR(forwardStep(warmup + a));
-    MLPERF_RETURN_IF_ERROR(backwardStep(a));
-  }
-  for (int64_t a = accumulation - warmup; a < accumulation; ++a) {
-    MLPERF_RETURN_IF_ERROR(backwardStep(a));
+  std::vector<std::vector<PipelineOp>> schedule;
+  MLPERF_RETURN_IF_ERROR(pipelineSchedule(stages, 1, accumulation, schedule));
+  for (const PipelineOp &op : schedule[stage]) {
+    MLPERF_RETURN_IF_ERROR(op.forward ? forwardStep(op.microBatch) : backwardStep(op.microBatch));
   }
   return communicator.waitForSends();
 }

@@ -27,6 +27,10 @@ extern llvm::cl::SubCommand compileCommand;
 /// `mlperfc compile MODEL.mlir [--precision fp32|bf16] [--dump-ir DIR]`.
 int runCompile();
 
+extern llvm::cl::SubCommand scheduleCommand;
+/// `mlperfc schedule --pp N [--vp V] --micro-batches M [--order]`.
+int runSchedule();
+
 extern llvm::cl::SubCommand showCommand;
 /// `mlperfc show plan.pb [--commands]`.
 int runShow();

@@ -8,6 +8,7 @@
 
 #include "Commands.h"
 
+#include "runtime/dist/PipelineSchedule.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/support/NumberFormat.h"
 
@@ -164,6 +165,7 @@ int runCompile() {
     return 1;
   }
   tg::ModelOp model = getModel(*module);
+  rt::ModelDims dims = modelDims(model);
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   TrainStepOptions options;
   options.precision = compilePrecision;
@@ -173,7 +175,7 @@ int runCompile() {
     status = rt::parseParallel(compileParallel, mesh);
   }
   if (status.isOk()) {
-    status = rt::validateMesh(mesh, modelDims(model), compileParallel.find("dp=") != std::string::npos);
+    status = rt::validateMesh(mesh, dims, compileParallel.find("dp=") != std::string::npos);
   }
   if (!status.isOk()) {
     return fail(status.message());
@@ -218,6 +220,24 @@ int runCompile() {
                << (mesh.pp == 1 ? std::string("one plan for every rank")
                                 : std::to_string(mesh.pp) + " plans, one per pipeline stage")
                << llvm::format(" (compiled in %.2f s)\n", seconds);
+  if (mesh.pp > 1) {
+    // The 1F1B order the runtime replays, and the bubble it leaves (backward = 2 forwards).
+    std::vector<std::vector<rt::PipelineOp>> schedule;
+    rt::PipelineTiming timing;
+    if (rt::pipelineSchedule(mesh.pp, mesh.vp, options.accumulationSteps, schedule).isOk() &&
+        rt::simulatePipeline(schedule, mesh.pp, mesh.vp, 1.0 / mesh.vp, 2.0 / mesh.vp, timing)
+            .isOk()) {
+      llvm::outs() << llvm::format(
+          "  pipeline schedule %s, %lld micro-batches: bubble %.4f of the step (textbook "
+          "(p-1)/(v*m+p-1) = %.4f)\n",
+          mesh.vp == 1 ? "1F1B" : "interleaved 1F1B",
+          static_cast<long long>(options.accumulationSteps), timing.bubbleFraction,
+          rt::textbookBubbleFraction(mesh.pp, mesh.vp, options.accumulationSteps));
+    }
+    llvm::outs() << "  layers per pipeline stage: "
+                 << rt::describeLayerSplit(rt::pipelineLayerSplit(dims.layers, mesh.pp))
+                 << "\n";
+  }
   llvm::outs() << llvm::format("  %lld parameters, %.4g model FLOPs per step (%.4g per token)\n",
                                static_cast<long long>(declared.parameters),
                                declared.trainFlopsPerStep, declared.trainFlopsPerToken);

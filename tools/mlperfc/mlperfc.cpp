@@ -31,9 +31,12 @@ static constexpr llvm::StringLiteral kOverview =
     "mlperfc: ahead-of-time compiler for MLPerf Training graphs\n\n"
     "  mlperfc check MODEL.mlir...          parse and verify model declarations\n"
     "  mlperfc summary MODEL.mlir [--json]  parameters, memory, FLOPs, op counts\n"
-    "  mlperfc compile MODEL.mlir [--precision bf16|fp32] [--dump-ir DIR] [-o plan.pb]\n"
-    "                                       lower to the train step and its plan\n"
+    "  mlperfc compile MODEL.mlir [--precision bf16|fp32] [--cluster NxG] [--parallel ...]\n"
+    "                 [--dump-ir DIR] [-o plan.pb]\n"
+    "                                       lower to the train step and its plan(s)\n"
     "  mlperfc show plan.pb [--commands]    print an execution plan\n"
+    "  mlperfc schedule --pp N [--vp V] --micro-batches M [--order]\n"
+    "                                       a pipeline schedule and its bubble\n"
     "  mlperfc emit-model llama3 [--preset P] [--set key=value,...] [-o FILE]\n"
     "                                       write a model declaration\n"
     "  mlperfc run-reference MODEL.mlir --inputs BATCH.safetensors [--function forward_backward]\n"
@@ -48,7 +51,8 @@ int main(int argc, char **argv) {
   // Only our options in --help: libLLVM registers hundreds of its own at load time.
   cl::HideUnrelatedOptions(mlperfcCategory());
   for (cl::SubCommand *sub : {&checkCommand, &summaryCommand, &emitModelCommand,
-                              &runReferenceCommand, &compileCommand, &showCommand}) {
+                              &runReferenceCommand, &compileCommand, &showCommand,
+                              &scheduleCommand}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 
@@ -85,6 +89,9 @@ int main(int argc, char **argv) {
   }
   if (showCommand) {
     return runShow();
+  }
+  if (scheduleCommand) {
+    return runSchedule();
   }
   llvm::WithColor::error(llvm::errs(), "mlperfc")
       << "no command given (run 'mlperfc --help' for the list)\n";

@@ -1,0 +1,106 @@
+//===- DistTest.cpp - Mesh layout, options and pipeline schedules ---------===//
+
+#include "runtime/dist/Mesh.h"
+#include "runtime/dist/PipelineSchedule.h"
+
+#include <gtest/gtest.h>
+
+namespace rt = mlperf::rt;
+
+namespace {
+
+rt::MeshShape mesh(int64_t dp, int64_t tp, int64_t pp) {
+  rt::MeshShape m;
+  m.nodes = 1;
+  m.gpusPerNode = dp * tp * pp;
+  m.dp = dp;
+  m.tp = tp;
+  m.pp = pp;
+  return m;
+}
+
+TEST(Mesh, LaysRanksOutTensorParallelFastestThenDataThenPipeline) {
+  rt::MeshShape m = mesh(2, 2, 2);
+  rt::RankCoordinates c = rt::rankCoordinates(m, 5); // 5 = (pp 1, dp 0, tp 1)
+  EXPECT_EQ(c.tp, 1);
+  EXPECT_EQ(c.dp, 0);
+  EXPECT_EQ(c.pp, 1);
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    EXPECT_EQ(rt::rankAt(m, rt::rankCoordinates(m, rank)), rank);
+  }
+  EXPECT_EQ(rt::axisGroup(m, 5, rt::MeshAxis::kTP), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(rt::axisGroup(m, 5, rt::MeshAxis::kDP), (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(rt::axisGroup(m, 5, rt::MeshAxis::kPP), (std::vector<int64_t>{1, 5}));
+}
+
+TEST(Mesh, ParsesAndValidatesStrategies) {
+  rt::MeshShape m;
+  ASSERT_TRUE(rt::parseCluster("2x4", m).isOk());
+  ASSERT_TRUE(rt::parseParallel("tp=2,sp=on,zero=1", m).isOk());
+  rt::ModelDims llama{32, 32, 8, 14336, 128256, 4096, 8192, 32, 1};
+  ASSERT_TRUE(rt::validateMesh(m, llama, /*dpGiven=*/false).isOk());
+  EXPECT_EQ(m.dp, 4);
+  EXPECT_TRUE(m.sequenceParallel);
+  EXPECT_EQ(m.zero, 1);
+  rt::MeshShape bad;
+  ASSERT_TRUE(rt::parseCluster("1x8", bad).isOk());
+  ASSERT_TRUE(rt::parseParallel("tp=8", bad).isOk());
+  llama.kvHeads = 4;
+  rt::Status status = rt::validateMesh(bad, llama, false);
+  EXPECT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "tp=8 does not divide the model's 4 key/value heads");
+  EXPECT_FALSE(rt::parseParallel("tp=0", bad).isOk());
+  EXPECT_FALSE(rt::parseCluster("8", bad).isOk());
+}
+
+TEST(Mesh, SplitsLayersOverStagesEvenlyOrLikeMegatron) {
+  EXPECT_EQ(rt::pipelineLayerSplit(32, 4), (std::vector<int64_t>{8, 8, 8, 8}));
+  std::vector<int64_t> split = rt::pipelineLayerSplit(126, 16); // Llama 3.1 405B
+  EXPECT_EQ(split.front(), 7);
+  EXPECT_EQ(split.back(), 7);
+  EXPECT_EQ(rt::describeLayerSplit(split), "7, 8 x 14, 7");
+  int64_t total = 0;
+  for (int64_t layers : split) {
+    total += layers;
+  }
+  EXPECT_EQ(total, 126);
+  EXPECT_EQ(rt::pipelineLayerSplit(5, 2), (std::vector<int64_t>{2, 3}));
+}
+
+TEST(PipelineSchedule, OneForwardOneBackwardRunsEveryPassOnceInDependencyOrder) {
+  std::vector<std::vector<rt::PipelineOp>> schedule;
+  ASSERT_TRUE(rt::pipelineSchedule(4, 1, 8, schedule).isOk());
+  ASSERT_EQ(schedule.size(), 4u);
+  // Rank 0 warms up with pp - 1 = 3 forwards, the last rank alternates from the start.
+  EXPECT_TRUE(schedule[0][0].forward && schedule[0][1].forward && schedule[0][2].forward);
+  EXPECT_TRUE(schedule[3][0].forward);
+  EXPECT_FALSE(schedule[3][1].forward);
+  for (const auto &ops : schedule) {
+    EXPECT_EQ(ops.size(), 16u);
+  }
+}
+
+TEST(PipelineSchedule, BubbleMatchesTheTextbookFractions) {
+  struct Case {
+    int64_t pp, vp, microBatches;
+  };
+  for (Case c : {Case{2, 1, 4}, Case{4, 1, 8}, Case{16, 1, 72}, Case{4, 2, 8}, Case{16, 4, 64}}) {
+    std::vector<std::vector<rt::PipelineOp>> schedule;
+    ASSERT_TRUE(rt::pipelineSchedule(c.pp, c.vp, c.microBatches, schedule).isOk());
+    rt::PipelineTiming timing;
+    // A chunk's share of a stage's forward (1) and backward (2).
+    ASSERT_TRUE(rt::simulatePipeline(schedule, c.pp, c.vp, 1.0 / c.vp, 2.0 / c.vp, timing).isOk());
+    EXPECT_NEAR(timing.bubbleFraction, rt::textbookBubbleFraction(c.pp, c.vp, c.microBatches),
+                1e-12)
+        << "pp " << c.pp << " vp " << c.vp << " m " << c.microBatches;
+  }
+}
+
+TEST(PipelineSchedule, RejectsInterleavingWithMicroBatchesNotAMultipleOfStages) {
+  std::vector<std::vector<rt::PipelineOp>> schedule;
+  rt::Status status = rt::pipelineSchedule(16, 2, 72, schedule);
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("multiple of pp=16"), std::string::npos);
+}
+
+} // namespace
