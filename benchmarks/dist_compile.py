@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Compile time and peak compiler memory of the distributed configurations (issue:
+distribution), and the pipeline bubble of the 405B schedule, on this machine.
+
+usage: benchmarks/dist_compile.py [--mlperfc build/bin/mlperfc] [--repeat 3]
+
+Each configuration is compiled with -o to a temporary directory (plans written, as a user
+would); time is the wall time of the whole command (parse, lowering, plan emission and
+writing), memory the process's peak resident set (getrusage ru_maxrss of that child). The
+best of --repeat runs is reported, since the machine is shared.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+CONFIGS = [
+    ("Llama 3.1 8B", "llama31_8b.mlir", "1x8", "tp=8"),
+    ("Llama 3.1 8B", "llama31_8b.mlir", "8x8", "dp=8,tp=8"),
+    ("Llama 3.1 8B", "llama31_8b.mlir", "8x8", "dp=8,tp=8,sp=on,zero=1"),
+    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16"),
+    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16,sp=on,zero=1"),
+]
+
+
+def run(mlperfc, model, cluster, parallel, out_dir):
+    command = [mlperfc, "compile", model, "--cluster", cluster, "--parallel", parallel,
+               "-o", os.path.join(out_dir, "plan.pb")]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = process.stdout.read().decode()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"failed: {' '.join(command)}\n{output}")
+    return seconds, usage.ru_maxrss / 1024.0, output
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument("--mlperfc", default=os.path.join(here, "..", "build", "bin", "mlperfc"))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    models = os.path.join(here, "..", "models")
+    print("| model | cluster | parallel | ranks | plans | compile time | peak memory |")
+    print("|---|---|---|---|---|---|---|")
+    schedules = []
+    for name, model, cluster, parallel in CONFIGS:
+        best = None
+        for _ in range(args.repeat):
+            with tempfile.TemporaryDirectory() as out_dir:
+                result = run(args.mlperfc, os.path.join(models, model), cluster, parallel, out_dir)
+            best = result if best is None or result[0] < best[0] else best
+        seconds, megabytes, output = best
+        ranks = re.search(r": (\d+) ranks?,", output).group(1)
+        plans = len(re.findall(r"^  plan: ", output, re.M))
+        print(f"| {name} | {cluster} | {parallel} | {ranks} | {plans} | {seconds:.2f} s | "
+              f"{megabytes:.0f} MiB |")
+        bubble = re.search(r"pipeline schedule .*", output)
+        if bubble:
+            schedules.append(f"{name} {cluster} {parallel}: {bubble.group(0)}")
+    for line in schedules:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
