@@ -186,6 +186,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {
     plan::Program *out = result.add_programs();
     out->set_name(program.getSymName().str());
+    out->set_streams(static_cast<uint32_t>(program.getStreams()));
     for (Attribute ref : program.getInputs()) {
       out->add_inputs(id(ref));
     }
@@ -195,6 +196,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     for (auto command : program.getBody().front().getOps<plan_ir::CommandOp>()) {
       plan::Command *emitted = out->add_commands();
       emitted->set_op(command.getKernel().str());
+      emitted->set_stream(static_cast<uint32_t>(command.getStream()));
       for (Attribute ref : command.getOperands()) {
         emitted->add_operands(id(ref));
       }

@@ -96,10 +96,12 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
                             << " tensors of the types of the train step's buffers";
   }
   auto program = plan_ir::ProgramOp::create(builder, func.getLoc(), func.getSymNameAttr(),
-                                            refArray(builder, inputs), refArray(builder, outputs));
+                                            refArray(builder, inputs), refArray(builder, outputs),
+                                            builder.getI64IntegerAttr(1));
   program.getBody().emplaceBlock();
   OpBuilder::InsertionGuard guard(builder);
   OpBuilder commands(&program.getBody().front(), program.getBody().front().end());
+  int64_t events = 0; // per program
 
   llvm::DenseMap<Value, FlatSymbolRefAttr> bufferOf;
   for (auto [arg, ref] : llvm::zip(body.getArguments(), inputs)) {
@@ -178,9 +180,31 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
                               << "' has no plan encoding";
       }
     }
+    if (!produced) {
+      plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kernel),
+                                 refArray(commands, operands), refArray(commands, results),
+                                 attributes, commands.getI64IntegerAttr(0));
+      continue;
+    }
+    // A collective runs on the communication stream (1): it waits for what stream 0 computed
+    // so far, and stream 0 waits for it before anything after it (the done) runs. Commands
+    // that a scheduling pass moves between the two overlap with the collective.
+    auto event = [&](StringRef kind, int64_t stream, int64_t id) {
+      plan_ir::CommandOp::create(
+          commands, op.getLoc(), commands.getStringAttr(kind), refArray(commands, {}),
+          refArray(commands, {}),
+          commands.getDictionaryAttr(commands.getNamedAttr("event", commands.getI64IntegerAttr(id))),
+          commands.getI64IntegerAttr(stream));
+    };
+    int64_t ready = events++, done = events++;
+    event("event_record", 0, ready);
+    event("event_wait", 1, ready);
     plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kernel),
                                refArray(commands, operands), refArray(commands, results),
-                               attributes);
+                               attributes, commands.getI64IntegerAttr(1));
+    event("event_record", 1, done);
+    event("event_wait", 0, done);
+    program.setStreams(2);
   }
   // A returned value produced elsewhere (an argument, a parameter, a value returned twice)
   // is copied into its output buffer.
@@ -189,7 +213,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     if (source != ref) {
       plan_ir::CommandOp::create(commands, ret.getLoc(), commands.getStringAttr("copy"),
                                  refArray(commands, {source}), refArray(commands, {ref}),
-                                 DictionaryAttr::get(builder.getContext()));
+                                 DictionaryAttr::get(builder.getContext()), commands.getI64IntegerAttr(0));
     }
   }
   builder.setInsertionPointToEnd(&plan.getBody().front());

@@ -69,8 +69,34 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     llvm::StringMap<size_t> rangeOf;
     std::vector<LiveRange> ranges;
     std::vector<plan_ir::BufferOp> owners;
+    // A command on another stream may run while stream 0 goes on: its buffers stay alive until
+    // stream 0 waits for the event that stream records after it.
+    auto commandList = llvm::to_vector(program.getBody().front().getOps<plan_ir::CommandOp>());
+    std::vector<int64_t> joinedAt(commandList.size());
+    for (size_t i = 0; i < commandList.size(); ++i) {
+      joinedAt[i] = static_cast<int64_t>(i);
+      int64_t stream = commandList[i].getStream();
+      if (stream == 0) {
+        continue;
+      }
+      std::optional<int64_t> event;
+      for (size_t j = i + 1; j < commandList.size(); ++j) {
+        plan_ir::CommandOp later = commandList[j];
+        auto id = later.getKernelAttrs().getAs<IntegerAttr>("event");
+        if (!event && later.getKernel() == "event_record" && later.getStream() == stream && id) {
+          event = id.getInt();
+        } else if (event && later.getKernel() == "event_wait" && later.getStream() == 0 && id &&
+                   id.getInt() == *event) {
+          joinedAt[i] = static_cast<int64_t>(j);
+          break;
+        }
+      }
+      if (joinedAt[i] == static_cast<int64_t>(i)) {
+        joinedAt[i] = static_cast<int64_t>(commandList.size()); // never joined: the whole program
+      }
+    }
     int64_t index = 0;
-    for (auto command : program.getBody().front().getOps<plan_ir::CommandOp>()) {
+    for (auto command : commandList) {
       for (ArrayAttr refs : {command.getOperands(), command.getResults()}) {
         for (Attribute attr : refs) {
           plan_ir::BufferOp buffer = root(cast<FlatSymbolRefAttr>(attr).getValue());
@@ -89,7 +115,7 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
             ranges.push_back({alignUp(buffer.getStorageBytes()), index, index, 0});
             owners.push_back(buffer);
           }
-          ranges[it->second].lastUse = index;
+          ranges[it->second].lastUse = std::max(ranges[it->second].lastUse, joinedAt[index]);
         }
       }
       ++index;

@@ -4,9 +4,11 @@
 
 #include "runtime/plan/CommandTypes.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace mlperf::rt {
@@ -130,10 +132,43 @@ Status validatePlan(const plan::Plan &p) {
                        std::to_string(id));
       }
     }
+    uint32_t streams = std::max<uint32_t>(program.streams(), 1);
+    if (streams > 2) {
+      return invalid("program '" + program.name() + "' has " + std::to_string(streams) +
+                     " streams; this runtime has a compute and a communication stream");
+    }
+    std::map<int64_t, uint32_t> recordedOn; // event -> the stream that records it
     for (int c = 0; c < program.commands_size(); ++c) {
       const plan::Command &command = program.commands(c);
       std::string where =
           "command " + std::to_string(c) + " ('" + command.op() + "') of '" + program.name() + "'";
+      if (command.stream() >= streams) {
+        return invalid(where + " is on stream " + std::to_string(command.stream()) +
+                       " of a program with " + std::to_string(streams));
+      }
+      if (command.op() == "event_record" || command.op() == "event_wait") {
+        int64_t event = -1;
+        for (const plan::Attribute &a : command.attributes()) {
+          if (a.name() == "event" && a.value_case() == plan::Attribute::kI) {
+            event = a.i();
+          }
+        }
+        auto recorded = recordedOn.find(event);
+        if (event < 0) {
+          return invalid(where + " needs an integer attribute 'event' >= 0");
+        }
+        if (command.op() == "event_record" && recorded != recordedOn.end()) {
+          return invalid(where + " records event " + std::to_string(event) + " a second time");
+        }
+        if (command.op() == "event_wait" &&
+            (recorded == recordedOn.end() || recorded->second == command.stream())) {
+          return invalid(where + " waits for event " + std::to_string(event) +
+                         ", which no other stream recorded before it");
+        }
+        if (command.op() == "event_record") {
+          recordedOn[event] = command.stream();
+        }
+      }
       const PlanOpSignature *signature = findPlanOp(command.op());
       if (!signature) {
         return invalid(where + " is not an op this runtime executes");

@@ -41,6 +41,10 @@ constexpr PlanOpSignature kOps[] = {
     {"all_reduce", 1, 1, 1, 1},
     {"reduce_scatter", 1, 1, 1, 1},
     {"all_gather", 1, 1, 1, 1},
+    // Ordering between streams (attribute "event"): a wait on one stream holds it until the
+    // event was recorded on another.
+    {"event_record", 0, 0, 0, 0},
+    {"event_wait", 0, 0, 0, 0},
 };
 
 } // namespace

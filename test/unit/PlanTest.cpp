@@ -106,6 +106,53 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          command->add_operands(0);
        },
        "do not form a matmul"},
+      // Streams and events.
+      {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->set_stream(1); },
+       "is on stream 1 of a program with 1"},
+      {[](plan::Plan &p) { p.mutable_programs(0)->set_streams(3); }, "has 3 streams"},
+      {[](plan::Plan &p) {
+         p.mutable_programs(0)->set_streams(2);
+         plan::Command *wait = p.mutable_programs(0)->add_commands();
+         wait->set_op("event_wait");
+         wait->set_stream(1);
+         plan::Attribute *event = wait->add_attributes();
+         event->set_name("event");
+         event->set_i(4);
+       },
+       "waits for event 4, which no other stream recorded before it"},
+      {[](plan::Plan &p) {
+         plan::Command *record = p.mutable_programs(0)->add_commands();
+         record->set_op("event_record");
+       },
+       "needs an integer attribute 'event' >= 0"},
+      // Distribution.
+      {[](plan::Plan &p) {
+         plan::Mesh *mesh = p.mutable_mesh();
+         mesh->set_nodes(1);
+         mesh->set_gpus_per_node(4);
+         mesh->set_dp(2);
+         mesh->set_tp(1);
+         mesh->set_pp(1);
+         mesh->set_vp(1);
+       },
+       "is inconsistent"},
+      {[](plan::Plan &p) {
+         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+         command->set_op("all_reduce");
+         command->clear_attributes();
+         plan::Attribute *axis = command->add_attributes();
+         axis->set_name("axis");
+         axis->set_s("xp");
+       },
+       "attribute 'axis' must be one of dp, tp, pp"},
+      {[](plan::Plan &p) { p.set_pipeline_stage(1); }, "pipeline stage 1 of a mesh with pp=1"},
+      {[](plan::Plan &p) {
+         plan::Parameter *param = p.add_parameters();
+         param->set_name("w");
+         param->set_split_axis("tp");
+         param->set_split_count(2);
+       },
+       "is split 2 ways along dim 0 over axis 'tp'"},
   };
   for (const Case &c : cases) {
     plan::Plan p = validPlan();

@@ -110,6 +110,9 @@ int runShow() {
           os << "]";
         }
       }
+      if (command.stream() != 0) {
+        os << " (stream " << command.stream() << ")";
+      }
       os << "\n";
     }
   }

@@ -20,9 +20,10 @@ def Plan_Dialect : Dialect {
     What `mlperf-run` replays, in IR form so that every step from `tg` to the plan file can
     be dumped and tested. `plan-from-tg` builds it from the lowered train step,
     `plan-memory` assigns buffer offsets, and plan emission writes it as `plan.pb`
-    (docs/plan-format.md). One stream: a collective command (all_reduce, reduce_scatter,
-    all_gather over a mesh axis) completes before the next command; streams and events for
-    overlap arrive with the scheduling pass.
+    (docs/plan-format.md). Commands are issued in order on a compute stream (0) and a
+    communication stream (1); `event_record` / `event_wait` commands order them across
+    streams, and the collectives (all_reduce, reduce_scatter, all_gather over a mesh axis) run
+    on stream 1.
   }];
 }
 

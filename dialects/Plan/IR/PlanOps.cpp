@@ -177,6 +177,14 @@ LogicalResult CommandOp::verify() {
     return emitOpError() << "kernel \"" << getKernel() << "\" cannot take " << getOperands().size()
                          << " operands and " << getResults().size() << " results";
   }
+  int64_t streams = getParentOp<ProgramOp>().getStreams();
+  if (getStream() < 0 || getStream() >= streams) {
+    return emitOpError() << "is on stream " << getStream() << " of a program with " << streams;
+  }
+  if ((getKernel() == "event_record" || getKernel() == "event_wait") &&
+      !getKernelAttrs().getAs<IntegerAttr>("event")) {
+    return emitOpError() << "kernel \"" << getKernel() << "\" needs an integer 'event'";
+  }
   return success();
 }
 

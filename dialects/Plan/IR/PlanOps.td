@@ -97,7 +97,8 @@ def Plan_ProgramOp : Plan_Op<"program", [Symbol, HasParent<"PlanOp">, SingleBloc
     holding its results afterwards (`forward`, `forward_backward`, `optimizer_step`).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefArrayAttr:$inputs,
-                       FlatSymbolRefArrayAttr:$outputs);
+                       FlatSymbolRefArrayAttr:$outputs,
+                       DefaultValuedAttr<I64Attr, "1">:$streams);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name `inputs` $inputs `outputs` $outputs attr-dict-with-keyword $body";
 }
@@ -107,11 +108,17 @@ def Plan_CommandOp : Plan_Op<"command", [HasParent<"ProgramOp">,
   let summary = "One kernel: reads `operands`, writes `results`";
   let description = [{
     `kernel` names an op of the runtime's table (runtime/plan/PlanOps.cpp, the tg op names
-    plus `copy`); `kernel_attrs` are its attributes (the tg op's).
+    plus `copy`, the collectives and the events); `kernel_attrs` are its attributes (the tg
+    op's). `stream` (default 0) is the stream it is issued on, below the program's `streams`;
+    commands of one stream run in program order, and `event_record` / `event_wait`
+    (`kernel_attrs = {event = N}`) order commands across streams: `plan-from-tg` puts each
+    collective on stream 1 between a wait for stream 0's inputs and a record that stream 0
+    waits for before it reads the result.
   }];
   let arguments = (ins StrAttr:$kernel, FlatSymbolRefArrayAttr:$operands,
                        FlatSymbolRefArrayAttr:$results,
-                       DefaultValuedAttr<DictionaryAttr, "{}">:$kernel_attrs);
+                       DefaultValuedAttr<DictionaryAttr, "{}">:$kernel_attrs,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
   let assemblyFormat = "$kernel $operands `->` $results attr-dict";
   let hasVerifier = 1;
 }

@@ -148,3 +148,27 @@ plan.plan @p attributes {format_version = 2 : i64, model = {}} {
     plan.command "copy" [@x] -> [@t]
   }
 }
+
+// -----
+
+// Tests that a command runs on one of its program's streams.
+plan.plan @p attributes {format_version = 2 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] {
+    // expected-error @below {{'plan.command' op is on stream 1 of a program with 1}}
+    plan.command "copy" [@x] -> [@x] {stream = 1 : i64}
+  }
+}
+
+// -----
+
+// Tests that an event command names its event.
+plan.plan @p attributes {format_version = 2 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
+    // expected-error @below {{kernel "event_record" needs an integer 'event'}}
+    plan.command "event_record" [] -> []
+  }
+}
