@@ -115,8 +115,13 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       for (Value operand : op->getOperands()) {
         Operation *def = operand.getDefiningOp();
         int64_t from = def ? stageOf.lookup(def) : -1, to = stageOf.lookup(op);
-        if (!def || from < 0 || from == to || isa<tg::ParamRefOp>(def)) {
+        if (!def || from < 0 || from == to) {
           continue;
+        }
+        if (isa<tg::ParamRefOp>(def)) {
+          return op->emitError() << "dist-pipeline: stage " << to << " reads parameter @"
+                                 << cast<tg::ParamRefOp>(def).getName() << " of stage " << from
+                                 << " (tied weights cannot be split over stages)";
         }
         if (to != from + 1 || (boundary[from] && boundary[from] != operand)) {
           return op->emitError() << "dist-pipeline: stage " << to << " reads a value of stage "
@@ -165,13 +170,10 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       }
       llvm::StringSet<> usedParams;
       for (Operation *op : ops) {
+        // Constants (and ops of constants only, stage -1) go to every stage; the clean-up
+        // after this pass removes those a stage does not use.
         int64_t opStage = stageOf.lookup(op);
-        bool usedHere = opStage == stage;
-        if (opStage < 0) { // a constant: copied where a user of this stage needs it
-          usedHere = llvm::any_of(op->getUsers(),
-                                  [&](Operation *user) { return stageOf.lookup(user) == stage; });
-        }
-        if (!usedHere) {
+        if (opStage >= 0 && opStage != stage) {
           continue;
         }
         if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {

@@ -141,7 +141,12 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         commandAttrs.push_back(builder.getNamedAttr("dim", dim)); // a sequence split
       }
       attributes = builder.getDictionaryAttr(commandAttrs);
-      auto done = dyn_cast<dist::DoneOp>(*op.getResult(0).getUsers().begin());
+      auto done = op.getResult(0).hasOneUse()
+                      ? dyn_cast<dist::DoneOp>(*op.getResult(0).getUsers().begin())
+                      : dist::DoneOp();
+      if (!done || !done.getResult()) {
+        return op.emitError() << "plan-from-tg: a collective start needs exactly one dist.done";
+      }
       produced = done.getResult();
     } else if (op.getName().getDialectNamespace() != "tg") {
       return op.emitError() << "plan-from-tg: no plan command for '" << op.getName() << "'";

@@ -10,9 +10,11 @@ namespace {
 
 Status invalid(const std::string &message) { return Status(StatusCode::kInvalidArgument, message); }
 
+/// A positive degree, at most 2^20 (so that products of degrees cannot overflow).
 bool parsePositive(std::string_view text, int64_t &value) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size() && value > 0;
+  return error == std::errc() && end == text.data() + text.size() && value > 0 &&
+         value <= (int64_t(1) << 20);
 }
 
 std::string str(int64_t value) { return std::to_string(value); }
@@ -83,7 +85,7 @@ Status parseCluster(std::string_view text, MeshShape &mesh) {
   if (x == std::string_view::npos || !parsePositive(text.substr(0, x), mesh.nodes) ||
       !parsePositive(text.substr(x + 1), mesh.gpusPerNode)) {
     return invalid("--cluster '" + std::string(text) +
-                   "' is not NODESxGPUS with positive numbers (for example 8x8)");
+                   "' is not NODESxGPUS with positive numbers up to 1048576 (for example 8x8)");
   }
   return Status::ok();
 }
@@ -124,7 +126,7 @@ Status parseParallel(std::string_view text, MeshShape &mesh) {
     int64_t number = 0;
     if (key == "zero" ? (value != "0" && value != "1") : !parsePositive(value, number)) {
       return invalid("--parallel " + key + "=" + std::string(value) + ": expected " +
-                     (key == "zero" ? "0 or 1" : "a positive integer"));
+                     (key == "zero" ? "0 or 1" : "a positive integer up to 1048576"));
     }
     *target = key == "zero" ? (value == "1") : number;
   }

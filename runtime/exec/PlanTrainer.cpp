@@ -261,7 +261,9 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
                                       name == "optimizer.exp_avg." + p.name() ||
                                       name == "optimizer.exp_avg_sq." + p.name();
                              });
-    if (!known) {
+    // A pipeline stage holds only its own parameters: the file's other tensors are other
+    // stages'; every parameter of this stage was required above.
+    if (!known && plan.pipeline_stage() == 0 && communicator.mesh().pp == 1) {
       return invalid("tensor '" + name + "' is not a parameter of this model");
     }
   }
@@ -358,6 +360,7 @@ Status PlanTrainer::pipelineMicroBatches(const std::vector<int64_t> &tokens,
       MLPERF_RETURN_IF_ERROR(receiveInto(cotangentBuffer, 1, kBackwardTag));
     }
     MLPERF_RETURN_IF_ERROR(backend.execute(forwardBackwardProgram));
+    stash[a] = HostTensor(); // at most the micro-batches in flight stay stashed
     if (!first) {
       MLPERF_RETURN_IF_ERROR(sendFrom(inputGradBuffer, -1, kBackwardTag));
     }

@@ -5,7 +5,8 @@
 #include <mpi.h>
 
 #include <cstdlib>
-#include <deque>
+#include <limits>
+#include <list>
 
 namespace mlperf::rt {
 namespace {
@@ -26,6 +27,17 @@ Status mpiStatus(int code, const char *call, const char *file, int line) {
 }
 
 #define MPI_CHECK(call) MLPERF_RETURN_IF_ERROR(mpiStatus((call), #call, __FILE__, __LINE__))
+
+/// MPI counts are ints: a larger message is refused rather than truncated.
+Status messageCount(size_t elements, int &count) {
+  if (elements > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return Status(StatusCode::kInvalidArgument,
+                  "a message of " + std::to_string(elements) +
+                      " elements exceeds MPI's int count; split the tensor");
+  }
+  count = static_cast<int>(elements);
+  return Status::ok();
+}
 
 class MpiCommunicator final : public Communicator {
 public:
@@ -92,8 +104,10 @@ public:
       return Status::ok();
     }
     std::vector<double> all(values.size() * members);
-    MPI_CHECK(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
-                            all.data(), static_cast<int>(values.size()), MPI_DOUBLE, comm(axis)));
+    int count = 0;
+    MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
+    MPI_CHECK(MPI_Allgather(values.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE,
+                            comm(axis)));
     for (size_t i = 0; i < values.size(); ++i) {
       double sum = 0.0;
       for (int64_t member = 0; member < members; ++member) {
@@ -108,8 +122,10 @@ public:
     if (meshShape.axisSize(axis) == 1) {
       return Status::ok();
     }
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
-                            MPI_FLOAT, MPI_MAX, comm(axis)));
+    int count = 0;
+    MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
+    MPI_CHECK(
+        MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_FLOAT, MPI_MAX, comm(axis)));
     return Status::ok();
   }
 
@@ -123,8 +139,10 @@ public:
     }
     size_t chunk = input.size() / members;
     std::vector<float> received(input.size());
-    MPI_CHECK(MPI_Alltoall(input.data(), static_cast<int>(chunk), MPI_FLOAT, received.data(),
-                           static_cast<int>(chunk), MPI_FLOAT, comm(axis)));
+    int count = 0;
+    MLPERF_RETURN_IF_ERROR(messageCount(chunk, count));
+    MPI_CHECK(MPI_Alltoall(input.data(), count, MPI_FLOAT, received.data(), count, MPI_FLOAT,
+                           comm(axis)));
     shard.assign(chunk, 0.0f);
     for (int64_t member = 0; member < members; ++member) {
       const float *part = received.data() + member * chunk;
@@ -139,8 +157,9 @@ public:
                    std::vector<float> &output) override {
     int64_t members = meshShape.axisSize(axis);
     output.resize(shard.size() * members);
-    MPI_CHECK(MPI_Allgather(shard.data(), static_cast<int>(shard.size()), MPI_FLOAT,
-                            output.data(), static_cast<int>(shard.size()), MPI_FLOAT,
+    int count = 0;
+    MLPERF_RETURN_IF_ERROR(messageCount(shard.size(), count));
+    MPI_CHECK(MPI_Allgather(shard.data(), count, MPI_FLOAT, output.data(), count, MPI_FLOAT,
                             comm(axis)));
     return Status::ok();
   }
@@ -148,10 +167,17 @@ public:
   Status send(MeshAxis axis, int64_t shift, int tag, const std::vector<float> &values) override {
     int peer = 0;
     MLPERF_RETURN_IF_ERROR(neighbour(axis, shift, peer));
-    pendingData.push_back(values); // a deque: earlier buffers stay where they are
-    pendingRequests.emplace_back();
-    MPI_CHECK(MPI_Isend(pendingData.back().data(), static_cast<int>(values.size()), MPI_FLOAT,
-                        peer, tag, comm(axis), &pendingRequests.back()));
+    int count = 0;
+    MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
+    pending.push_back({values, MPI_REQUEST_NULL}); // a list: buffers stay where they are
+    MPI_CHECK(MPI_Isend(pending.back().data.data(), count, MPI_FLOAT, peer, tag, comm(axis),
+                        &pending.back().request));
+    // Completed sends give their copies back, so a pipeline holds only those in flight.
+    for (auto it = pending.begin(); it != pending.end();) {
+      int done = 0;
+      MPI_CHECK(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE));
+      it = done ? pending.erase(it) : std::next(it);
+    }
     return Status::ok();
   }
 
@@ -159,11 +185,12 @@ public:
     int peer = 0;
     MLPERF_RETURN_IF_ERROR(neighbour(axis, shift, peer));
     MPI_Status status;
-    MPI_CHECK(MPI_Recv(values.data(), static_cast<int>(values.size()), MPI_FLOAT, peer, tag,
-                       comm(axis), &status));
+    int expected = 0;
+    MLPERF_RETURN_IF_ERROR(messageCount(values.size(), expected));
+    MPI_CHECK(MPI_Recv(values.data(), expected, MPI_FLOAT, peer, tag, comm(axis), &status));
     int count = 0;
     MPI_CHECK(MPI_Get_count(&status, MPI_FLOAT, &count));
-    if (count != static_cast<int>(values.size())) {
+    if (count != expected) {
       return Status(StatusCode::kInternal,
                     "rank " + std::to_string(worldRank) + " expected " +
                         std::to_string(values.size()) + " values from its " +
@@ -173,19 +200,18 @@ public:
   }
 
   Status waitForSends() override {
-    if (!pendingRequests.empty()) {
-      MPI_CHECK(MPI_Waitall(static_cast<int>(pendingRequests.size()), pendingRequests.data(),
-                            MPI_STATUSES_IGNORE));
+    while (!pending.empty()) {
+      MPI_CHECK(MPI_Wait(&pending.front().request, MPI_STATUS_IGNORE));
+      pending.pop_front();
     }
-    pendingRequests.clear();
-    pendingData.clear();
     return Status::ok();
   }
 
   Status allReduceWorldSum(std::vector<double> &values) override {
     std::vector<double> all(values.size() * worldRanks);
-    MPI_CHECK(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
-                            all.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+    int count = 0;
+    MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
+    MPI_CHECK(MPI_Allgather(values.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE,
                             MPI_COMM_WORLD));
     for (size_t i = 0; i < values.size(); ++i) {
       double sum = 0.0;
@@ -211,8 +237,11 @@ private:
     return Status::ok();
   }
 
-  std::deque<std::vector<float>> pendingData;
-  std::vector<MPI_Request> pendingRequests;
+  struct PendingSend {
+    std::vector<float> data;
+    MPI_Request request;
+  };
+  std::list<PendingSend> pending;
 
   MeshShape meshShape;
   int64_t worldRank = 0, worldRanks = 1;

@@ -156,4 +156,22 @@ Status NcclCommunicator::receive(MeshAxis axis, int64_t shift, void *buffer, siz
   return Status::ok();
 }
 
+Status NcclCommunicator::sendReceive(MeshAxis axis, int64_t sendShift, const void *sendBuffer,
+                                     size_t sendCount, int64_t receiveShift, void *receiveBuffer,
+                                     size_t receiveCount, DType dtype, cudaStream_t stream) {
+  ncclDataType_t type;
+  MLPERF_RETURN_IF_ERROR(ncclType(dtype, type));
+  int to = 0, from = 0;
+  MLPERF_RETURN_IF_ERROR(peer(axis, sendShift, to));
+  MLPERF_RETURN_IF_ERROR(peer(axis, receiveShift, from));
+  MLPERF_NCCL_RETURN_IF_ERROR(ncclGroupStart());
+  ncclResult_t sent = ncclSend(sendBuffer, sendCount, type, to, comm(axis), stream);
+  ncclResult_t received = ncclRecv(receiveBuffer, receiveCount, type, from, comm(axis), stream);
+  // The group is closed even when an enqueue failed, so the communicator stays usable.
+  MLPERF_NCCL_RETURN_IF_ERROR(ncclGroupEnd());
+  MLPERF_NCCL_RETURN_IF_ERROR(sent);
+  MLPERF_NCCL_RETURN_IF_ERROR(received);
+  return Status::ok();
+}
+
 } // namespace mlperf::rt

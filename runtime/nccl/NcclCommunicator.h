@@ -46,6 +46,13 @@ public:
               cudaStream_t stream);
   Status receive(MeshAxis axis, int64_t shift, void *buffer, size_t count, DType dtype,
                  cudaStream_t stream);
+  /// A send and a receive issued as one NCCL group, as a 1F1B step pairs them (Megatron's
+  /// send_forward_recv_backward): issued one after the other, two neighbouring stages would
+  /// each block in its send waiting for the other's receive. The CUDA pipeline driver must
+  /// use this for every paired transfer.
+  Status sendReceive(MeshAxis axis, int64_t sendShift, const void *sendBuffer, size_t sendCount,
+                     int64_t receiveShift, void *receiveBuffer, size_t receiveCount, DType dtype,
+                     cudaStream_t stream);
   /// Ends every communicator without waiting for peers: after a rank failed, collectives in
   /// flight would otherwise never complete.
   void abort();

@@ -25,6 +25,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <unistd.h>
 
 using namespace mlperf::rt;
@@ -151,7 +152,13 @@ int run(const Options &options) {
     if (!first.isOk()) {
       return fail(first);
     }
-    planPath = stagePlanPath(planPath, rankCoordinates(planMesh(plan), worldRank).pp);
+    MeshShape stageMesh = planMesh(plan);
+    if (stageMesh.worldSize() != worldSize) {
+      return fail("the plan is compiled for " + std::to_string(stageMesh.worldSize()) +
+                  " ranks (" + stageMesh.describe() + ") but " + std::to_string(worldSize) +
+                  " were started: run mpirun -np " + std::to_string(stageMesh.worldSize()));
+    }
+    planPath = stagePlanPath(planPath, rankCoordinates(stageMesh, worldRank).pp);
   }
   Status status = loadPlan(planPath, plan);
   if (!status.isOk()) {
@@ -182,6 +189,29 @@ int run(const Options &options) {
   }
   if (!status.isOk()) {
     return fail(status);
+  }
+  // Every rank must run plans of one compile: mixed files would split inconsistent groups.
+  if (worldSize > 1) {
+    std::string identity = plan.producer() + "|" + mesh.describe() + "|" +
+                           std::to_string(model.global_batch_size()) + "|" +
+                           std::to_string(model.gradient_accumulation_steps()) + "|" +
+                           model.precision() + "|" + std::to_string(plan.format_version());
+    // Two 16-bit pieces of a hash, each summed with its square (exact in f64 for up to 2^20
+    // ranks): the sums equal n·x and n·x² only when every rank has the same x.
+    size_t hash = std::hash<std::string>{}(identity);
+    double low = static_cast<double>(hash & 0xffff), high = static_cast<double>((hash >> 16) & 0xffff);
+    std::vector<double> sums{low, low * low, high, high * high};
+    status = communicator->allReduceWorldSum(sums);
+    double n = static_cast<double>(worldSize);
+    if (status.isOk() && (sums[0] != n * low || sums[1] != n * low * low || sums[2] != n * high ||
+                          sums[3] != n * high * high)) {
+      status = Status(StatusCode::kInvalidArgument,
+                      "the ranks loaded plans of different compiles (mesh, batch, precision "
+                      "or producer differ); recompile and give every rank the same plan");
+    }
+    if (!status.isOk()) {
+      return fail(status);
+    }
   }
   RankCoordinates coordinates = communicator->coordinates();
   std::unique_ptr<Backend> backend;
