@@ -55,8 +55,10 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       return model.emitError() << "dist-pipeline needs the model's @mesh: run "
                                   "dist-tensor-parallel first";
     }
-    int64_t stages = mesh.getAxisSize("pp");
-    if (stages == 1) {
+    // Virtual stages: pp ranks × vp model chunks; virtual stage v = chunk · pp + rank.
+    int64_t ranks = mesh.getAxisSize("pp"), chunks = mesh.getVpAttr().getInt();
+    int64_t stages = ranks * chunks;
+    if (ranks == 1) {
       return success();
     }
     auto forward = dyn_cast_or_null<func::FuncOp>(model.getForward());
@@ -138,15 +140,23 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
     }
     auto ret = cast<func::ReturnOp>(body.getTerminator());
 
-    // One model per stage: the metadata, the mesh, the stage's parameters and @forward.
+    // One model per pipeline rank: the metadata, the mesh, the parameters of its chunks, and
+    // per chunk a function: @forward (chunk 0), @"forward.chunk1", ...
     OpBuilder builder(model);
-    for (int64_t stage = 0; stage < stages; ++stage) {
+    for (int64_t rank = 0; rank < ranks; ++rank) {
       IRMapping cloned;
       auto stageModel = cast<tg::ModelOp>(builder.clone(*model, cloned));
-      stageModel.setSymName((model.getSymName() + ".stage" + Twine(stage)).str());
-      stageModel->setAttr("dist.stage", builder.getI64IntegerAttr(stage));
-      stageModel->setAttr("dist.stages", builder.getI64IntegerAttr(stages));
+      stageModel.setSymName((model.getSymName() + ".stage" + Twine(rank)).str());
+      stageModel->setAttr("dist.stage", builder.getI64IntegerAttr(rank));
+      stageModel->setAttr("dist.stages", builder.getI64IntegerAttr(ranks));
+      if (chunks > 1) {
+        stageModel->setAttr("dist.chunks", builder.getI64IntegerAttr(chunks));
+      }
       auto oldForward = cast<func::FuncOp>(cloned.lookup(forward.getOperation()));
+      llvm::StringSet<> usedParams;
+      SmallVector<func::FuncOp> chunkFunctions;
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      int64_t stage = chunk * ranks + rank;
       SmallVector<Type> inputs;
       inputs.push_back(stage == 0 ? forward.getArgumentTypes()[0] : boundary[stage - 1].getType());
       if (stage == stages - 1) {
@@ -155,7 +165,7 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       Value output = stage == stages - 1 ? ret.getOperand(0) : boundary[stage];
       OpBuilder inModel(oldForward);
       auto newForward = func::FuncOp::create(
-          inModel, forward.getLoc(), "forward_stage",
+          inModel, forward.getLoc(), ("forward_stage" + Twine(chunk)).str(),
           inModel.getFunctionType(inputs, {output.getType()}));
       Block *entry = newForward.addEntryBlock();
       OpBuilder inBody = OpBuilder::atBlockEnd(entry);
@@ -168,7 +178,6 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       if (stage == stages - 1) {
         mapping.map(body.getArgument(1), entry->getArgument(inputs.size() - 1));
       }
-      llvm::StringSet<> usedParams;
       for (Operation *op : ops) {
         // Constants (and ops of constants only, stage -1) go to every stage; the clean-up
         // after this pass removes those a stage does not use.
@@ -182,8 +191,13 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
         inBody.clone(*op, mapping);
       }
       func::ReturnOp::create(inBody, ret.getLoc(), mapping.lookup(output));
+      chunkFunctions.push_back(newForward);
+      }
       oldForward.erase();
-      newForward.setSymName("forward");
+      for (auto [chunk, function] : llvm::enumerate(chunkFunctions)) {
+        function.setSymName(chunk == 0 ? std::string("forward")
+                                       : "forward.chunk" + std::to_string(chunk));
+      }
       for (auto param : llvm::to_vector(stageModel.getBody().front().getOps<tg::ParamOp>())) {
         if (!usedParams.contains(param.getSymName())) {
           param.erase();

@@ -67,12 +67,6 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
   }
 
   LogicalResult runOnModel(tg::ModelOp model) {
-    if (vp != 1) {
-      return model.emitError()
-             << "dist-tensor-parallel: the interleaved pipeline schedule (vp > 1) is not "
-                "partitioned yet; this compiler partitions dp, tp, sp, pp with 1F1B (vp=1) and "
-                "ZeRO-1 (zero=1)";
-    }
     if (dp < 1 || tp < 1 || nodes * gpusPerNode != dp * tp * pp || (zero != 0 && zero != 1)) {
       return model.emitError() << "dist-tensor-parallel: dp × tp × pp = " << dp * tp * pp
                                << " ranks does not match the cluster " << nodes << "x"

@@ -196,9 +196,9 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
     %q = tg.matmul %xe, %wq {transpose_rhs} : tensor<1x32x64xbf16>, tensor<32x64xbf16> -> tensor<1x32x32xbf16>
     ```
 
-    Sequence (sp) and pipeline (pp, vp) parallelism are validated by `mlperfc compile` but
-    not partitioned yet: the pass refuses them rather than emit a plan that replicates their
-    work.
+    Pipeline parallelism is `dist-pipeline`'s, after this pass; with sp=on, norms and
+    residual adds run on sequence slices between `dist.all_gather_region` and
+    `dist.reduce_scatter_region`.
   }];
   let options = [
     Option<"nodes", "nodes", "int64_t", /*default=*/"1", "Nodes in the cluster">,
@@ -219,7 +219,9 @@ def DistPipelinePass : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
   let description = [{
     Rewrite class: exact (the same ops, run by different ranks).
 
-    With `pp > 1` on the model's `dist.mesh`, stage k keeps layers [k·L/pp, (k+1)·L/pp)
+    With `pp > 1` on the model's `dist.mesh` (and vp model chunks per rank, the interleaved
+    schedule: virtual stage c·pp + r is chunk c of rank r, `@"forward.chunk<c>"`), stage k
+    keeps layers [k·L/S, (k+1)·L/S) of S = pp·vp virtual stages
     (Megatron-LM's even split; when pp does not divide L, runtime/dist/Mesh.h
     `pipelineLayerSplit` gives the L mod pp extra layers to the middle stages first, as
     Megatron's first/last-stage layer options do); the embedding goes to the first stage, the final norm,

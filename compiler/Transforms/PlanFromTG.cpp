@@ -381,39 +381,93 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   // The programs' inputs and outputs by role. A single-rank or dp/tp model maps (tokens,
   // labels) to the loss; a pipeline stage (dist-pipeline) maps the tokens or the previous
   // stage's activation (and, last, the labels) to its activation or the loss, and its
-  // backward also takes the activation's gradient and returns its input's.
-  FunctionType forwardType = forward.getFunctionType();
-  FunctionType fbType = forwardBackward.getFunctionType();
-  size_t parameterTotal = parameters.size();
-  if (forwardType.getNumResults() != 1 || fbType.getNumInputs() < forwardType.getNumInputs() ||
-      fbType.getNumResults() < 1 + parameterTotal) {
-    return forwardBackward.emitError()
-           << "plan-from-tg: @forward_backward should take @forward's inputs and return its "
-              "result and one gradient per parameter";
-  }
-  SmallVector<FlatSymbolRefAttr> forwardInputs, fbInputs;
-  for (auto [index, type] : llvm::enumerate(forwardType.getInputs())) {
-    bool integer = !isa<FloatType>(cast<RankedTensorType>(type).getElementType());
-    std::string name = !integer ? "input.activation" : index == 0 ? "input.tokens" : "input.labels";
-    forwardInputs.push_back(addBuffer(name, type, persistent));
-  }
-  fbInputs = forwardInputs;
-  for (Type type : fbType.getInputs().drop_front(forwardType.getNumInputs())) {
-    fbInputs.push_back(addBuffer("input.cotangent", type, persistent));
-  }
+  // backward also takes the activation's gradient and returns its input's. A rank with several
+  // model chunks (interleaved schedule) has such a pair of programs per chunk
+  // (`forward.chunk1`, ...), with the chunk's buffers suffixed alike.
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
-  Type resultType = forwardType.getResult(0);
-  FlatSymbolRefAttr loss =
-      addBuffer(resultType == scalarF32 ? "loss" : "output.activation", resultType, persistent);
-  FlatSymbolRefAttr step =
-      addBuffer("step", RankedTensorType::get({}, builder.getI64Type()), persistent);
-  FlatSymbolRefAttr lr = addBuffer("lr", scalarF32, persistent);
-  FlatSymbolRefAttr norm = addBuffer("grad_norm", scalarF32, persistent);
-
-  SmallVector<FlatSymbolRefAttr> fbOutputs{loss};
-  fbOutputs.append(grads);
-  for (Type type : fbType.getResults().drop_front(1 + parameterTotal)) {
-    fbOutputs.push_back(addBuffer("grad.input.activation", type, persistent));
+  llvm::StringMap<FlatSymbolRefAttr> gradOf;
+  for (auto [param, value, grad, master, m, v] : parameters) {
+    gradOf[param.getSymName()] = grad;
+  }
+  auto buildChunk = [&](func::FuncOp chunkForward, func::FuncOp chunkBackward, StringRef suffix,
+                        llvm::function_ref<void()> beforePrograms) -> LogicalResult {
+    FunctionType forwardType = chunkForward.getFunctionType();
+    FunctionType fbType = chunkBackward.getFunctionType();
+    // The parameters whose gradients it returns (tg-autodiff names them; without the
+    // attribute, every parameter in declaration order).
+    SmallVector<StringRef> names;
+    if (auto named = chunkBackward->getAttrOfType<ArrayAttr>("tg.gradients")) {
+      for (Attribute name : named) {
+        names.push_back(cast<FlatSymbolRefAttr>(name).getValue());
+      }
+    } else {
+      for (auto &entry : parameters) {
+        names.push_back(std::get<0>(entry).getSymName());
+      }
+    }
+    size_t gradients = names.size();
+    if (forwardType.getNumResults() != 1 || fbType.getNumInputs() < forwardType.getNumInputs() ||
+        fbType.getNumResults() < 1 + gradients) {
+      return chunkBackward.emitError()
+             << "plan-from-tg: @" << chunkBackward.getSymName()
+             << " should take @forward's inputs and return its result and one gradient per "
+                "parameter";
+    }
+    SmallVector<FlatSymbolRefAttr> forwardInputs, fbInputs;
+    for (auto [index, type] : llvm::enumerate(forwardType.getInputs())) {
+      bool integer = !isa<FloatType>(cast<RankedTensorType>(type).getElementType());
+      std::string name =
+          !integer ? "input.activation" : index == 0 ? "input.tokens" : "input.labels";
+      forwardInputs.push_back(addBuffer(name + suffix.str(), type, persistent));
+    }
+    fbInputs = forwardInputs;
+    for (Type type : fbType.getInputs().drop_front(forwardType.getNumInputs())) {
+      fbInputs.push_back(addBuffer(("input.cotangent" + suffix).str(), type, persistent));
+    }
+    Type resultType = forwardType.getResult(0);
+    FlatSymbolRefAttr result = addBuffer(
+        (resultType == scalarF32 ? "loss" : "output.activation" + suffix.str()), resultType,
+        persistent);
+    SmallVector<FlatSymbolRefAttr> fbOutputs{result};
+    for (StringRef name : names) {
+      FlatSymbolRefAttr grad = gradOf.lookup(name);
+      if (!grad) {
+        return chunkBackward.emitError() << "plan-from-tg: @" << name << " is not a parameter";
+      }
+      fbOutputs.push_back(grad);
+    }
+    for (Type type : fbType.getResults().drop_front(1 + gradients)) {
+      fbOutputs.push_back(addBuffer(("grad.input.activation" + suffix).str(), type, persistent));
+    }
+    beforePrograms();
+    if (failed(buildProgram(chunkForward, forwardInputs, {result})) ||
+        failed(buildProgram(chunkBackward, fbInputs, fbOutputs))) {
+      return failure();
+    }
+    return success();
+  };
+  // The persistent inputs and outputs of every program before its activations.
+  FlatSymbolRefAttr step, lr, norm;
+  auto addScalars = [&] {
+    step = addBuffer("step", RankedTensorType::get({}, builder.getI64Type()), persistent);
+    lr = addBuffer("lr", scalarF32, persistent);
+    norm = addBuffer("grad_norm", scalarF32, persistent);
+  };
+  if (failed(buildChunk(forward, forwardBackward, "", addScalars))) {
+    return failure();
+  }
+  for (int chunk = 1;; ++chunk) {
+    std::string suffix = ".chunk" + std::to_string(chunk);
+    func::FuncOp chunkForward = lookup("forward" + suffix),
+                 chunkBackward = lookup("forward_backward" + suffix);
+    if (!chunkForward) {
+      break;
+    }
+    if (!chunkBackward || failed(buildChunk(chunkForward, chunkBackward, suffix, [] {}))) {
+      return chunkBackward ? failure()
+                           : model.emitError() << "plan-from-tg: @forward" << suffix
+                                               << " has no @forward_backward" << suffix;
+    }
   }
   SmallVector<FlatSymbolRefAttr> optInputs{step};
   for (auto *group : {&grads, &masters, &moments, &squares}) {
@@ -424,9 +478,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     optOutputs.append(group->begin(), group->end());
   }
   optOutputs.append({lr, norm});
-  if (failed(buildProgram(forward, forwardInputs, {loss})) ||
-      failed(buildProgram(forwardBackward, fbInputs, fbOutputs)) ||
-      failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
+  if (failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
     return failure();
   }
   return success();

@@ -7,6 +7,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "tg-autodiff"
 
@@ -53,8 +54,29 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
     if (!forward) {
       return model.emitError() << "tg-autodiff: model has no @forward";
     }
-    if (SymbolTable::lookupSymbolIn(model, "forward_backward")) {
-      return model.emitError() << "tg-autodiff: model already has a @forward_backward";
+    // A pipeline rank with several model chunks (interleaved schedule) differentiates each
+    // chunk's function; each backward returns the gradients of its own chunk's parameters.
+    bool chunked = model->hasAttr("dist.chunks");
+    if (failed(differentiate(model, forward, "forward_backward", chunked))) {
+      return failure();
+    }
+    for (int chunk = 1;; ++chunk) {
+      std::string suffix = ".chunk" + std::to_string(chunk);
+      auto next = dyn_cast_or_null<func::FuncOp>(
+          SymbolTable::lookupSymbolIn(model, "forward" + suffix));
+      if (!next) {
+        return success();
+      }
+      if (failed(differentiate(model, next, "forward_backward" + suffix, true))) {
+        return failure();
+      }
+    }
+  }
+
+  LogicalResult differentiate(tg::ModelOp model, func::FuncOp forward, StringRef name,
+                              bool ownParametersOnly) {
+    if (SymbolTable::lookupSymbolIn(model, name)) {
+      return model.emitError() << "tg-autodiff: model already has a @" << name;
     }
     for (Operation &op : forward.getBody().front()) {
       if (isa<tg::RepeatLayersOp, func::CallOp>(op)) {
@@ -67,7 +89,9 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
     OpBuilder builder(model.getContext());
     builder.setInsertionPointAfter(forward);
     auto fb = cast<func::FuncOp>(builder.clone(*forward));
-    fb.setSymName("forward_backward");
+    fb.setSymName(name);
+    llvm::StringSet<> referenced; // the parameters this function reads
+    forward.walk([&](tg::ParamRefOp ref) { referenced.insert(ref.getName()); });
     Block &body = fb.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Value loss = ret.getOperand(0);
@@ -148,6 +172,9 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
       if (param.getRepeat()) {
         return param.emitError() << "tg-autodiff needs concrete parameters: run "
                                     "tg-inline-layers first";
+      }
+      if (ownParametersOnly && !referenced.contains(param.getSymName())) {
+        continue;
       }
       Value grad = paramGrads.lookup(param.getSymName());
       if (!grad) {

@@ -31,22 +31,35 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                            std::unique_ptr<PlanTrainer> &trainer) {
   trainer.reset(new PlanTrainer(plan, backend, communicator));
   PlanTrainer &t = *trainer;
-  for (int i = 0; i < plan.programs_size(); ++i) {
-    const std::string &name = plan.programs(i).name();
-    if (name == "forward") {
-      t.forwardProgram = i;
-    } else if (name == "forward_backward") {
-      t.forwardBackwardProgram = i;
-    } else if (name == "optimizer_step") {
-      t.optimizerProgram = i;
+  auto findProgram = [&](const std::string &name) {
+    for (int i = 0; i < plan.programs_size(); ++i) {
+      if (plan.programs(i).name() == name) {
+        return i;
+      }
     }
+    return -1;
+  };
+  t.optimizerProgram = findProgram("optimizer_step");
+  // One (forward, forward_backward) pair per model chunk: `forward`, then `forward.chunk1`, ...
+  for (int chunk = 0;; ++chunk) {
+    std::string suffix = chunk == 0 ? "" : ".chunk" + std::to_string(chunk);
+    int forward = findProgram("forward" + suffix), fb = findProgram("forward_backward" + suffix);
+    if (forward < 0 && chunk > 0) {
+      break;
+    }
+    if (forward < 0 || fb < 0) {
+      return invalid("the plan lacks one of the programs forward" + suffix +
+                     ", forward_backward" + suffix + " and optimizer_step: it is not a "
+                     "train-step plan");
+    }
+    Chunk c;
+    c.forwardProgram = forward;
+    c.forwardBackwardProgram = fb;
+    t.chunks.push_back(c);
   }
-  if (t.forwardProgram < 0 || t.forwardBackwardProgram < 0 || t.optimizerProgram < 0) {
-    return invalid("the plan lacks one of the programs forward, forward_backward and "
-                   "optimizer_step: it is not a train-step plan");
+  if (t.optimizerProgram < 0) {
+    return invalid("the plan lacks the program optimizer_step: it is not a train-step plan");
   }
-  const plan::Program &forward = plan.programs(t.forwardProgram);
-  const plan::Program &fb = plan.programs(t.forwardBackwardProgram);
   const plan::Program &opt = plan.programs(t.optimizerProgram);
   size_t parameters = plan.parameters_size();
   MeshShape mesh = communicator.mesh();
@@ -57,54 +70,94 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                    std::to_string(communicator.rank()) + " runs stage " +
                    std::to_string(communicator.coordinates().pp));
   }
-  // Inputs: the tokens (first stage) or the previous stage's activation, the labels (last
-  // stage), and in forward_backward the next stage's gradient (all but the last stage).
-  // Outputs: the loss (last stage) or the activation, the gradients, and the input
-  // activation's gradient (all but the first stage).
-  bool first = t.stage == 0, last = t.stage == t.stages - 1;
-  int forwardInputs = last ? 2 : 1;
-  int fbInputs = forwardInputs + (last ? 0 : 1);
-  int fbOutputs = static_cast<int>(1 + parameters) + (first ? 0 : 1);
-  if (forward.inputs_size() != forwardInputs || fb.inputs_size() != fbInputs ||
-      fb.outputs_size() != fbOutputs ||
-      opt.inputs_size() != static_cast<int>(1 + 4 * parameters) ||
+  if (static_cast<int64_t>(t.chunks.size()) != mesh.vp && !(mesh.vp <= 1 && t.chunks.size() == 1)) {
+    return invalid("the plan has " + std::to_string(t.chunks.size()) +
+                   " model chunks but its mesh says vp=" + std::to_string(mesh.vp));
+  }
+  if (opt.inputs_size() != static_cast<int>(1 + 4 * parameters) ||
       opt.outputs_size() != static_cast<int>(4 * parameters + 2)) {
-    return invalid("the train-step programs do not have the inputs and outputs of "
-                   "plan format version " + std::to_string(plan.format_version()) +
-                   (t.stages > 1 ? " for pipeline stage " + std::to_string(t.stage) : ""));
+    return invalid("the optimizer_step program does not have the inputs and outputs of plan "
+                   "format version " + std::to_string(plan.format_version()));
   }
-  (first ? t.tokensBuffer : t.activationBuffer) = fb.inputs(0);
-  if (last) {
-    t.labelsBuffer = fb.inputs(1);
-  } else {
-    t.cotangentBuffer = fb.inputs(fbInputs - 1);
-  }
-  if (!first) {
-    t.inputGradBuffer = fb.outputs(fbOutputs - 1);
-  }
-  t.lossBuffer = fb.outputs(0); // the loss, or this stage's output activation
-  t.stepBuffer = opt.inputs(0);
-  t.lrBuffer = opt.outputs(4 * parameters);
-  t.normBuffer = opt.outputs(4 * parameters + 1);
   t.microRows = plan.model().micro_batch_size();
   t.seq = plan.model().seq_len();
   std::vector<int64_t> batchShape{t.microRows, t.seq};
-  for (uint32_t id : {t.tokensBuffer, t.labelsBuffer}) {
-    if (id != kNoBuffer && (shapeOf(plan.buffers(id)) != batchShape ||
-                            isFloat(fromPlanDType(plan.buffers(id).dtype())))) {
-      return invalid("the plan's tokens and labels are not integer [micro_batch, seq] = [" +
-                     std::to_string(t.microRows) + ", " + std::to_string(t.seq) + "]");
+  std::vector<int> written(parameters, 0); // how many chunks write each gradient
+  for (size_t index = 0; index < t.chunks.size(); ++index) {
+    Chunk &c = t.chunks[index];
+    // Virtual stage v = chunk · pp + rank: inputs are the tokens (v = 0) or the previous
+    // virtual stage's activation, the labels (last), and in forward_backward the next one's
+    // gradient (all but the last). Outputs: the loss (last) or the activation, this chunk's
+    // gradients, and the input activation's gradient (all but the first).
+    int64_t virtualStage = static_cast<int64_t>(index) * t.stages + t.stage;
+    bool first = virtualStage == 0;
+    bool last = virtualStage == t.stages * static_cast<int64_t>(t.chunks.size()) - 1;
+    const plan::Program &forward = plan.programs(c.forwardProgram);
+    const plan::Program &fb = plan.programs(c.forwardBackwardProgram);
+    int forwardInputs = last ? 2 : 1;
+    int fbInputs = forwardInputs + (last ? 0 : 1);
+    int gradients = fb.outputs_size() - 1 - (first ? 0 : 1);
+    if (forward.inputs_size() != forwardInputs || forward.outputs_size() != 1 ||
+        fb.inputs_size() != fbInputs || gradients < 0 ||
+        (t.chunks.size() == 1 && gradients != static_cast<int>(parameters))) {
+      return invalid("program '" + fb.name() + "' does not have the inputs and outputs of plan "
+                     "format version " + std::to_string(plan.format_version()) +
+                     (t.stages > 1 ? " for pipeline stage " + std::to_string(t.stage) : ""));
+    }
+    (first ? c.tokensBuffer : c.activationBuffer) = fb.inputs(0);
+    if (last) {
+      c.labelsBuffer = fb.inputs(1);
+    } else {
+      c.cotangentBuffer = fb.inputs(fbInputs - 1);
+    }
+    if (!first) {
+      c.inputGradBuffer = fb.outputs(fb.outputs_size() - 1);
+    }
+    c.outputBuffer = fb.outputs(0); // the loss, or this chunk's output activation
+    if (forward.outputs(0) != c.outputBuffer) {
+      return invalid("programs '" + forward.name() + "' and '" + fb.name() +
+                     "' write their result to different buffers");
+    }
+    for (int g = 0; g < gradients; ++g) {
+      uint32_t id = fb.outputs(1 + g);
+      auto owner = std::find_if(plan.parameters().begin(), plan.parameters().end(),
+                                [&](const plan::Parameter &p) { return p.grad() == id; });
+      if (owner == plan.parameters().end()) {
+        return invalid("program '" + fb.name() + "' writes buffer '" + plan.buffers(id).name() +
+                       "' as a gradient, but it is no parameter's");
+      }
+      int p = static_cast<int>(owner - plan.parameters().begin());
+      c.parameters.push_back(p);
+      ++written[p];
+    }
+    for (uint32_t id : {c.tokensBuffer, c.labelsBuffer}) {
+      if (id != kNoBuffer && (shapeOf(plan.buffers(id)) != batchShape ||
+                              isFloat(fromPlanDType(plan.buffers(id).dtype())))) {
+        return invalid("the plan's tokens and labels are not integer [micro_batch, seq] = [" +
+                       std::to_string(t.microRows) + ", " + std::to_string(t.seq) + "]");
+      }
+    }
+    // An activation between stages: [micro_batch, seq (or its sp slice), hidden] floats.
+    if (!first && (plan.buffers(c.activationBuffer).shape_size() != 3 ||
+                   plan.buffers(c.activationBuffer).shape(0) != t.microRows ||
+                   !isFloat(fromPlanDType(plan.buffers(c.activationBuffer).dtype())))) {
+      return invalid("the plan's input activation is not [micro_batch, seq, hidden]");
+    }
+    if (!last &&
+        shapeOf(plan.buffers(c.cotangentBuffer)) != shapeOf(plan.buffers(c.outputBuffer))) {
+      return invalid("the plan's activation gradient input does not match its output");
+    }
+    if (last) {
+      t.lossBuffer = c.outputBuffer;
     }
   }
-  // An activation between stages: [micro_batch, seq (or its sp slice), hidden] floats.
-  if (!first && (plan.buffers(t.activationBuffer).shape_size() != 3 ||
-                 plan.buffers(t.activationBuffer).shape(0) != t.microRows ||
-                 !isFloat(fromPlanDType(plan.buffers(t.activationBuffer).dtype())))) {
-    return invalid("the plan's input activation is not [micro_batch, seq, hidden]");
+  if (std::any_of(written.begin(), written.end(), [](int n) { return n != 1; })) {
+    return invalid("every parameter's gradient must be written by exactly one program");
   }
-  if (!last && shapeOf(plan.buffers(t.cotangentBuffer)) != shapeOf(plan.buffers(t.lossBuffer))) {
-    return invalid("the plan's activation gradient input does not match its output");
-  }
+  t.stepBuffer = opt.inputs(0);
+  t.lrBuffer = opt.outputs(4 * parameters);
+  t.normBuffer = opt.outputs(4 * parameters + 1);
+  bool hasLoss = t.stage == t.stages - 1;
   t.accumulation = plan.model().gradient_accumulation_steps();
   const plan::ModelInfo &model = plan.model();
   t.dataParallel = communicator.mesh().dp;
@@ -140,8 +193,8 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                      "one shape");
     }
   }
-  for (uint32_t id : last ? std::vector<uint32_t>{t.lossBuffer, t.lrBuffer, t.normBuffer}
-                          : std::vector<uint32_t>{t.lrBuffer, t.normBuffer}) {
+  for (uint32_t id : hasLoss ? std::vector<uint32_t>{t.lossBuffer, t.lrBuffer, t.normBuffer}
+                             : std::vector<uint32_t>{t.lrBuffer, t.normBuffer}) {
     if (plan.buffers(id).shape_size() != 0 || plan.buffers(id).dtype() != plan::F32) {
       return invalid("buffer '" + plan.buffers(id).name() + "' should be an f32 scalar");
     }
@@ -331,45 +384,67 @@ Status PlanTrainer::receiveInto(uint32_t id, int64_t shift, int tag) {
   return backend.write(id, value);
 }
 
+int64_t PlanTrainer::virtualStage(size_t chunk) const {
+  return static_cast<int64_t>(chunk) * stages + stage;
+}
+
+int64_t PlanTrainer::shiftTo(int64_t otherVirtualStage) const {
+  return otherVirtualStage % stages - stage; // the rank holding it, relative to this one
+}
+
+int PlanTrainer::tagFor(int64_t receiverVirtualStage, bool forward) {
+  return static_cast<int>(2 * receiverVirtualStage + (forward ? 0 : 1)) + kFirstPipelineTag;
+}
+
 Status PlanTrainer::pipelineMicroBatches(const std::vector<int64_t> &tokens,
                                          const std::vector<int64_t> &labels,
-                                         const std::function<Status(int64_t)> &backwardDone) {
-  // The static 1F1B schedule (runtime/dist/PipelineSchedule.h, Megatron-LM's
-  // non-interleaved one). Activations go forward, their gradients back; each backward
-  // recomputes its stage's forward from the stashed input activation.
-  bool first = stage == 0, last = stage == stages - 1;
-  std::vector<HostTensor> stash(accumulation);
-  auto forwardStep = [&](int64_t a) -> Status {
-    if (!first) {
-      MLPERF_RETURN_IF_ERROR(receiveInto(activationBuffer, -1, kForwardTag));
-      MLPERF_RETURN_IF_ERROR(backend.read(activationBuffer, stash[a]));
+                                         const std::function<Status(const Chunk &)> &backwardDone) {
+  // The static schedule (runtime/dist/PipelineSchedule.h): Megatron-LM's 1F1B, or with
+  // several model chunks per rank its interleaved variant. Activations go to the next
+  // virtual stage, their gradients back; a backward recomputes its chunk's forward from the
+  // stashed input activation.
+  int64_t virtualStages = stages * static_cast<int64_t>(chunks.size());
+  std::vector<std::vector<HostTensor>> stash(chunks.size(),
+                                             std::vector<HostTensor>(accumulation));
+  auto forwardStep = [&](int64_t a, size_t index) -> Status {
+    const Chunk &chunk = chunks[index];
+    int64_t v = virtualStage(index);
+    if (v > 0) {
+      MLPERF_RETURN_IF_ERROR(receiveInto(chunk.activationBuffer, shiftTo(v - 1), tagFor(v, true)));
+      MLPERF_RETURN_IF_ERROR(backend.read(chunk.activationBuffer, stash[index][a]));
     }
-    if (last) {
+    if (v == virtualStages - 1) {
       return Status::ok(); // its backward computes the forward it needs
     }
-    MLPERF_RETURN_IF_ERROR(writeInputs(tokens, labels, a));
-    MLPERF_RETURN_IF_ERROR(backend.execute(forwardProgram));
-    return sendFrom(lossBuffer, 1, kForwardTag);
+    MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, a));
+    MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardProgram));
+    return sendFrom(chunk.outputBuffer, shiftTo(v + 1), tagFor(v + 1, true));
   };
-  auto backwardStep = [&](int64_t a) -> Status {
-    MLPERF_RETURN_IF_ERROR(writeInputs(tokens, labels, a));
-    if (!first) {
-      MLPERF_RETURN_IF_ERROR(backend.write(activationBuffer, stash[a]));
+  auto backwardStep = [&](int64_t a, size_t index) -> Status {
+    const Chunk &chunk = chunks[index];
+    int64_t v = virtualStage(index);
+    MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, a));
+    if (v > 0) {
+      MLPERF_RETURN_IF_ERROR(backend.write(chunk.activationBuffer, stash[index][a]));
     }
-    if (!last) {
-      MLPERF_RETURN_IF_ERROR(receiveInto(cotangentBuffer, 1, kBackwardTag));
+    if (v < virtualStages - 1) {
+      MLPERF_RETURN_IF_ERROR(
+          receiveInto(chunk.cotangentBuffer, shiftTo(v + 1), tagFor(v, false)));
     }
-    MLPERF_RETURN_IF_ERROR(backend.execute(forwardBackwardProgram));
-    stash[a] = HostTensor(); // at most the micro-batches in flight stay stashed
-    if (!first) {
-      MLPERF_RETURN_IF_ERROR(sendFrom(inputGradBuffer, -1, kBackwardTag));
+    MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardBackwardProgram));
+    stash[index][a] = HostTensor(); // at most the micro-batches in flight stay stashed
+    if (v > 0) {
+      MLPERF_RETURN_IF_ERROR(sendFrom(chunk.inputGradBuffer, shiftTo(v - 1), tagFor(v - 1, false)));
     }
-    return backwardDone(a);
+    return backwardDone(chunk);
   };
   std::vector<std::vector<PipelineOp>> schedule;
-  MLPERF_RETURN_IF_ERROR(pipelineSchedule(stages, 1, accumulation, schedule));
+  MLPERF_RETURN_IF_ERROR(pipelineSchedule(stages, static_cast<int64_t>(chunks.size()),
+                                          accumulation, schedule));
   for (const PipelineOp &op : schedule[stage]) {
-    MLPERF_RETURN_IF_ERROR(op.forward ? forwardStep(op.microBatch) : backwardStep(op.microBatch));
+    size_t index = static_cast<size_t>(op.chunk);
+    MLPERF_RETURN_IF_ERROR(op.forward ? forwardStep(op.microBatch, index)
+                                      : backwardStep(op.microBatch, index));
   }
   return communicator.waitForSends();
 }
@@ -408,10 +483,11 @@ Status PlanTrainer::save(const std::string &path,
   return writeSafetensors(path, file);
 }
 
-Status PlanTrainer::writeInputs(const std::vector<int64_t> &tokens,
+Status PlanTrainer::writeInputs(const Chunk &chunk, const std::vector<int64_t> &tokens,
                                 const std::vector<int64_t> &labels, int64_t microBatch) {
   int64_t size = microRows * seq;
-  for (auto [id, source] : {std::pair{tokensBuffer, &tokens}, {labelsBuffer, &labels}}) {
+  for (auto [id, source] :
+       {std::pair{chunk.tokensBuffer, &tokens}, {chunk.labelsBuffer, &labels}}) {
     if (id == kNoBuffer) {
       continue; // a pipeline stage that does not read them
     }
@@ -438,11 +514,12 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
                    " tokens and labels");
   }
   double lossSum = 0.0;
-  std::vector<HostTensor> sums;
-  // One micro-batch's backward: gradients summed in their own type (bf16 in the reference:
-  // grad_reduce_in_fp32 off), the loss added up on the stage that has it.
-  auto backwardDone = [&](int64_t a) -> Status {
-    if (stage == stages - 1) {
+  // Gradient sums per parameter, in the gradients' own type (bf16 in the reference:
+  // grad_reduce_in_fp32 off); a chunk's backward adds its own parameters' gradients.
+  std::vector<HostTensor> sums(accumulation > 1 ? plan.parameters_size() : 0);
+  std::vector<bool> summed(sums.size(), false);
+  auto backwardDone = [&](const Chunk &chunk) -> Status {
+    if (chunk.outputBuffer == lossBuffer && stage == stages - 1) {
       double loss = 0;
       MLPERF_RETURN_IF_ERROR(readScalar(lossBuffer, loss));
       lossSum += loss;
@@ -450,11 +527,12 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
     if (accumulation == 1) {
       return Status::ok(); // the gradients stay where forward_backward wrote them
     }
-    for (int p = 0; p < plan.parameters_size(); ++p) {
+    for (int p : chunk.parameters) {
       HostTensor grad;
       MLPERF_RETURN_IF_ERROR(backend.read(plan.parameters(p).grad(), grad));
-      if (a == 0) {
-        sums.push_back(std::move(grad));
+      if (!summed[p]) {
+        sums[p] = std::move(grad);
+        summed[p] = true;
         continue;
       }
       HostTensor &sum = sums[p];
@@ -466,17 +544,11 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
     return Status::ok();
   };
   if (stages == 1) {
+    const Chunk &chunk = chunks.front();
     for (int64_t a = 0; a < accumulation; ++a) {
-      Status status = writeInputs(tokens, labels, a);
-      if (status.isOk()) {
-        status = backend.execute(forwardBackwardProgram);
-      }
-      if (status.isOk()) {
-        status = backwardDone(a);
-      }
-      if (!status.isOk()) {
-        return status;
-      }
+      MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, a));
+      MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardBackwardProgram));
+      MLPERF_RETURN_IF_ERROR(backwardDone(chunk));
     }
   } else {
     MLPERF_RETURN_IF_ERROR(pipelineMicroBatches(tokens, labels, backwardDone));
@@ -536,20 +608,26 @@ Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens, const std::vect
   int64_t batches = static_cast<int64_t>(tokens.size()) / size;
   double sum = 0.0;
   bool last = stage == stages - 1;
+  int64_t virtualStages = stages * static_cast<int64_t>(chunks.size());
   for (int64_t b = 0; b < batches; ++b) {
-    // A pipeline evaluates stage after stage: activations flow forward only.
-    MLPERF_RETURN_IF_ERROR(writeInputs(tokens, labels, b));
-    if (stage > 0) {
-      MLPERF_RETURN_IF_ERROR(receiveInto(activationBuffer, -1, kForwardTag));
+    // A pipeline evaluates virtual stage after virtual stage: activations flow forward only.
+    for (size_t index = 0; index < chunks.size(); ++index) {
+      const Chunk &chunk = chunks[index];
+      int64_t v = virtualStage(index);
+      MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, b));
+      if (v > 0) {
+        MLPERF_RETURN_IF_ERROR(
+            receiveInto(chunk.activationBuffer, shiftTo(v - 1), tagFor(v, true)));
+      }
+      MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardProgram));
+      if (v < virtualStages - 1) {
+        MLPERF_RETURN_IF_ERROR(sendFrom(chunk.outputBuffer, shiftTo(v + 1), tagFor(v + 1, true)));
+        continue;
+      }
+      double value = 0;
+      MLPERF_RETURN_IF_ERROR(readScalar(lossBuffer, value));
+      sum += value;
     }
-    MLPERF_RETURN_IF_ERROR(backend.execute(forwardProgram));
-    if (!last) {
-      MLPERF_RETURN_IF_ERROR(sendFrom(lossBuffer, 1, kForwardTag));
-      continue;
-    }
-    double value = 0;
-    MLPERF_RETURN_IF_ERROR(readScalar(lossBuffer, value));
-    sum += value;
   }
   MLPERF_RETURN_IF_ERROR(communicator.waitForSends());
   // The mean over every rank's micro-batches (the last stage's).

@@ -62,6 +62,17 @@ public:
   int64_t seqLen() const { return seq; }
 
 private:
+  static constexpr uint32_t kNoBuffer = ~0u;
+  /// One model chunk's programs and buffers (one per rank without interleaving).
+  struct Chunk {
+    int forwardProgram = -1, forwardBackwardProgram = -1;
+    // Inputs (tokens or the previous virtual stage's activation, labels, the output's
+    // gradient) and outputs (the loss or the activation, the input activation's gradient).
+    uint32_t tokensBuffer = kNoBuffer, labelsBuffer = kNoBuffer, activationBuffer = kNoBuffer,
+             cotangentBuffer = kNoBuffer, outputBuffer = kNoBuffer, inputGradBuffer = kNoBuffer;
+    std::vector<int> parameters; // whose gradients forward_backward writes
+  };
+
   PlanTrainer(const plan::Plan &plan, Backend &backend, Communicator &communicator)
       : plan(plan), backend(backend), communicator(communicator) {}
   /// The f32 optimizer state of `parameter` from its value: whole, or this rank's shard.
@@ -75,29 +86,30 @@ private:
                     int64_t index) const;
   HostTensor splitSlice(const plan::Parameter &parameter, const HostTensor &full,
                         const std::vector<int64_t> &local) const;
-  Status writeInputs(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
-                     int64_t microBatch);
+  Status writeInputs(const Chunk &chunk, const std::vector<int64_t> &tokens,
+                     const std::vector<int64_t> &labels, int64_t microBatch);
   Status readScalar(uint32_t id, double &value) const;
   /// Pipeline parallelism: buffer `id` to / from the stage `shift` steps along pp.
   Status sendFrom(uint32_t id, int64_t shift, int tag);
   Status receiveInto(uint32_t id, int64_t shift, int tag);
-  /// This stage's forward and backward passes of every micro-batch in 1F1B order;
-  /// `backwardDone(a)` after micro-batch a's backward.
+  /// This rank's forward and backward passes of every micro-batch and chunk in schedule
+  /// order; `backwardDone(chunk)` after each backward.
   Status pipelineMicroBatches(const std::vector<int64_t> &tokens,
                               const std::vector<int64_t> &labels,
-                              const std::function<Status(int64_t)> &backwardDone);
-  static constexpr uint32_t kNoBuffer = ~0u;
-  static constexpr int kForwardTag = 1, kBackwardTag = 2;
+                              const std::function<Status(const Chunk &)> &backwardDone);
+  /// Virtual stage of this rank's chunk (chunk · pp + stage), the pp shift to the rank that
+  /// holds another virtual stage, and the message tag of a transfer into a virtual stage.
+  int64_t virtualStage(size_t chunk) const;
+  int64_t shiftTo(int64_t otherVirtualStage) const;
+  static int tagFor(int64_t receiverVirtualStage, bool forward);
+  static constexpr int kFirstPipelineTag = 16;
 
   const plan::Plan &plan;
   Backend &backend;
   Communicator &communicator;
-  int forwardProgram = -1, forwardBackwardProgram = -1, optimizerProgram = -1;
-  uint32_t tokensBuffer = kNoBuffer, labelsBuffer = kNoBuffer, lossBuffer = 0, stepBuffer = 0,
-           lrBuffer = 0, normBuffer = 0;
-  // Pipeline stages: the input activation, the output activation's gradient (an input of
-  // forward_backward) and the input activation's gradient (an output).
-  uint32_t activationBuffer = kNoBuffer, cotangentBuffer = kNoBuffer, inputGradBuffer = kNoBuffer;
+  std::vector<Chunk> chunks;
+  int optimizerProgram = -1;
+  uint32_t lossBuffer = kNoBuffer, stepBuffer = 0, lrBuffer = 0, normBuffer = 0;
   int64_t stage = 0, stages = 1;
   int64_t microRows = 0, seq = 0, accumulation = 1, dataParallel = 1, steps = 0;
 };

@@ -234,8 +234,8 @@ int runCompile() {
           static_cast<long long>(options.accumulationSteps), timing.bubbleFraction,
           rt::textbookBubbleFraction(mesh.pp, mesh.vp, options.accumulationSteps));
     }
-    llvm::outs() << "  layers per pipeline stage: "
-                 << rt::describeLayerSplit(rt::pipelineLayerSplit(dims.layers, mesh.pp))
+    llvm::outs() << "  layers per " << (mesh.vp > 1 ? "virtual " : "") << "pipeline stage: "
+                 << rt::describeLayerSplit(rt::pipelineLayerSplit(dims.layers, mesh.pp * mesh.vp))
                  << "\n";
   }
   llvm::outs() << llvm::format("  %lld parameters, %.4g model FLOPs per step (%.4g per token)\n",

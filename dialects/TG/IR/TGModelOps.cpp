@@ -400,6 +400,17 @@ LogicalResult ModelOp::verifyRegions() {
   if (failed(visit(forward, forward))) {
     return failure();
   }
+  // A pipeline rank's further model chunks (interleaved schedule): @"forward.chunk1", ...
+  for (int chunk = 1;; ++chunk) {
+    auto next = dyn_cast_or_null<func::FuncOp>(
+        mlir::SymbolTable::lookupSymbolIn(*this, ("forward.chunk" + llvm::Twine(chunk)).str()));
+    if (!next) {
+      break;
+    }
+    if (failed(visit(next, next))) {
+      return failure();
+    }
+  }
   for (auto param : getBody().front().getOps<ParamOp>()) {
     if (!usedParams.contains(param.getSymName())) {
       return param.emitOpError()
