@@ -70,8 +70,8 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       layers = std::max(layers, layerOf(param.getSymName()) + 1);
     }
     if (layers < stages) {
-      return model.emitError() << "dist-pipeline: pp=" << stages << " stages for " << layers
-                               << " layers";
+      return model.emitError() << "dist-pipeline: " << stages << " (virtual) stages for "
+                               << layers << " layers";
     }
     // Layer -> stage by the shared split (even, or Megatron's uneven one).
     std::vector<int64_t> split = rt::pipelineLayerSplit(layers, stages);

@@ -282,7 +282,8 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
           return op.emitError() << "dist-tensor-parallel: operands split differently";
         }
       }
-      if (auto softmax = dyn_cast<tg::SoftmaxOp>(op); softmax && softmax.getDim() == dim) {
+      if (auto softmax = dyn_cast<tg::SoftmaxOp>(op);
+          softmax && static_cast<int64_t>(softmax.getDim()) == dim) {
         return op.emitError() << "dist-tensor-parallel: softmax over the split dim";
       }
       op.getResult(0).setType(RankedTensorType::get(input.getShape(), result.getElementType()));

@@ -301,8 +301,10 @@ def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
       result is a view of its input's bytes.
 
     A `dist.mesh` in the model becomes the plan's `mesh`; a collective's start/done pair
-    becomes one blocking command (`all_reduce`, `reduce_scatter`, `all_gather`, attribute
-    `axis`) at the start; optimizer state with `#dist.sharding` on its argument is a 1-D
+    becomes one command (`all_reduce`, `reduce_scatter`, `all_gather`, attributes `axis`,
+    `dim`) on stream 1 after an `event_wait` for stream 0's `event_record`, followed by an
+    `event_record` that stream 0 waits for (the program then has 2 streams); a model with
+    several chunk functions gets a program pair per chunk; optimizer state with `#dist.sharding` on its argument is a 1-D
     shard and its `plan.parameter` records `shard_axis` and `shard_count`.
 
     Offsets are left for `plan-memory`. The `tg.model` stays (audits compare the two).

@@ -125,8 +125,8 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       }
       continue;
     }
-    // A collective's start/done pair is one blocking command at the start: the plan has one
-    // stream, so the result is complete before anything after it runs.
+    // A collective's start/done pair is one command on the communication stream, fenced by
+    // events (below); the done's result is that command's result buffer.
     DictionaryAttr attributes = op.getAttrDictionary();
     StringRef kernel = op.getName().stripDialect();
     Value produced;

@@ -72,12 +72,30 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     // A command on another stream may run while stream 0 goes on: its buffers stay alive until
     // stream 0 waits for the event that stream records after it.
     auto commandList = llvm::to_vector(program.getBody().front().getOps<plan_ir::CommandOp>());
-    std::vector<int64_t> joinedAt(commandList.size());
+    // And its buffers are live from stream 0's record that its stream waits for: stream 0
+    // may still run commands issued between that record and the command.
+    std::vector<int64_t> joinedAt(commandList.size()), forkedAt(commandList.size());
     for (size_t i = 0; i < commandList.size(); ++i) {
-      joinedAt[i] = static_cast<int64_t>(i);
+      joinedAt[i] = forkedAt[i] = static_cast<int64_t>(i);
       int64_t stream = commandList[i].getStream();
       if (stream == 0) {
         continue;
+      }
+      for (size_t j = i; j-- > 0;) {
+        plan_ir::CommandOp earlier = commandList[j];
+        auto id = earlier.getKernelAttrs().getAs<IntegerAttr>("event");
+        if (earlier.getKernel() != "event_wait" || earlier.getStream() != stream || !id) {
+          continue;
+        }
+        for (size_t k = j; k-- > 0;) {
+          auto recorded = commandList[k].getKernelAttrs().getAs<IntegerAttr>("event");
+          if (commandList[k].getKernel() == "event_record" && commandList[k].getStream() == 0 &&
+              recorded && recorded.getInt() == id.getInt()) {
+            forkedAt[i] = static_cast<int64_t>(k);
+            break;
+          }
+        }
+        break;
       }
       std::optional<int64_t> event;
       for (size_t j = i + 1; j < commandList.size(); ++j) {
@@ -112,9 +130,10 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
           }
           auto [it, first] = rangeOf.try_emplace(buffer.getSymName(), ranges.size());
           if (first) {
-            ranges.push_back({alignUp(buffer.getStorageBytes()), index, index, 0});
+            ranges.push_back({alignUp(buffer.getStorageBytes()), forkedAt[index], index, 0});
             owners.push_back(buffer);
           }
+          ranges[it->second].firstUse = std::min(ranges[it->second].firstUse, forkedAt[index]);
           ranges[it->second].lastUse = std::max(ranges[it->second].lastUse, joinedAt[index]);
         }
       }

@@ -70,9 +70,12 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                    std::to_string(communicator.rank()) + " runs stage " +
                    std::to_string(communicator.coordinates().pp));
   }
-  if (static_cast<int64_t>(t.chunks.size()) != mesh.vp && !(mesh.vp <= 1 && t.chunks.size() == 1)) {
+  if ((static_cast<int64_t>(t.chunks.size()) != mesh.vp &&
+       !(mesh.vp <= 1 && t.chunks.size() == 1)) ||
+      (t.chunks.size() > 1 && t.stages == 1)) {
     return invalid("the plan has " + std::to_string(t.chunks.size()) +
-                   " model chunks but its mesh says vp=" + std::to_string(mesh.vp));
+                   " model chunks but its mesh says pp=" + std::to_string(mesh.pp) +
+                   ", vp=" + std::to_string(mesh.vp) + " (chunks need pp > 1)");
   }
   if (opt.inputs_size() != static_cast<int>(1 + 4 * parameters) ||
       opt.outputs_size() != static_cast<int>(4 * parameters + 2)) {
@@ -114,9 +117,13 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
       c.inputGradBuffer = fb.outputs(fb.outputs_size() - 1);
     }
     c.outputBuffer = fb.outputs(0); // the loss, or this chunk's output activation
-    if (forward.outputs(0) != c.outputBuffer) {
+    bool sameInputs = true;
+    for (int i = 0; i < forwardInputs; ++i) {
+      sameInputs = sameInputs && forward.inputs(i) == fb.inputs(i);
+    }
+    if (forward.outputs(0) != c.outputBuffer || !sameInputs) {
       return invalid("programs '" + forward.name() + "' and '" + fb.name() +
-                     "' write their result to different buffers");
+                     "' do not share their input and result buffers");
     }
     for (int g = 0; g < gradients; ++g) {
       uint32_t id = fb.outputs(1 + g);
@@ -159,6 +166,10 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
   t.normBuffer = opt.outputs(4 * parameters + 1);
   bool hasLoss = t.stage == t.stages - 1;
   t.accumulation = plan.model().gradient_accumulation_steps();
+  if (t.chunks.size() > 1 && t.accumulation % t.stages != 0) {
+    return invalid("the interleaved schedule needs the " + std::to_string(t.accumulation) +
+                   " micro-batches per rank to be a multiple of pp=" + std::to_string(t.stages));
+  }
   const plan::ModelInfo &model = plan.model();
   t.dataParallel = communicator.mesh().dp;
   if (t.accumulation < 1 ||

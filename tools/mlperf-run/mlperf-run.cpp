@@ -281,6 +281,17 @@ int run(const Options &options) {
     if (status.isOk()) {
       status = trainer->load(file, /*withOptimizerState=*/true);
     }
+    if (status.isOk() && worldSize > 1) {
+      // Every rank's shard must be of the same step.
+      std::vector<double> steps{static_cast<double>(trainer->stepsTaken())};
+      status = communicator->allReduceWorldSum(steps);
+      if (status.isOk() && steps[0] != static_cast<double>(trainer->stepsTaken() * worldSize)) {
+        status = Status(StatusCode::kDataLoss,
+                        "the ranks' checkpoint files hold different steps (this one " +
+                            std::to_string(trainer->stepsTaken()) +
+                            "): they are not one checkpoint");
+      }
+    }
     if (!status.isOk()) {
       return failRun(resumePath + ": " + status.message());
     }
@@ -506,18 +517,20 @@ int run(const Options &options) {
                    static_cast<long long>(step + 1), static_cast<long long>(maxSteps), taken.loss,
                    tokensPerSecond);
     }
-    // Every rank stops after the same step: a signal seen by any rank stops all of them.
-    std::vector<double> stop{static_cast<double>(interruptSignal)};
+    // Every rank stops after the same step: the decision is the sum of what every rank saw
+    // at this point (a signal arriving later counts at the next step), never a local read.
+    int seen = interruptSignal;
+    std::vector<double> stop{static_cast<double>(seen)};
     if (worldSize > 1) {
       status = communicator->allReduceWorldSum(stop);
       if (!status.isOk()) {
         return failRun(status.message());
       }
     }
-    if (stop[0] != 0 && interruptSignal == 0) {
-      interruptSignal = SIGTERM; // another rank's
+    if (stop[0] != 0) {
+      interruptSignal = seen != 0 ? seen : SIGTERM; // another rank's when not this one's
     }
-    if (interruptSignal != 0) {
+    if (stop[0] != 0) {
       // Stop cleanly: the checkpoint holds every step taken, the log says aborted.
       if (!options.save.empty()) {
         status = saveCheckpoint();

@@ -164,6 +164,38 @@ LogicalResult ProgramOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
+LogicalResult ProgramOp::verify() {
+  int64_t streams = getStreamsAttr().getInt();
+  if (streams < 1 || streams > 2) {
+    return emitOpError() << "has " << streams
+                         << " streams; plans have a compute and a communication stream";
+  }
+  // Events: recorded once, waited for on another stream after the record (as the loader
+  // requires; plan-memory pairs them by these rules).
+  llvm::DenseMap<int64_t, int64_t> recordedOn;
+  for (auto command : getBody().front().getOps<CommandOp>()) {
+    bool record = command.getKernel() == "event_record", wait = command.getKernel() == "event_wait";
+    auto event = command.getKernelAttrs().getAs<IntegerAttr>("event");
+    if ((!record && !wait) || !event) {
+      continue; // a missing event is the command's own error
+    }
+    auto it = recordedOn.find(event.getInt());
+    if (event.getInt() < 0 || (record && it != recordedOn.end())) {
+      return command.emitOpError() << "records event " << event.getInt()
+                                   << ", which is negative or recorded before";
+    }
+    int64_t stream = command.getStreamAttr().getInt();
+    if (wait && (it == recordedOn.end() || it->second == stream)) {
+      return command.emitOpError() << "waits for event " << event.getInt()
+                                   << ", which no other stream recorded before it";
+    }
+    if (record) {
+      recordedOn[event.getInt()] = stream;
+    }
+  }
+  return success();
+}
+
 LogicalResult CommandOp::verify() {
   const mlperf::rt::PlanOpSignature *signature = mlperf::rt::findPlanOp(getKernel().str());
   if (!signature) {
@@ -177,9 +209,10 @@ LogicalResult CommandOp::verify() {
     return emitOpError() << "kernel \"" << getKernel() << "\" cannot take " << getOperands().size()
                          << " operands and " << getResults().size() << " results";
   }
-  int64_t streams = getParentOp<ProgramOp>().getStreams();
-  if (getStream() < 0 || getStream() >= streams) {
-    return emitOpError() << "is on stream " << getStream() << " of a program with " << streams;
+  int64_t streams = getParentOp<ProgramOp>().getStreamsAttr().getInt();
+  int64_t stream = getStreamAttr().getInt();
+  if (stream < 0 || stream >= streams) {
+    return emitOpError() << "is on stream " << stream << " of a program with " << streams;
   }
   if ((getKernel() == "event_record" || getKernel() == "event_wait") &&
       !getKernelAttrs().getAs<IntegerAttr>("event")) {

@@ -101,6 +101,7 @@ def Plan_ProgramOp : Plan_Op<"program", [Symbol, HasParent<"PlanOp">, SingleBloc
                        DefaultValuedAttr<I64Attr, "1">:$streams);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name `inputs` $inputs `outputs` $outputs attr-dict-with-keyword $body";
+  let hasVerifier = 1;
 }
 
 def Plan_CommandOp : Plan_Op<"command", [HasParent<"ProgramOp">,

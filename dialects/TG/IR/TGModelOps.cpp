@@ -400,12 +400,15 @@ LogicalResult ModelOp::verifyRegions() {
   if (failed(visit(forward, forward))) {
     return failure();
   }
-  // A pipeline rank's further model chunks (interleaved schedule): @"forward.chunk1", ...
-  for (int chunk = 1;; ++chunk) {
+  // A pipeline rank's further model chunks (interleaved schedule, `dist.chunks` of them):
+  // @"forward.chunk1", ...
+  auto chunks = (*this)->getAttrOfType<IntegerAttr>("dist.chunks");
+  for (int64_t chunk = 1; chunk < (chunks ? chunks.getInt() : 1); ++chunk) {
     auto next = dyn_cast_or_null<func::FuncOp>(
         mlir::SymbolTable::lookupSymbolIn(*this, ("forward.chunk" + llvm::Twine(chunk)).str()));
     if (!next) {
-      break;
+      return emitOpError() << "has dist.chunks = " << chunks.getInt() << " but no @\"forward.chunk"
+                           << chunk << "\"";
     }
     if (failed(visit(next, next))) {
       return failure();

@@ -172,3 +172,28 @@ plan.plan @p attributes {format_version = 2 : i64, model = {}} {
     plan.command "event_record" [] -> []
   }
 }
+
+// -----
+
+// Tests that a wait follows another stream's record of its event.
+plan.plan @p attributes {format_version = 2 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
+    // expected-error @below {{'plan.command' op waits for event 3, which no other stream recorded before it}}
+    plan.command "event_wait" [] -> [] {kernel_attrs = {event = 3 : i64}, stream = 1 : i64}
+    plan.command "event_record" [] -> [] {kernel_attrs = {event = 3 : i64}}
+  }
+}
+
+// -----
+
+// Tests that programs have one or two streams.
+plan.plan @p attributes {format_version = 2 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  // expected-error @below {{'plan.program' op has 3 streams; plans have a compute and a communication stream}}
+  plan.program @f inputs [@x] outputs [@x] attributes {streams = 3 : i64} {
+    plan.command "copy" [@x] -> [@x]
+  }
+}
