@@ -4,7 +4,10 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <limits>
 #include <list>
 
@@ -39,8 +42,61 @@ Status messageCount(size_t elements, int &count) {
   return Status::ok();
 }
 
+/// Watches blocking MPI calls; see CollectiveTimeout.
+class Watchdog {
+public:
+  ~Watchdog() {
+    stopping = true;
+    if (thread.joinable()) {
+      thread.join();
+    }
+  }
+  void start(CollectiveTimeout timeout) {
+    if (timeout.seconds <= 0 || !timeout.onTimeout) {
+      return;
+    }
+    settings = std::move(timeout);
+    thread = std::thread([this] {
+      while (!stopping) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        int64_t since = waitingSinceMs.load();
+        if (since >= 0 && nowMs() - since > settings.seconds * 1000.0) {
+          settings.onTimeout(waitingFor.load());
+          waitingSinceMs = -1; // reported once
+        }
+      }
+    });
+  }
+  /// Marks one blocking call for its lifetime.
+  class Guard {
+  public:
+    Guard(Watchdog &watchdog, const char *what) : watchdog(watchdog) {
+      watchdog.waitingFor = what;
+      watchdog.waitingSinceMs = nowMs();
+    }
+    ~Guard() { watchdog.waitingSinceMs = -1; }
+
+  private:
+    Watchdog &watchdog;
+  };
+
+private:
+  static int64_t nowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  CollectiveTimeout settings;
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  std::atomic<int64_t> waitingSinceMs{-1};
+  std::atomic<const char *> waitingFor{""};
+};
+
 class MpiCommunicator final : public Communicator {
 public:
+  explicit MpiCommunicator(CollectiveTimeout timeout) { watchdog.start(std::move(timeout)); }
+
   ~MpiCommunicator() override {
     for (MPI_Comm &comm : axisComms) {
       if (comm != MPI_COMM_NULL) {
@@ -106,6 +162,7 @@ public:
     std::vector<double> all(values.size() * members);
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
+    Watchdog::Guard guard(watchdog, "an all-gather of f64 values");
     MPI_CHECK(MPI_Allgather(values.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE,
                             comm(axis)));
     for (size_t i = 0; i < values.size(); ++i) {
@@ -124,6 +181,7 @@ public:
     }
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
+    Watchdog::Guard guard(watchdog, "an all-reduce (max)");
     MPI_CHECK(
         MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_FLOAT, MPI_MAX, comm(axis)));
     return Status::ok();
@@ -141,6 +199,7 @@ public:
     std::vector<float> received(input.size());
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(chunk, count));
+    Watchdog::Guard guard(watchdog, "a reduce-scatter");
     MPI_CHECK(MPI_Alltoall(input.data(), count, MPI_FLOAT, received.data(), count, MPI_FLOAT,
                            comm(axis)));
     shard.assign(chunk, 0.0f);
@@ -159,6 +218,7 @@ public:
     output.resize(shard.size() * members);
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(shard.size(), count));
+    Watchdog::Guard guard(watchdog, "an all-gather");
     MPI_CHECK(MPI_Allgather(shard.data(), count, MPI_FLOAT, output.data(), count, MPI_FLOAT,
                             comm(axis)));
     return Status::ok();
@@ -187,6 +247,7 @@ public:
     MPI_Status status;
     int expected = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(values.size(), expected));
+    Watchdog::Guard guard(watchdog, "a pipeline receive");
     MPI_CHECK(MPI_Recv(values.data(), expected, MPI_FLOAT, peer, tag, comm(axis), &status));
     int count = 0;
     MPI_CHECK(MPI_Get_count(&status, MPI_FLOAT, &count));
@@ -200,6 +261,7 @@ public:
   }
 
   Status waitForSends() override {
+    Watchdog::Guard guard(watchdog, "the completion of pipeline sends");
     while (!pending.empty()) {
       MPI_CHECK(MPI_Wait(&pending.front().request, MPI_STATUS_IGNORE));
       pending.pop_front();
@@ -211,6 +273,7 @@ public:
     std::vector<double> all(values.size() * worldRanks);
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
+    Watchdog::Guard guard(watchdog, "an all-gather over every rank");
     MPI_CHECK(MPI_Allgather(values.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE,
                             MPI_COMM_WORLD));
     for (size_t i = 0; i < values.size(); ++i) {
@@ -242,6 +305,7 @@ private:
     MPI_Request request;
   };
   std::list<PendingSend> pending;
+  Watchdog watchdog;
 
   MeshShape meshShape;
   int64_t worldRank = 0, worldRanks = 1;
@@ -274,8 +338,9 @@ Status initializeMpi(int *argc, char ***argv, int64_t &rank, int64_t &size) {
   return Status::ok();
 }
 
-Status createMpiCommunicator(const MeshShape &mesh, std::unique_ptr<Communicator> &communicator) {
-  auto mpi = std::make_unique<MpiCommunicator>();
+Status createMpiCommunicator(const MeshShape &mesh, std::unique_ptr<Communicator> &communicator,
+                             CollectiveTimeout timeout) {
+  auto mpi = std::make_unique<MpiCommunicator>(std::move(timeout));
   MLPERF_RETURN_IF_ERROR(mpi->init(mesh));
   communicator = std::move(mpi);
   return Status::ok();

@@ -101,7 +101,7 @@ void NcclCommunicator::abort() {
 
 Status NcclCommunicator::allReduceSum(MeshAxis axis, void *buffer, size_t count, DType dtype,
                                       cudaStream_t stream) {
-  ncclDataType_t type;
+  ncclDataType_t type = ncclFloat32;
   MLPERF_RETURN_IF_ERROR(ncclType(dtype, type));
   MLPERF_NCCL_RETURN_IF_ERROR(
       ncclAllReduce(buffer, buffer, count, type, ncclSum, comm(axis), stream));
@@ -110,7 +110,7 @@ Status NcclCommunicator::allReduceSum(MeshAxis axis, void *buffer, size_t count,
 
 Status NcclCommunicator::reduceScatterSum(MeshAxis axis, const void *input, void *shard,
                                           size_t shardCount, DType dtype, cudaStream_t stream) {
-  ncclDataType_t type;
+  ncclDataType_t type = ncclFloat32;
   MLPERF_RETURN_IF_ERROR(ncclType(dtype, type));
   MLPERF_NCCL_RETURN_IF_ERROR(
       ncclReduceScatter(input, shard, shardCount, type, ncclSum, comm(axis), stream));
@@ -119,7 +119,7 @@ Status NcclCommunicator::reduceScatterSum(MeshAxis axis, const void *input, void
 
 Status NcclCommunicator::allGather(MeshAxis axis, const void *shard, void *output,
                                    size_t shardCount, DType dtype, cudaStream_t stream) {
-  ncclDataType_t type;
+  ncclDataType_t type = ncclFloat32;
   MLPERF_RETURN_IF_ERROR(ncclType(dtype, type));
   MLPERF_NCCL_RETURN_IF_ERROR(ncclAllGather(shard, output, shardCount, type, comm(axis), stream));
   return Status::ok();
@@ -138,7 +138,7 @@ Status NcclCommunicator::peer(MeshAxis axis, int64_t shift, int &rank) const {
 
 Status NcclCommunicator::send(MeshAxis axis, int64_t shift, const void *buffer, size_t count,
                               DType dtype, cudaStream_t stream) {
-  ncclDataType_t type;
+  ncclDataType_t type = ncclFloat32;
   MLPERF_RETURN_IF_ERROR(ncclType(dtype, type));
   int to = 0;
   MLPERF_RETURN_IF_ERROR(peer(axis, shift, to));
@@ -148,7 +148,7 @@ Status NcclCommunicator::send(MeshAxis axis, int64_t shift, const void *buffer, 
 
 Status NcclCommunicator::receive(MeshAxis axis, int64_t shift, void *buffer, size_t count,
                                  DType dtype, cudaStream_t stream) {
-  ncclDataType_t type;
+  ncclDataType_t type = ncclFloat32;
   MLPERF_RETURN_IF_ERROR(ncclType(dtype, type));
   int from = 0;
   MLPERF_RETURN_IF_ERROR(peer(axis, shift, from));
@@ -159,7 +159,7 @@ Status NcclCommunicator::receive(MeshAxis axis, int64_t shift, void *buffer, siz
 Status NcclCommunicator::sendReceive(MeshAxis axis, int64_t sendShift, const void *sendBuffer,
                                      size_t sendCount, int64_t receiveShift, void *receiveBuffer,
                                      size_t receiveCount, DType dtype, cudaStream_t stream) {
-  ncclDataType_t type;
+  ncclDataType_t type = ncclFloat32;
   MLPERF_RETURN_IF_ERROR(ncclType(dtype, type));
   int to = 0, from = 0;
   MLPERF_RETURN_IF_ERROR(peer(axis, sendShift, to));

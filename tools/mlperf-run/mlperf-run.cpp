@@ -24,6 +24,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <unistd.h>
@@ -42,7 +43,7 @@ struct Options {
   std::vector<std::string> positional;
   std::string backend = "cpu", data, evalData, dataOrder = "shuffled", target, initFrom, save,
               resume, mllog, metricsOut;
-  int64_t seed = -1, maxSteps = -1, printEvery = 10, saveEvery = 0;
+  int64_t seed = -1, maxSteps = -1, printEvery = 10, saveEvery = 0, collectiveTimeout = 600;
 };
 
 /// This process's rank and the job's size: "rank R: " prefixes messages of a multi-rank job.
@@ -131,6 +132,9 @@ int run(const Options &options) {
   if (options.data.empty()) {
     return fail("--data PREFIX (a Megatron indexed dataset PREFIX.bin/.idx) is required");
   }
+  if (options.collectiveTimeout < 0) {
+    return fail("--collective-timeout must be >= 0 (0: wait forever)");
+  }
   if (options.printEvery < 0) {
     return fail("--print-every must be >= 0");
   }
@@ -178,7 +182,20 @@ int run(const Options &options) {
   MeshShape mesh = planMesh(plan);
   std::unique_ptr<Communicator> communicator;
   if (worldSize > 1 || launchedByMpiLauncher()) {
-    status = createMpiCommunicator(mesh, communicator);
+    CollectiveTimeout timeout;
+    timeout.seconds = static_cast<double>(options.collectiveTimeout);
+    timeout.onTimeout = [seconds = options.collectiveTimeout](const std::string &waitingFor) {
+      // From the watchdog thread: report and leave; mpirun then ends every other rank.
+      std::fprintf(stderr,
+                   "mlperf-run: rank %lld of %lld: error: %s did not complete within %lld s: "
+                   "another rank is stuck (stopped, deadlocked) or far slower; ending the job "
+                   "(--collective-timeout)\n",
+                   static_cast<long long>(worldRank), static_cast<long long>(worldSize),
+                   waitingFor.c_str(), static_cast<long long>(seconds));
+      std::fflush(stderr);
+      std::_Exit(1);
+    };
+    status = createMpiCommunicator(mesh, communicator, timeout);
   } else if (mesh.worldSize() > 1) {
     status = Status(StatusCode::kInvalidArgument,
                     "the plan is compiled for " + std::to_string(mesh.worldSize()) +
@@ -656,6 +673,9 @@ int main(int argc, char **argv) {
   cli.addString("mllog", &options.mllog, "FILE", "Write the MLPerf log here");
   cli.addString("metrics-out", &options.metricsOut, "FILE.jsonl",
                 "One JSON object per step: step, samples, loss, lr, grad_norm, tokens_per_s");
+  cli.addInt("collective-timeout", &options.collectiveTimeout,
+             "Under mpirun: end the job when a collective or pipeline transfer waits longer "
+             "than this many seconds for another rank (default 600; 0: wait forever)");
   cli.addInt("print-every", &options.printEvery,
              "Print a step line every N steps (default 10; 0: only evaluations)");
   cli.setPositional(&options.positional, "PLAN.pb", 1);

@@ -1,7 +1,8 @@
 """Kills one rank of an mpirun job once it trains, and checks that the job ends promptly.
 
-usage: kill_rank.py RANK TIMEOUT_S mpirun ... mlperf-run ... --print-every 1
-Starts the command, waits until rank 0 prints its first step line, kills the MPI
+usage: kill_rank.py [--stop] RANK TIMEOUT_S mpirun ... mlperf-run ... --print-every 1
+Starts the command, waits until rank 0 prints its first step line, kills (with --stop:
+stops, SIGSTOP: a hung rank that does not die) the MPI
 process whose OMPI_COMM_WORLD_RANK is RANK with SIGKILL, and then expects the whole job to
 exit non-zero within TIMEOUT_S seconds. Prints the job's output and "job ended: status N";
 exits 1 if the job hangs, succeeds or the rank never starts.
@@ -31,8 +32,10 @@ def rank_pid(job_pid, rank):
 
 
 def main():
-    rank, timeout = int(sys.argv[1]), float(sys.argv[2])
-    job = subprocess.Popen(sys.argv[3:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    stop = sys.argv[1] == "--stop"
+    args = sys.argv[2:] if stop else sys.argv[1:]
+    rank, timeout = int(args[0]), float(args[1])
+    job = subprocess.Popen(args[2:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     seen = []
     for line in job.stdout:  # until training has started (or the job ended)
         seen.append(line)
@@ -44,12 +47,13 @@ def main():
         print("the job did not start training, or rank", rank, "was not found")
         job.kill()
         return 1
-    os.kill(pid, signal.SIGKILL)
+    os.kill(pid, signal.SIGSTOP if stop else signal.SIGKILL)
     killed = time.time()
     try:
         output, _ = job.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         job.kill()
+        os.kill(pid, signal.SIGKILL)
         print(f"the job still ran {timeout} s after rank {rank} was killed: it hangs")
         return 1
     sys.stdout.write(output.decode(errors="replace"))
