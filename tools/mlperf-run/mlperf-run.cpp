@@ -650,7 +650,8 @@ int run(const Options &options) {
 int main(int argc, char **argv) {
   Options options;
   CommandLine cli("mlperf-run", "mlperf-run: train from an execution plan (mlperfc compile -o "
-                                "plan.pb) on a backend");
+                                "plan.pb) on a backend; a plan for several ranks runs under "
+                                "mpirun -np N, one rank per process (docs/distributed.md)");
   cli.addString("backend", &options.backend, "NAME", "cpu (default; the reference backend)");
   cli.addString("data", &options.data, "PREFIX",
                 "Training data: Megatron indexed dataset PREFIX.bin/.idx (required)");
