@@ -57,6 +57,12 @@ int64_t RankCoordinates::along(MeshAxis axis) const {
   return axis == MeshAxis::kDP ? dp : axis == MeshAxis::kTP ? tp : pp;
 }
 
+RankCoordinates RankCoordinates::with(MeshAxis axis, int64_t index) const {
+  RankCoordinates moved = *this;
+  (axis == MeshAxis::kDP ? moved.dp : axis == MeshAxis::kTP ? moved.tp : moved.pp) = index;
+  return moved;
+}
+
 RankCoordinates rankCoordinates(const MeshShape &mesh, int64_t rank) {
   RankCoordinates c;
   c.tp = rank % mesh.tp;
@@ -73,11 +79,25 @@ std::vector<int64_t> axisGroup(const MeshShape &mesh, int64_t rank, MeshAxis axi
   RankCoordinates c = rankCoordinates(mesh, rank);
   std::vector<int64_t> group;
   for (int64_t i = 0; i < mesh.axisSize(axis); ++i) {
-    RankCoordinates member = c;
-    (axis == MeshAxis::kDP ? member.dp : axis == MeshAxis::kTP ? member.tp : member.pp) = i;
-    group.push_back(rankAt(mesh, member));
+    group.push_back(rankAt(mesh, c.with(axis, i)));
   }
   return group;
+}
+
+int64_t axisGroupColor(const MeshShape &mesh, int64_t rank, MeshAxis axis) {
+  return rankAt(mesh, rankCoordinates(mesh, rank).with(axis, 0));
+}
+
+Status axisNeighbour(const MeshShape &mesh, int64_t rank, MeshAxis axis, int64_t shift,
+                     int &index) {
+  int64_t target = rankCoordinates(mesh, rank).along(axis) + shift;
+  if (target < 0 || target >= mesh.axisSize(axis)) {
+    return Status(StatusCode::kInternal, "rank " + std::to_string(rank) + " has no " +
+                                             meshAxisName(axis) + " neighbour at " +
+                                             std::to_string(shift));
+  }
+  index = static_cast<int>(target);
+  return Status::ok();
 }
 
 Status parseCluster(std::string_view text, MeshShape &mesh) {

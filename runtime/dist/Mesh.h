@@ -44,6 +44,8 @@ struct MeshShape {
 struct RankCoordinates {
   int64_t dp = 0, tp = 0, pp = 0;
   int64_t along(MeshAxis axis) const;
+  /// These coordinates with the one along `axis` replaced.
+  RankCoordinates with(MeshAxis axis, int64_t index) const;
 };
 
 /// Where `rank` sits in the mesh (tp fastest, then dp, then pp).
@@ -51,6 +53,13 @@ RankCoordinates rankCoordinates(const MeshShape &mesh, int64_t rank);
 int64_t rankAt(const MeshShape &mesh, const RankCoordinates &coordinates);
 /// The ranks of `rank`'s group along `axis`, in axis order.
 std::vector<int64_t> axisGroup(const MeshShape &mesh, int64_t rank, MeshAxis axis);
+/// The id shared by the members of `rank`'s group along `axis` (its first member), for
+/// communicator splits; the member's key is its coordinate along the axis.
+int64_t axisGroupColor(const MeshShape &mesh, int64_t rank, MeshAxis axis);
+/// The index within its group along `axis` of the rank `shift` steps from `rank`; an error
+/// when that leaves the group (pipeline point-to-point).
+Status axisNeighbour(const MeshShape &mesh, int64_t rank, MeshAxis axis, int64_t shift,
+                     int &index);
 
 /// "8x8": nodes x GPUs per node, both positive.
 Status parseCluster(std::string_view text, MeshShape &mesh);

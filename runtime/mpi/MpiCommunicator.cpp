@@ -123,9 +123,7 @@ public:
     RankCoordinates c = rankCoordinates(shape, rank);
     for (MeshAxis axis : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
       // Ranks that agree on the other two coordinates form the group; key orders it by axis.
-      RankCoordinates colorOf = c;
-      (axis == MeshAxis::kDP ? colorOf.dp : axis == MeshAxis::kTP ? colorOf.tp : colorOf.pp) = 0;
-      int color = static_cast<int>(rankAt(shape, colorOf));
+      int color = static_cast<int>(axisGroupColor(shape, rank, axis));
       MPI_Comm &comm = axisComms[static_cast<int>(axis)];
       MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, static_cast<int>(c.along(axis)), &comm));
       MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
@@ -290,14 +288,7 @@ private:
   MPI_Comm comm(MeshAxis axis) const { return axisComms[static_cast<int>(axis)]; }
 
   Status neighbour(MeshAxis axis, int64_t shift, int &peer) const {
-    int64_t index = rankCoordinates(meshShape, worldRank).along(axis) + shift;
-    if (index < 0 || index >= meshShape.axisSize(axis)) {
-      return Status(StatusCode::kInternal, "rank " + std::to_string(worldRank) +
-                                               " has no " + meshAxisName(axis) +
-                                               " neighbour at " + std::to_string(shift));
-    }
-    peer = static_cast<int>(index);
-    return Status::ok();
+    return axisNeighbour(meshShape, worldRank, axis, shift, peer);
   }
 
   struct PendingSend {

@@ -65,9 +65,8 @@ Status NcclCommunicator::create(const MeshShape &mesh, int64_t worldRank, int de
   RankCoordinates c = rankCoordinates(mesh, worldRank);
   for (MeshAxis axis : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
     // The ranks that agree on the other coordinates form the group, ordered along the axis.
-    RankCoordinates colorOf = c;
-    (axis == MeshAxis::kDP ? colorOf.dp : axis == MeshAxis::kTP ? colorOf.tp : colorOf.pp) = 0;
-    MLPERF_NCCL_RETURN_IF_ERROR(ncclCommSplit(nccl->world, static_cast<int>(rankAt(mesh, colorOf)),
+    MLPERF_NCCL_RETURN_IF_ERROR(ncclCommSplit(nccl->world,
+                                              static_cast<int>(axisGroupColor(mesh, worldRank, axis)),
                                               static_cast<int>(c.along(axis)),
                                               &nccl->axisComms[static_cast<int>(axis)], nullptr));
   }
@@ -126,14 +125,7 @@ Status NcclCommunicator::allGather(MeshAxis axis, const void *shard, void *outpu
 }
 
 Status NcclCommunicator::peer(MeshAxis axis, int64_t shift, int &rank) const {
-  int64_t index = rankCoordinates(mesh, worldRank).along(axis) + shift;
-  if (index < 0 || index >= mesh.axisSize(axis)) {
-    return Status(StatusCode::kInternal, "rank " + std::to_string(worldRank) + " has no " +
-                                             meshAxisName(axis) + " neighbour at " +
-                                             std::to_string(shift));
-  }
-  rank = static_cast<int>(index);
-  return Status::ok();
+  return axisNeighbour(mesh, worldRank, axis, shift, rank);
 }
 
 Status NcclCommunicator::send(MeshAxis axis, int64_t shift, const void *buffer, size_t count,
