@@ -2,6 +2,9 @@
 
 #include "compiler/Interpreter/ReferenceTrainer.h"
 
+#include "compiler/Support/StepRoles.h"
+#include "runtime/plan/StepRoles.h"
+
 #include "mlir/IR/SymbolTable.h"
 
 #include <cmath>
@@ -25,12 +28,23 @@ TrainState initialTrainState(ParamValues params) {
   return state;
 }
 
-/// Rows [begin, begin + count) of a [rows, seq] integer tensor.
-static HostTensor rows(const HostTensor &tensor, int64_t begin, int64_t count, DType dtype) {
-  int64_t width = tensor.shape[1];
-  HostTensor slice = HostTensor::zeros(dtype, {count, width});
-  std::copy_n(tensor.ints.begin() + begin * width, count * width, slice.ints.begin());
-  return slice;
+namespace role = rt::role;
+
+/// The train-state group of a per-parameter role (@train_step's roles, StepRoles.h).
+static ParamValues *stateGroup(TrainState &state, std::string_view kind) {
+  if (kind == role::kParam) {
+    return &state.params;
+  }
+  if (kind == role::kMaster) {
+    return &state.masters;
+  }
+  if (kind == role::kExpAvg) {
+    return &state.m;
+  }
+  if (kind == role::kExpAvgSq) {
+    return &state.v;
+  }
+  return nullptr;
 }
 
 FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTensor &tokens,
@@ -44,82 +58,78 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
                              << seq << "], got " << tokens.describe() << " and "
                              << labels.describe();
   }
-  auto forwardBackward = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward_backward"));
-  auto optimizerStep = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "optimizer_step"));
-  auto gradientNames = forwardBackward->getAttrOfType<ArrayAttr>("tg.gradients");
-  DType idType = *toDType(
-      cast<RankedTensorType>(forwardBackward.getFunctionType().getInput(0)).getElementType());
-
-  TGInterpreter interpreter(model, state.params);
-  std::vector<HostTensor> grads;
-  double lossSum = 0.0;
-  int64_t accumulation = globalBatch / microBatch;
-  for (int64_t a = 0; a < accumulation; ++a) {
-    FailureOr<std::vector<HostTensor>> results =
-        interpreter.call(forwardBackward, {rows(tokens, a * microBatch, microBatch, idType),
-                                           rows(labels, a * microBatch, microBatch, idType)});
-    if (failed(results)) {
-      return failure();
-    }
-    lossSum += (*results)[0].values[0];
-    if (a == 0) {
-      grads.assign(results->begin() + 1, results->end());
-      continue;
-    }
-    // Accumulated in the gradients' own type (bf16 in the reference: grad_reduce_in_fp32 off).
-    for (size_t i = 0; i < grads.size(); ++i) {
-      const HostTensor &add = (*results)[i + 1];
-      for (int64_t e = 0; e < grads[i].numElements(); ++e) {
-        grads[i].values[e] = static_cast<float>(
-            rt::roundTo(grads[i].dtype, static_cast<double>(grads[i].values[e]) + add.values[e]));
-      }
-    }
+  auto trainStep = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "train_step"));
+  if (!trainStep) {
+    return model.emitError() << "the model has no @train_step: run the train-step pipeline";
   }
-
-  // @optimizer_step(step, grads..., masters..., m..., v...).
+  // @train_step's arguments by role: the global batch as [A, micro_batch, seq], the step and
+  // the optimizer state.
   std::vector<HostTensor> args;
-  HostTensor stepTensor = HostTensor::zeros(DType::kI64, {});
-  stepTensor.ints[0] = state.step;
-  args.push_back(stepTensor);
-  for (HostTensor &grad : grads) {
-    args.push_back(std::move(grad));
-  }
-  std::vector<std::string> names;
-  for (Attribute attr : gradientNames) {
-    names.push_back(cast<FlatSymbolRefAttr>(attr).getValue().str());
-  }
-  for (ParamValues *group : {&state.masters, &state.m, &state.v}) {
-    for (const std::string &name : names) {
-      args.push_back((*group)[name]);
+  for (unsigned i = 0; i < trainStep.getNumArguments(); ++i) {
+    std::optional<StepRole> r = argRole(trainStep, i);
+    auto type = cast<RankedTensorType>(trainStep.getArgumentTypes()[i]);
+    if (r && (r->role == role::kTokens || r->role == role::kLabels)) {
+      HostTensor input = HostTensor::zeros(*toDType(type.getElementType()),
+                                           {globalBatch / microBatch, microBatch, seq});
+      input.ints = (r->role == role::kTokens ? tokens : labels).ints;
+      args.push_back(std::move(input));
+    } else if (r && r->role == role::kStep) {
+      HostTensor stepTensor = HostTensor::zeros(DType::kI64, {});
+      stepTensor.ints[0] = state.step;
+      args.push_back(std::move(stepTensor));
+    } else if (ParamValues *group = r ? stateGroup(state, r->role) : nullptr) {
+      auto it = group->find(r->param);
+      if (it == group->end()) {
+        return trainStep.emitError()
+               << "no " << r->role << " state for parameter @\"" << r->param << "\"";
+      }
+      args.push_back(it->second);
+    } else {
+      return trainStep.emitError() << "argument " << i << " has no train-step role";
     }
   }
-  double loss = lossSum / static_cast<double>(accumulation);
-  if (!std::isfinite(loss)) {
-    return model.emitError() << "non-finite loss " << loss << " at step " << state.step
-                             << ": training diverged or the data or parameters hold NaN/Inf; "
-                                "stopping before the update";
-  }
-  FailureOr<std::vector<HostTensor>> updated = interpreter.call(optimizerStep, std::move(args));
-  if (failed(updated)) {
+  TGInterpreter interpreter(model, state.params);
+  FailureOr<std::vector<HostTensor>> results = interpreter.call(trainStep, std::move(args));
+  if (failed(results)) {
     return failure();
-  }
-  size_t n = names.size();
-  double gradNorm = (*updated)[4 * n + 1].values[0];
-  if (!std::isfinite(gradNorm)) {
-    return model.emitError() << "non-finite gradient norm at step " << state.step
-                             << ": stopping before the update";
-  }
-  ParamValues *groups[] = {&state.params, &state.masters, &state.m, &state.v};
-  for (size_t group = 0; group < 4; ++group) {
-    for (size_t i = 0; i < n; ++i) {
-      (*groups[group])[names[i]] = std::move((*updated)[group * n + i]);
-    }
   }
   StepMetrics metrics;
   metrics.step = state.step;
-  metrics.loss = loss;
-  metrics.lr = (*updated)[4 * n].values[0];
-  metrics.gradNorm = gradNorm;
+  std::vector<std::pair<ParamValues *, std::pair<std::string, HostTensor *>>> updates;
+  for (unsigned i = 0; i < trainStep.getNumResults(); ++i) {
+    std::optional<StepRole> r = resultRole(trainStep, i);
+    HostTensor &value = (*results)[i];
+    if (!r) {
+      return trainStep.emitError() << "result " << i << " has no train-step role";
+    }
+    if (r->role == role::kLosses) {
+      // The mean of the micro-batch losses equals the token mean over the global batch.
+      double sum = 0.0;
+      for (float loss : value.values) {
+        sum += loss;
+      }
+      metrics.loss = sum / static_cast<double>(value.numElements());
+    } else if (r->role == role::kLr) {
+      metrics.lr = value.values[0];
+    } else if (r->role == role::kGradNorm) {
+      metrics.gradNorm = value.values[0];
+    } else if (ParamValues *group = stateGroup(state, r->role)) {
+      updates.push_back({group, {r->param, &value}});
+    }
+  }
+  if (!std::isfinite(metrics.loss)) {
+    return model.emitError() << "non-finite loss " << metrics.loss << " at step " << state.step
+                             << ": training diverged or the data or parameters hold NaN/Inf; "
+                                "stopping before the update";
+  }
+  if (!std::isfinite(metrics.gradNorm)) {
+    return model.emitError() << "non-finite gradient norm at step " << state.step
+                             << ": stopping before the update";
+  }
+  // The step computed new state without touching the old; it is kept only when usable.
+  for (auto &[group, update] : updates) {
+    (*group)[update.first] = std::move(*update.second);
+  }
   ++state.step;
   return metrics;
 }

@@ -1,8 +1,9 @@
 //===- ReferenceTrainer.h - Train steps on the reference interpreter -*- C++ -*-===//
 //
-// Runs the reference train step: for each micro-batch @forward_backward (gradients already
-// scaled by 1/A), gradients summed in their declared type, then @optimizer_step. This is the
-// step the oracle trajectory test and the CPU backend are compared with.
+// Runs the train step on the reference interpreter: @train_step (the micro-batch loop,
+// gradient accumulation and @optimizer_step, built by tg-train-step), fed and read by the
+// tg.role of its arguments and results. This is the step the oracle trajectory test and the
+// CPU backend are compared with; the execution plan lowers the same function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,7 @@ TrainState initialTrainState(ParamValues params);
 
 class ReferenceTrainer {
 public:
-  /// `model` has gone through the train-step pipeline (@forward_backward, @optimizer_step).
+  /// `model` has gone through the train-step pipeline (@train_step).
   explicit ReferenceTrainer(tg::ModelOp model) : model(model) {}
 
   /// One optimizer step on a global batch: tokens and labels [global_batch, seq].

@@ -51,6 +51,9 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     pm.addPass(createDistPartitionPass());
     buildTGCleanupPipeline(pm);
   }
+  // The whole step: micro-batches in the pipeline schedule's order with their transfers,
+  // gradient accumulation, the loss vector and the optimizer (@train_step, @eval_step).
+  pm.addPass(createTGTrainStepPass(TGTrainStepPassOptions{options.accumulationSteps}));
 }
 
 void buildPlanPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options) {

@@ -283,6 +283,56 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
 }
 
+def TGTrainStepPass : Pass<"tg-train-step", "::mlir::ModuleOp"> {
+  let summary = "Builds @train_step and @eval_step: the whole optimizer step as one function";
+  let description = [{
+    Rewrite class: exact (adds functions; the same ops run in the order the runtime used to
+    drive them).
+
+    Runs last in the train-step pipeline. For each `tg.model` (one pipeline stage's, with
+    dist-pipeline) it adds
+
+    ```mlir
+    func.func @train_step(%tokens: tensor<A x rows x seq x i64> {tg.role = "tokens"},
+                          %labels: ... {tg.role = "labels"}, %step: tensor<i64> {tg.role = "step"},
+                          %master: ... {tg.role = "master", tg.param = @w}, ...)
+        -> (params..., masters..., moments..., lr, grad_norm, losses: tensor<(dp·A)xf32>)
+    func.func @eval_step(%tokens: tensor<rows x seq x i64>, %labels: ...) -> (loss: tensor<f32>)
+    ```
+
+    `@train_step` is everything one optimizer step does on one rank, in order: the `A`
+    micro-batches (`accumulation-steps`) are sliced from the batch inputs (`tg.split` along
+    dim 0, `tg.reshape`), each runs `@forward_backward` (a `func.call`), the gradients are
+    summed with `tg.add` in their own type in the order the backwards complete (bf16 in the
+    reference: `grad_reduce_in_fp32` off), and `@optimizer_step` is called with the sums and
+    the optimizer state. Its results and the vector of micro-batch losses (all-gathered over
+    `dp` in rank order) are returned; every argument and result carries its `tg.role`
+    (`runtime/plan/StepRoles.h`).
+
+    With pipeline parallelism the calls follow the schedule of `runtime/dist/PipelineSchedule.h`
+    for this stage (Megatron's 1F1B, or the interleaved order with one `@forward.chunk<c>`
+    pair per model chunk): a forward receives its input activation (`dist.recv_start` /
+    `dist.done` over `pp`, tag 16 + 2·v for virtual stage v), calls `@forward` and sends the
+    output on; a backward recomputes the forward from the stashed input, receives the output's
+    gradient (tag 17 + 2·v), calls `@forward_backward` and sends its input's gradient back.
+    Only the first stage takes tokens and only the last labels; the last stage sends the
+    loss vector to the first (tag 1), whose ranks log it.
+
+    `@eval_step` runs one micro-batch through `@forward` of every chunk in virtual-stage
+    order, with the same transfers, and returns the loss on the last stage.
+
+    Fails, naming the function, if `@optimizer_step` lacks `tg.role`s, a stage's backward
+    does not return the gradient of a parameter the optimizer updates, or the schedule does
+    not exist (interleaving needs a multiple of pp micro-batches).
+  }];
+  let options = [
+    Option<"accumulationSteps", "accumulation-steps", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step on one data-parallel rank">,
+  ];
+  let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
   let summary = "Builds the execution plan (plan dialect) of a lowered train step";
   let description = [{

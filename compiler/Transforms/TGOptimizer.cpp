@@ -1,10 +1,14 @@
 //===- TGOptimizer.cpp - Build @optimizer_step from the metadata -*- C++ -*-===//
 
+#include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
+#include "runtime/plan/StepRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+
+#include <array>
 
 #define DEBUG_TYPE "tg-optimizer"
 
@@ -115,6 +119,22 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
       names.push_back(FlatSymbolRefAttr::get(param.getSymNameAttr()));
     }
     func->setAttr("tg.parameters", builder.getArrayAttr(names));
+    // What each argument and result is, so later passes find them by role.
+    namespace role = rt::role;
+    setArgRole(func, 0, {std::string(role::kStep), ""});
+    for (size_t i = 0; i < n; ++i) {
+      std::string name = params[i].getSymName().str();
+      for (auto [group, kind] : llvm::enumerate(
+               std::array{role::kGrad, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {
+        setArgRole(func, 1 + group * n + i, {std::string(kind), name});
+      }
+      for (auto [group, kind] : llvm::enumerate(
+               std::array{role::kParam, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {
+        setResultRole(func, group * n + i, {std::string(kind), name});
+      }
+    }
+    setResultRole(func, 4 * n, {std::string(role::kLr), ""});
+    setResultRole(func, 4 * n + 1, {std::string(role::kGradNorm), ""});
     return success();
   }
 };

@@ -132,13 +132,11 @@ Status Dispatch::run(std::string_view op) {
     for (int64_t t = 0; t < ids.numElements(); ++t) {
       int64_t id = ids.ints[t];
       if (id < 0 || id >= vocab) {
-        return invalidInput("token id " + std::to_string(id) + " at position " +
-                            std::to_string(t) + " is outside the vocabulary [0, " +
-                            std::to_string(vocab) + ")");
+        return invalidInput("token id " + std::to_string(id) + " at position " + std::to_string(t) +
+                            " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
       }
       if (id >= first && id < first + rows) {
-        std::copy_n(table.values.begin() + (id - first) * dim, dim,
-                    out().values.begin() + t * dim);
+        std::copy_n(table.values.begin() + (id - first) * dim, dim, out().values.begin() + t * dim);
       }
     }
   } else if (op == "embedding_grad" && attributes.has("shard_index")) {
@@ -224,7 +222,14 @@ Status Dispatch::run(std::string_view op) {
     int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
     for (HostTensor &piece : results) {
       int64_t size = piece.shape[dim];
-      cpu::copySlice(f(0), piece.values.data(), outer, inner, s[dim], size, offset, 0, size);
+      if (isFloat(in(0).dtype)) {
+        cpu::copySlice(f(0), piece.values.data(), outer, inner, s[dim], size, offset, 0, size);
+      } else { // token ids: the train step's micro-batches
+        for (int64_t o = 0; o < outer; ++o) {
+          std::copy_n(in(0).ints.begin() + (o * s[dim] + offset) * inner, size * inner,
+                      piece.ints.begin() + o * size * inner);
+        }
+      }
       offset += size;
     }
   } else if (op == "concat") {

@@ -218,8 +218,15 @@ std::string Checker::run() {
       expect(valid && large == expected, "repeat shapes do not match");
     }
   } else if (op == "split" || op == "concat") {
-    allOperandsAndResultsFloat();
     bool split = op == "split";
+    if (split) { // of floats, or of token ids (the train step's micro-batches)
+      for (int i = 0; i < command.results_size(); ++i) {
+        expect(isFloatType(result(i).dtype()) == isFloatType(operand(0).dtype()),
+               "split must keep the element kind");
+      }
+    } else {
+      allOperandsAndResultsFloat();
+    }
     Shape whole = split ? in(0) : out();
     int64_t dim = index("dim", static_cast<int64_t>(whole.size()));
     if (dim >= 0) {
@@ -288,8 +295,8 @@ std::string Checker::run() {
       int64_t dim = dimAttr && dimAttr->value_case() == plan::Attribute::kI ? dimAttr->i() : 0;
       Shape shard = op == "reduce_scatter" ? out() : in(0);
       Shape whole = op == "reduce_scatter" ? in(0) : out();
-      bool valid = shard.size() == whole.size() && dim >= 0 &&
-                   dim < static_cast<int64_t>(whole.size());
+      bool valid =
+          shard.size() == whole.size() && dim >= 0 && dim < static_cast<int64_t>(whole.size());
       for (int64_t d = 0; valid && d < static_cast<int64_t>(whole.size()); ++d) {
         valid = d < dim ? whole[d] == 1 && shard[d] == 1
                         : whole[d] == (d == dim ? shard[d] * members : shard[d]);

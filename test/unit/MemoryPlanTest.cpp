@@ -45,7 +45,7 @@ void checkModel(const std::string &path) {
         << func.getSymName().str();
     ++checked;
   });
-  EXPECT_EQ(checked, 3); // forward, forward_backward, optimizer_step
+  EXPECT_EQ(checked, 5); // forward, forward_backward, optimizer_step, train_step, eval_step
 }
 
 TEST(MemoryPlan, TinyModelTrainStep) {

@@ -43,8 +43,7 @@ void DistDialect::initialize() {
 LogicalResult MeshOp::verify() {
   ArrayRef<int64_t> shape = getShape();
   if (shape.size() != getAxes().size()) {
-    return emitOpError() << "has " << getAxes().size() << " axes but " << shape.size()
-                         << " sizes";
+    return emitOpError() << "has " << getAxes().size() << " axes but " << shape.size() << " sizes";
   }
   llvm::StringSet<> seen;
   int64_t ranks = 1;
@@ -163,8 +162,8 @@ LogicalResult ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &symb
   if (failed(size)) {
     return failure();
   }
-  return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1,
-                           *size, getDim());
+  return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1, *size,
+                           getDim());
 }
 
 LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -172,8 +171,8 @@ LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &symbols)
   if (failed(size)) {
     return failure();
   }
-  return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(),
-                           *size, 1, getDim());
+  return verifyFutureShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), *size, 1,
+                           getDim());
 }
 
 LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -188,6 +187,14 @@ LogicalResult AllToAllStartOp::verifySymbolUses(SymbolTableCollection &symbols) 
   return verifyFutureShape(*this, input, getType(), 1, 1);
 }
 
+/// Message tags every MPI implementation supports (MPI_TAG_UB is at least 32767).
+static LogicalResult verifyTag(Operation *op, int64_t tag) {
+  if (tag < 0 || tag > 32767) {
+    return op->emitOpError() << "tag " << tag << " is outside [0, 32767]";
+  }
+  return success();
+}
+
 LogicalResult SendStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(groupSize(*this, symbols, getMeshAttr(), {getAxis()}))) {
     return failure();
@@ -195,7 +202,7 @@ LogicalResult SendStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (getShift() == 0 || !isa<NoneType>(getType().getValueType())) {
     return emitOpError() << "needs a non-zero shift and produces !dist.future<none>";
   }
-  return success();
+  return verifyTag(*this, getTag());
 }
 
 LogicalResult RecvStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -205,7 +212,7 @@ LogicalResult RecvStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (getShift() == 0 || !isa<RankedTensorType>(getType().getValueType())) {
     return emitOpError() << "needs a non-zero shift and produces a future of a tensor";
   }
-  return success();
+  return verifyTag(*this, getTag());
 }
 
 LogicalResult DoneOp::verify() {
@@ -251,8 +258,8 @@ LogicalResult ReduceScatterRegionOp::verifySymbolUses(SymbolTableCollection &sym
   if (failed(size)) {
     return failure();
   }
-  return verifyScaledShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1,
-                           *size, getDim());
+  return verifyScaledShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), 1, *size,
+                           getDim());
 }
 
 LogicalResult AllGatherRegionOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -260,8 +267,8 @@ LogicalResult AllGatherRegionOp::verifySymbolUses(SymbolTableCollection &symbols
   if (failed(size)) {
     return failure();
   }
-  return verifyScaledShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), *size,
-                           1, getDim());
+  return verifyScaledShape(*this, cast<RankedTensorType>(getInput().getType()), getType(), *size, 1,
+                           getDim());
 }
 
 LogicalResult ReduceScatterRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
@@ -273,8 +280,7 @@ LogicalResult ReduceScatterRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grad
 
 LogicalResult AllGatherRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                           SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(ReduceScatterRegionOp::create(b, getLoc(), getInput().getType(),
-                                                       grads[0], getMeshAttr(), getAxesAttr(),
-                                                       getDimAttr()));
+  operandGrads.push_back(ReduceScatterRegionOp::create(b, getLoc(), getInput().getType(), grads[0],
+                                                       getMeshAttr(), getAxesAttr(), getDimAttr()));
   return success();
 }

@@ -87,10 +87,12 @@ def Dist_SendStartOp : Dist_Op<"send_start",
   let summary = "Starts sending a tensor to the rank `shift` steps along one mesh axis";
   let description = [{
     Pipeline stages pass activations forward (`shift = 1`) and gradients back
-    (`shift = -1`) along `pp`; the future carries no value.
+    (`shift = -1`) along `pp`; the future carries no value. `tag` (default 0) tells apart
+    messages between the same two ranks: a receive takes the oldest message of its sender
+    with its tag, so sends and receives of one tag must be issued in the same order.
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis,
-                       I64Attr:$shift);
+                       I64Attr:$shift, DefaultValuedAttr<I64Attr, "0">:$tag);
   let results = (outs Dist_FutureType:$future);
   let assemblyFormat = [{
     $input `to` $mesh $axis `shift` $shift attr-dict `:` type($input) `->` qualified(type($future))
@@ -100,7 +102,11 @@ def Dist_SendStartOp : Dist_Op<"send_start",
 def Dist_RecvStartOp : Dist_Op<"recv_start",
                                [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Starts receiving a tensor from the rank `shift` steps along one mesh axis";
-  let arguments = (ins FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$shift);
+  let description = [{
+    The counterpart of `dist.send_start` with the same `tag` on the sending rank.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$shift,
+                       DefaultValuedAttr<I64Attr, "0">:$tag);
   let results = (outs Dist_FutureType:$future);
   let assemblyFormat = [{
     `from` $mesh $axis `shift` $shift attr-dict `:` qualified(type($future))

@@ -30,6 +30,8 @@ def TG_Float : AnyTypeOf<[F32, BF16, F8E4M3FN, F8E5M2], "f32, bf16, f8E4M3FN or 
 def TG_Tensor : StaticShapeTensorOf<[TG_Float]>;
 // Token ids and labels.
 def TG_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+// Layout ops (reshape, split) also move token ids: the train step slices micro-batches.
+def TG_AnyTensor : StaticShapeTensorOf<[TG_Float, I32, I64]>;
 // Scalars such as the loss are f32 whatever the compute precision.
 def TG_F32Scalar : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;

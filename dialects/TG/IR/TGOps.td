@@ -483,8 +483,8 @@ def TG_ReshapeOp : TG_Op<"reshape", [DeclareOpInterfaceMethods<TG_VJPOpInterface
     %q = tg.reshape %x : tensor<8x32x64xbf16> -> tensor<8x32x4x16xbf16>
     ```
   }];
-  let arguments = (ins TG_Tensor:$input);
-  let results = (outs TG_Tensor:$result);
+  let arguments = (ins TG_AnyTensor:$input);
+  let results = (outs TG_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -501,8 +501,8 @@ def TG_SplitOp : TG_Op<"split", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, P
         : tensor<8x32x128xbf16> -> tensor<8x32x64xbf16>, tensor<8x32x32xbf16>, tensor<8x32x32xbf16>
     ```
   }];
-  let arguments = (ins TG_Tensor:$input, I64Attr:$dim, DenseI64ArrayAttr:$sizes);
-  let results = (outs Variadic<TG_Tensor>:$results);
+  let arguments = (ins TG_AnyTensor:$input, I64Attr:$dim, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<TG_AnyTensor>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 

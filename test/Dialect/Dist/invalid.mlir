@@ -107,3 +107,16 @@ tg.model @m {
     return
   }
 }
+
+// -----
+
+tg.model @m {
+  dist.mesh @mesh {axes = ["pp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64}
+  func.func @f() {
+    // Tests that a message tag is one every MPI supports.
+    // expected-error @below {{'dist.recv_start' op tag 40000 is outside [0, 32767]}}
+    %r = dist.recv_start from @mesh "pp" shift 1 {tag = 40000} : !dist.future<tensor<8xf32>>
+    %x = dist.done %r : !dist.future<tensor<8xf32>> -> tensor<8xf32>
+    return
+  }
+}

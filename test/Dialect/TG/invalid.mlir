@@ -444,7 +444,7 @@ func.func @convert_shape(%x: tensor<2x8xf32>) {
 
 // Tests that shapes are static: a dynamic dimension is rejected, not miscounted.
 func.func @dynamic(%x: tensor<?x4xf32>) {
-  // expected-error @+1 {{'tg.reshape' op operand #0 must be statically shaped tensor of f32, bf16, f8E4M3FN or f8E5M2 values, but got 'tensor<?x4xf32>'}}
+// expected-error @below {{'tg.reshape' op operand #0 must be statically shaped tensor of f32, bf16, f8E4M3FN or f8E5M2 or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x4xf32>'}}
   %y = tg.reshape %x : tensor<?x4xf32> -> tensor<4x?xf32>
   return
 }

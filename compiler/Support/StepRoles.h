@@ -1,0 +1,90 @@
+//===- StepRoles.h - Roles of train-step arguments and results -*- C++ -*-===//
+//
+// The train-step functions (@optimizer_step, @train_step) state what each argument and result
+// is: `tg.role` (a name of runtime/plan/StepRoles.h) and, for per-parameter state, `tg.param`
+// (the parameter's symbol). Passes and the interpreter look values up by role instead of by
+// position, so a new optimizer or a frozen parameter changes no positional convention.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_COMPILER_SUPPORT_STEPROLES_H
+#define MLPERFC_COMPILER_SUPPORT_STEPROLES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <optional>
+
+namespace mlperf {
+
+constexpr llvm::StringLiteral kRoleAttr = "tg.role";
+constexpr llvm::StringLiteral kRoleParamAttr = "tg.param";
+
+/// A role and, for per-parameter state, the parameter's name.
+struct StepRole {
+  std::string role;
+  std::string param;
+  bool operator==(const StepRole &other) const {
+    return role == other.role && param == other.param;
+  }
+};
+
+inline mlir::DictionaryAttr roleAttrs(mlir::MLIRContext *context, const StepRole &role,
+                                      mlir::DictionaryAttr others = {}) {
+  mlir::NamedAttrList attrs(others);
+  attrs.set(kRoleAttr, mlir::StringAttr::get(context, role.role));
+  if (!role.param.empty()) {
+    attrs.set(kRoleParamAttr, mlir::FlatSymbolRefAttr::get(context, role.param));
+  } else {
+    attrs.erase(kRoleParamAttr);
+  }
+  return attrs.getDictionary(context);
+}
+
+inline void setArgRole(mlir::func::FuncOp func, unsigned index, const StepRole &role) {
+  func.setArgAttrs(index, roleAttrs(func.getContext(), role, func.getArgAttrDict(index)));
+}
+
+inline void setResultRole(mlir::func::FuncOp func, unsigned index, const StepRole &role) {
+  func.setResultAttrs(index, roleAttrs(func.getContext(), role, func.getResultAttrDict(index)));
+}
+
+inline std::optional<StepRole> roleFrom(mlir::DictionaryAttr attrs) {
+  auto role = attrs ? attrs.getAs<mlir::StringAttr>(kRoleAttr) : mlir::StringAttr();
+  if (!role) {
+    return std::nullopt;
+  }
+  auto param = attrs.getAs<mlir::FlatSymbolRefAttr>(kRoleParamAttr);
+  return StepRole{role.str(), param ? param.getValue().str() : std::string()};
+}
+
+inline std::optional<StepRole> argRole(mlir::func::FuncOp func, unsigned index) {
+  return roleFrom(func.getArgAttrDict(index));
+}
+
+inline std::optional<StepRole> resultRole(mlir::func::FuncOp func, unsigned index) {
+  return roleFrom(func.getResultAttrDict(index));
+}
+
+/// The index of the argument (or result) with `role`, if any.
+inline std::optional<unsigned> findArg(mlir::func::FuncOp func, const StepRole &role) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (argRole(func, i) == role) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+inline std::optional<unsigned> findResult(mlir::func::FuncOp func, const StepRole &role) {
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    if (resultRole(func, i) == role) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_SUPPORT_STEPROLES_H

@@ -1,0 +1,466 @@
+//===- TGTrainStep.cpp - The whole optimizer step as one function -*- C++ -*-===//
+//
+// Builds @train_step (and @eval_step) from a model's per-micro-batch functions: the
+// micro-batch loop unrolled in the pipeline schedule's order, the stage-to-stage transfers,
+// gradient accumulation, the loss vector and the call of @optimizer_step. The pass
+// description in Passes.td has the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Support/StepRoles.h"
+#include "compiler/Transforms/Passes.h"
+#include "runtime/dist/PipelineSchedule.h"
+#include "runtime/plan/StepRoles.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "tg-train-step"
+
+namespace mlperf {
+#define GEN_PASS_DEF_TGTRAINSTEPPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+namespace role = mlperf::rt::role;
+
+namespace mlperf {
+namespace {
+
+constexpr StringLiteral kMesh = "mesh";
+// Message tags: the loss vector, then per receiving virtual stage and direction (as MPI
+// matches a receive to the oldest message of its sender and tag).
+constexpr int64_t kLossTag = 1;
+constexpr int64_t kFirstPipelineTag = 16;
+
+int64_t pipelineTag(int64_t receiverVirtualStage, bool forward) {
+  return 2 * receiverVirtualStage + (forward ? 0 : 1) + kFirstPipelineTag;
+}
+
+/// One model chunk's functions (a rank holds one chunk without interleaving).
+struct Chunk {
+  func::FuncOp forward, forwardBackward;
+  SmallVector<std::string> gradients; // parameters whose gradients forward_backward returns
+};
+
+class StepBuilder {
+public:
+  StepBuilder(tg::ModelOp model, int64_t accumulation)
+      : model(model), builder(model.getContext()), accumulation(accumulation) {}
+
+  LogicalResult build();
+
+private:
+  LogicalResult collectChunks();
+  int64_t virtualStage(int64_t chunk) const { return chunk * pp + stage; }
+  bool isFirst(int64_t chunk) const { return virtualStage(chunk) == 0; }
+  bool isLast(int64_t chunk) const { return virtualStage(chunk) == pp * vp() - 1; }
+  int64_t vp() const { return static_cast<int64_t>(chunks.size()); }
+  /// The pp shift from this rank to the rank holding `otherVirtualStage`.
+  int64_t shiftTo(int64_t otherVirtualStage) const { return otherVirtualStage % pp - stage; }
+
+  Value receive(Location loc, Type type, int64_t shift, int64_t tag);
+  void send(Location loc, Value value, int64_t shift, int64_t tag);
+  /// Rows of micro-batch `index` of a [A, rows, seq] batch input.
+  SmallVector<Value> microBatches(Location loc, Value batch, RankedTensorType microType);
+  Value lossVector(Location loc, ArrayRef<Value> losses);
+
+  LogicalResult buildTrainStep();
+  LogicalResult buildEvalStep();
+
+  tg::ModelOp model;
+  OpBuilder builder;
+  int64_t accumulation;
+  int64_t pp = 1, dp = 1, stage = 0;
+  SmallVector<Chunk> chunks;
+  func::FuncOp optimizerStep;
+};
+
+LogicalResult StepBuilder::collectChunks() {
+  for (int64_t index = 0;; ++index) {
+    std::string suffix = index == 0 ? "" : ".chunk" + std::to_string(index);
+    auto forward =
+        dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward" + suffix));
+    auto backward = dyn_cast_or_null<func::FuncOp>(
+        SymbolTable::lookupSymbolIn(model, "forward_backward" + suffix));
+    if (!forward && index > 0) {
+      return success();
+    }
+    if (!forward || !backward) {
+      return model.emitError() << "tg-train-step needs @forward" << suffix
+                               << " and @forward_backward" << suffix << ": run tg-autodiff first";
+    }
+    auto names = backward->getAttrOfType<ArrayAttr>("tg.gradients");
+    if (!names || forward.getNumResults() != 1 || backward.getNumResults() < 1 + names.size() ||
+        backward.getNumArguments() < forward.getNumArguments() || forward.getNumArguments() == 0) {
+      return backward.emitError() << "tg-train-step: @" << backward.getSymName()
+                                  << " is not tg-autodiff's backward of @" << forward.getSymName();
+    }
+    Chunk chunk{forward, backward, {}};
+    for (Attribute name : names) {
+      chunk.gradients.push_back(cast<FlatSymbolRefAttr>(name).getValue().str());
+    }
+    chunks.push_back(std::move(chunk));
+  }
+}
+
+Value StepBuilder::receive(Location loc, Type type, int64_t shift, int64_t tag) {
+  MLIRContext *context = builder.getContext();
+  auto future =
+      dist::RecvStartOp::create(builder, loc, dist::FutureType::get(context, type),
+                                FlatSymbolRefAttr::get(context, kMesh), builder.getStringAttr("pp"),
+                                builder.getI64IntegerAttr(shift), builder.getI64IntegerAttr(tag));
+  return dist::DoneOp::create(builder, loc, type, future).getResult();
+}
+
+void StepBuilder::send(Location loc, Value value, int64_t shift, int64_t tag) {
+  MLIRContext *context = builder.getContext();
+  auto future = dist::SendStartOp::create(
+      builder, loc, dist::FutureType::get(context, NoneType::get(context)), value,
+      FlatSymbolRefAttr::get(context, kMesh), builder.getStringAttr("pp"),
+      builder.getI64IntegerAttr(shift), builder.getI64IntegerAttr(tag));
+  dist::DoneOp::create(builder, loc, Type(), future);
+}
+
+SmallVector<Value> StepBuilder::microBatches(Location loc, Value batch,
+                                             RankedTensorType microType) {
+  SmallVector<int64_t> oneShape{1};
+  oneShape.append(microType.getShape().begin(), microType.getShape().end());
+  auto oneType = RankedTensorType::get(oneShape, microType.getElementType());
+  SmallVector<Value> pieces;
+  if (accumulation == 1) {
+    pieces.push_back(batch);
+  } else {
+    auto split = tg::SplitOp::create(
+        builder, loc, SmallVector<Type>(accumulation, oneType), batch, builder.getI64IntegerAttr(0),
+        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(accumulation, 1)));
+    pieces.append(split.getResults().begin(), split.getResults().end());
+  }
+  SmallVector<Value> rows;
+  for (Value piece : pieces) {
+    rows.push_back(tg::ReshapeOp::create(builder, loc, microType, piece));
+  }
+  return rows;
+}
+
+Value StepBuilder::lossVector(Location loc, ArrayRef<Value> losses) {
+  auto f32 = builder.getF32Type();
+  SmallVector<Value> pieces;
+  for (Value loss : losses) {
+    pieces.push_back(tg::ReshapeOp::create(builder, loc, RankedTensorType::get({1}, f32), loss));
+  }
+  int64_t count = static_cast<int64_t>(losses.size());
+  Value vector = pieces.size() == 1
+                     ? pieces.front()
+                     : tg::ConcatOp::create(builder, loc, RankedTensorType::get({count}, f32),
+                                            pieces, builder.getI64IntegerAttr(0))
+                           .getResult();
+  if (dp > 1) {
+    // Every data-parallel rank's micro-batches, in rank order.
+    MLIRContext *context = builder.getContext();
+    auto gathered = RankedTensorType::get({dp * count}, f32);
+    auto future = dist::AllGatherStartOp::create(
+        builder, loc, dist::FutureType::get(context, gathered), vector,
+        FlatSymbolRefAttr::get(context, kMesh), builder.getStrArrayAttr({"dp"}),
+        builder.getI64IntegerAttr(0));
+    vector = dist::DoneOp::create(builder, loc, gathered, future).getResult();
+  }
+  return vector;
+}
+
+LogicalResult StepBuilder::buildTrainStep() {
+  Location loc = optimizerStep.getLoc();
+  Block &body = model.getBody().front();
+  builder.setInsertionPointToEnd(&body);
+
+  // Arguments: the batch inputs this stage reads (every micro-batch, [A, rows, seq]), the step
+  // and the optimizer state @optimizer_step takes.
+  auto batchType = [&](Type micro) {
+    auto type = cast<RankedTensorType>(micro);
+    SmallVector<int64_t> shape{accumulation};
+    shape.append(type.getShape().begin(), type.getShape().end());
+    return RankedTensorType::get(shape, type.getElementType());
+  };
+  SmallVector<Type> inputs;
+  SmallVector<StepRole> inputRoles;
+  RankedTensorType tokensType, labelsType;
+  for (int64_t c = 0; c < vp(); ++c) {
+    FunctionType type = chunks[c].forward.getFunctionType();
+    if (isFirst(c)) {
+      tokensType = cast<RankedTensorType>(type.getInput(0));
+    }
+    if (isLast(c)) {
+      labelsType = cast<RankedTensorType>(type.getInputs().back());
+    }
+  }
+  if (tokensType) {
+    inputs.push_back(batchType(tokensType));
+    inputRoles.push_back({std::string(role::kTokens), ""});
+  }
+  if (labelsType) {
+    inputs.push_back(batchType(labelsType));
+    inputRoles.push_back({std::string(role::kLabels), ""});
+  }
+  std::optional<unsigned> stepArg = findArg(optimizerStep, {std::string(role::kStep), ""});
+  if (!stepArg) {
+    return optimizerStep.emitError()
+           << "tg-train-step: @optimizer_step has no argument with tg.role \"step\"";
+  }
+  SmallVector<unsigned> stateArgs; // @optimizer_step arguments the train step passes through
+  for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
+    std::optional<StepRole> r = argRole(optimizerStep, i);
+    if (!r) {
+      return optimizerStep.emitError()
+             << "tg-train-step: @optimizer_step argument " << i << " has no tg.role";
+    }
+    if (i == *stepArg || r->role == role::kGrad) {
+      continue;
+    }
+    stateArgs.push_back(i);
+  }
+  inputs.push_back(optimizerStep.getArgumentTypes()[*stepArg]);
+  inputRoles.push_back({std::string(role::kStep), ""});
+  for (unsigned i : stateArgs) {
+    inputs.push_back(optimizerStep.getArgumentTypes()[i]);
+    inputRoles.push_back(*argRole(optimizerStep, i));
+  }
+
+  auto func = func::FuncOp::create(builder, loc, "train_step", builder.getFunctionType(inputs, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  auto argument = [&](std::string_view name) -> Value {
+    for (auto [index, r] : llvm::enumerate(inputRoles)) {
+      if (r.role == name) {
+        return entry->getArgument(index);
+      }
+    }
+    return {};
+  };
+  SmallVector<Value> tokens, labels;
+  if (tokensType) {
+    tokens = microBatches(loc, argument(role::kTokens), tokensType);
+  }
+  if (labelsType) {
+    labels = microBatches(loc, argument(role::kLabels), labelsType);
+  }
+
+  // The schedule this rank runs: Megatron's 1F1B or interleaved order (one backward after
+  // another without pipelining).
+  std::vector<std::vector<rt::PipelineOp>> schedule;
+  rt::Status status = rt::pipelineSchedule(pp, vp(), accumulation, schedule);
+  if (!status.isOk()) {
+    return model.emitError() << "tg-train-step: " << status.message();
+  }
+  int64_t virtualStages = pp * vp();
+  llvm::DenseMap<std::pair<int64_t, int64_t>, Value> stash; // (chunk, micro-batch) -> input
+  llvm::StringMap<Value> gradSums;
+  SmallVector<std::string> gradOrder;
+  SmallVector<Value> losses;
+  for (const rt::PipelineOp &op : schedule[stage]) {
+    Chunk &chunk = chunks[op.chunk];
+    int64_t v = virtualStage(op.chunk), a = op.microBatch;
+    bool first = v == 0, last = v == virtualStages - 1;
+    if (op.forward) {
+      if (!first) {
+        stash[{op.chunk, a}] =
+            receive(loc, chunk.forward.getArgumentTypes()[0], shiftTo(v - 1), pipelineTag(v, true));
+      }
+      if (last) {
+        continue; // its backward computes the forward it needs
+      }
+      Value input = first ? tokens[a] : stash.lookup({op.chunk, a});
+      auto call = func::CallOp::create(builder, loc, chunk.forward, ValueRange{input});
+      send(loc, call.getResult(0), shiftTo(v + 1), pipelineTag(v + 1, true));
+      continue;
+    }
+    // A backward recomputes the chunk's forward from its stashed input.
+    SmallVector<Value> args{first ? tokens[a] : stash.lookup({op.chunk, a})};
+    if (last) {
+      args.push_back(labels[a]);
+    } else {
+      args.push_back(receive(loc, chunk.forwardBackward.getArgumentTypes().back(), shiftTo(v + 1),
+                             pipelineTag(v, false)));
+    }
+    if (args.size() != chunk.forwardBackward.getNumArguments()) {
+      return chunk.forwardBackward.emitError()
+             << "tg-train-step: @" << chunk.forwardBackward.getSymName() << " takes "
+             << chunk.forwardBackward.getNumArguments() << " arguments, a pipeline stage "
+             << args.size();
+    }
+    auto call = func::CallOp::create(builder, loc, chunk.forwardBackward, args);
+    if (last) {
+      losses.push_back(call.getResult(0));
+    }
+    // Accumulated in the gradients' own type (bf16 in the reference: grad_reduce_in_fp32
+    // off), in the order the backwards complete.
+    for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
+      Value grad = call.getResult(1 + index);
+      auto [it, fresh] = gradSums.try_emplace(name, grad);
+      if (fresh) {
+        gradOrder.push_back(name);
+      } else {
+        it->second = tg::AddOp::create(builder, loc, it->second, grad);
+      }
+    }
+    if (!first) {
+      send(loc, call.getResults().back(), shiftTo(v - 1), pipelineTag(v - 1, false));
+    }
+  }
+
+  SmallVector<Value> stepArgs;
+  for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
+    StepRole r = *argRole(optimizerStep, i);
+    if (i == *stepArg) {
+      stepArgs.push_back(argument(role::kStep));
+      continue;
+    }
+    if (r.role == role::kGrad) {
+      Value sum = gradSums.lookup(r.param);
+      if (!sum) {
+        return optimizerStep.emitError() << "tg-train-step: no backward of this stage returns "
+                                            "the gradient of @"
+                                         << r.param;
+      }
+      stepArgs.push_back(sum);
+      continue;
+    }
+    stepArgs.push_back(
+        entry->getArgument((tokensType ? 1 : 0) + (labelsType ? 1 : 0) + 1 +
+                           (std::find(stateArgs.begin(), stateArgs.end(), i) - stateArgs.begin())));
+  }
+  auto update = func::CallOp::create(builder, loc, optimizerStep, stepArgs);
+  SmallVector<Value> results(update.getResults().begin(), update.getResults().end());
+  SmallVector<StepRole> resultRoles;
+  for (unsigned i = 0; i < optimizerStep.getNumResults(); ++i) {
+    std::optional<StepRole> r = resultRole(optimizerStep, i);
+    if (!r) {
+      return optimizerStep.emitError()
+             << "tg-train-step: @optimizer_step result " << i << " has no tg.role";
+    }
+    resultRoles.push_back(*r);
+  }
+  // Every micro-batch loss of the global batch, on the last stage and (for the log) the first.
+  if (!losses.empty()) {
+    Value vector = lossVector(loc, losses);
+    if (pp > 1) {
+      send(loc, vector, -(pp - 1), kLossTag);
+    }
+    results.push_back(vector);
+    resultRoles.push_back({std::string(role::kLosses), ""});
+  } else if (stage == 0) {
+    auto type = RankedTensorType::get({dp * accumulation}, builder.getF32Type());
+    results.push_back(receive(loc, type, pp - 1, kLossTag));
+    resultRoles.push_back({std::string(role::kLosses), ""});
+  }
+  func::ReturnOp::create(builder, loc, results);
+  func.setFunctionType(builder.getFunctionType(inputs, ValueRange(results).getTypes()));
+  for (auto [index, r] : llvm::enumerate(inputRoles)) {
+    setArgRole(func, index, r);
+  }
+  for (auto [index, r] : llvm::enumerate(resultRoles)) {
+    setResultRole(func, index, r);
+  }
+  return success();
+}
+
+LogicalResult StepBuilder::buildEvalStep() {
+  Location loc = chunks.front().forward.getLoc();
+  Block &body = model.getBody().front();
+  builder.setInsertionPointToEnd(&body);
+  // One micro-batch through every chunk of this rank, virtual stage after virtual stage.
+  SmallVector<Type> inputs;
+  SmallVector<StepRole> inputRoles;
+  for (int64_t c = 0; c < vp(); ++c) {
+    FunctionType type = chunks[c].forward.getFunctionType();
+    if (isFirst(c)) {
+      inputs.push_back(type.getInput(0));
+      inputRoles.push_back({std::string(role::kTokens), ""});
+    }
+    if (isLast(c)) {
+      inputs.push_back(type.getInputs().back());
+      inputRoles.push_back({std::string(role::kLabels), ""});
+    }
+  }
+  auto func = func::FuncOp::create(builder, loc, "eval_step", builder.getFunctionType(inputs, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  int64_t virtualStages = pp * vp();
+  SmallVector<Value> results;
+  for (int64_t c = 0; c < vp(); ++c) {
+    int64_t v = virtualStage(c);
+    bool first = v == 0, last = v == virtualStages - 1;
+    SmallVector<Value> args;
+    args.push_back(first ? entry->getArgument(0)
+                         : receive(loc, chunks[c].forward.getArgumentTypes()[0], shiftTo(v - 1),
+                                   pipelineTag(v, true)));
+    if (last) {
+      args.push_back(entry->getArguments().back());
+    }
+    auto call = func::CallOp::create(builder, loc, chunks[c].forward, args);
+    if (last) {
+      results.push_back(call.getResult(0));
+    } else {
+      send(loc, call.getResult(0), shiftTo(v + 1), pipelineTag(v + 1, true));
+    }
+  }
+  func::ReturnOp::create(builder, loc, results);
+  func.setFunctionType(builder.getFunctionType(inputs, ValueRange(results).getTypes()));
+  for (auto [index, r] : llvm::enumerate(inputRoles)) {
+    setArgRole(func, index, r);
+  }
+  if (!results.empty()) {
+    setResultRole(func, 0, {std::string(role::kLoss), ""});
+  }
+  return success();
+}
+
+LogicalResult StepBuilder::build() {
+  for (StringRef name : {"train_step", "eval_step"}) {
+    if (SymbolTable::lookupSymbolIn(model, name)) {
+      return model.emitError() << "tg-train-step: the model already has @" << name;
+    }
+  }
+  optimizerStep =
+      dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "optimizer_step"));
+  if (!optimizerStep) {
+    return model.emitError() << "tg-train-step needs @optimizer_step: run tg-optimizer first";
+  }
+  if (failed(collectChunks())) {
+    return failure();
+  }
+  if (auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, kMesh))) {
+    pp = mesh.getAxisSize("pp");
+    dp = mesh.getAxisSize("dp");
+  }
+  if (auto attr = model->getAttrOfType<IntegerAttr>("dist.stage")) {
+    stage = attr.getInt();
+  }
+  if (accumulation < 1 || stage < 0 || stage >= pp) {
+    return model.emitError() << "tg-train-step: " << accumulation
+                             << " micro-batches per step on pipeline stage " << stage << " of "
+                             << pp;
+  }
+  if (vp() > 1 && pp == 1) {
+    return model.emitError() << "tg-train-step: model chunks need pipeline parallelism";
+  }
+  return failure(failed(buildTrainStep()) || failed(buildEvalStep()));
+}
+
+struct TGTrainStepPass : impl::TGTrainStepPassBase<TGTrainStepPass> {
+  using TGTrainStepPassBase::TGTrainStepPassBase;
+
+  void runOnOperation() override {
+    for (auto model : llvm::to_vector(getOperation().getOps<tg::ModelOp>())) {
+      if (failed(StepBuilder(model, accumulationSteps).build())) {
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace mlperf

@@ -1,0 +1,50 @@
+//===- StepRoles.h - What a train-step input or output is ------*- C++ -*-===//
+//
+// One list of the roles a train step's arguments and results play, shared by the compiler
+// (`tg.role` on @optimizer_step / @train_step), the plan (roles of program inputs and
+// outputs) and the runtime (what it feeds, reads and checkpoints). Per-parameter roles
+// carry the parameter's name; `stateKey` is the tensor name a checkpoint stores them under.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_PLAN_STEPROLES_H
+#define MLPERFC_RUNTIME_PLAN_STEPROLES_H
+
+#include <string>
+#include <string_view>
+
+namespace mlperf::rt::role {
+
+// Fed by the runtime each step.
+constexpr std::string_view kTokens = "tokens"; // [micro-batches, rows, seq] token ids
+constexpr std::string_view kLabels = "labels"; // likewise, the next-token labels
+constexpr std::string_view kStep = "step";     // the 0-based optimizer step (i64 scalar)
+// Per parameter: the train state (checkpointed) and the gradient.
+constexpr std::string_view kParam = "param";
+constexpr std::string_view kGrad = "grad";
+constexpr std::string_view kMaster = "master";
+constexpr std::string_view kExpAvg = "exp_avg";
+constexpr std::string_view kExpAvgSq = "exp_avg_sq";
+// Read by the runtime after a step.
+constexpr std::string_view kLr = "lr";
+constexpr std::string_view kGradNorm = "grad_norm";
+constexpr std::string_view kLosses = "losses"; // every micro-batch loss of the global batch
+constexpr std::string_view kLoss = "loss";     // an eval micro-batch's loss
+
+/// Whether a per-parameter role belongs to the checkpointed train state.
+inline bool isTrainState(std::string_view role) {
+  return role == kParam || role == kMaster || role == kExpAvg || role == kExpAvgSq;
+}
+
+/// The checkpoint tensor name of per-parameter state: the Hugging Face name for the
+/// parameter itself, `optimizer.<role>.<name>` for optimizer state.
+inline std::string stateKey(std::string_view role, std::string_view param) {
+  if (role == kParam) {
+    return std::string(param);
+  }
+  return "optimizer." + std::string(role) + "." + std::string(param);
+}
+
+} // namespace mlperf::rt::role
+
+#endif // MLPERFC_RUNTIME_PLAN_STEPROLES_H
