@@ -193,6 +193,16 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     for (Attribute ref : program.getOutputs()) {
       out->add_outputs(id(ref));
     }
+    if (ArrayAttr roles = program.getInputRolesAttr()) {
+      for (Attribute role : roles) {
+        out->add_input_roles(cast<StringAttr>(role).str());
+      }
+    }
+    if (ArrayAttr roles = program.getOutputRolesAttr()) {
+      for (Attribute role : roles) {
+        out->add_output_roles(cast<StringAttr>(role).str());
+      }
+    }
     for (auto command : program.getBody().front().getOps<plan_ir::CommandOp>()) {
       plan::Command *emitted = out->add_commands();
       emitted->set_op(command.getKernel().str());

@@ -337,8 +337,8 @@ def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
   let summary = "Builds the execution plan (plan dialect) of a lowered train step";
   let description = [{
     Rewrite class: representation change (no math changes). For each `tg.model` that has
-    `@forward`, `@forward_backward` and `@optimizer_step` (the train-step pipeline's
-    output), appends a `plan.plan` to the module:
+    `@forward`, `@forward_backward`, `@optimizer_step`, `@train_step` and `@eval_step` (the
+    train-step pipeline's output), appends a `plan.plan` to the module:
 
     - persistent buffers, per parameter its value, gradient and f32 master and moments
       (`grad.<name>`, `optimizer.master.<name>`, ...), the batch inputs, `loss`, `step`,
@@ -348,7 +348,15 @@ def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
       arguments are the program's inputs, returned values are written straight into its
       output buffers (a `copy` where a value is returned that another op produced), every
       other result gets an activation buffer (`<function>.<op>.<n>`), and a reshape's
-      result is a view of its input's bytes.
+      result is a view of its input's bytes;
+    - `@train_step` and `@eval_step` become the programs the runtime runs, their inputs and
+      outputs found by `tg.role` (`input_roles` / `output_roles`): a `func.call` copies its
+      operands into the callee's input buffers (none where the value is already there) and
+      becomes a `call` command; values that live in a callee's buffers and are read at or
+      after the call (an earlier micro-batch's loss) are first copied to `<function>.saved.<n>`;
+      a value read only as a call's input is produced straight into that input buffer (the
+      zeroed gradient sums, a received cotangent); `dist.send_start` / `dist.recv_start`
+      become `send` / `recv` commands (`axis`, `shift`, `tag`) on the communication stream.
 
     A `dist.mesh` in the model becomes the plan's `mesh`; a collective's start/done pair
     becomes one command (`all_reduce`, `reduce_scatter`, `all_gather`, attributes `axis`,
@@ -386,7 +394,9 @@ def PlanMemoryPass : Pass<"plan-memory", "::mlir::ModuleOp"> {
     them to the last command that uses them (a view keeps its source alive) within their
     program; each program's buffers are placed by first fit (largest first and longest-lived
     first, keeping the smaller arena) so that live buffers never overlap, and programs share
-    the activation arena. Sets every buffer's offset, each arena's `size`, and the activation
+    the activation arena. A program that `call`s others places its buffers above the highest
+    byte of every callee (their temporaries are live during the call), so callees must come
+    first in the plan; its lower bound counts a callee's at each call. Sets every buffer's offset, each arena's `size`, and the activation
     arena's `lower_bound` (most bytes alive at once, which no placement can beat).
 
     ```mlir

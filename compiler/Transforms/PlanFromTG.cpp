@@ -1,6 +1,8 @@
 //===- PlanFromTG.cpp - The execution plan of a train step -----*- C++ -*-===//
 
+#include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
+#include "runtime/plan/StepRoles.h"
 
 #include "runtime/plan/PlanOps.h"
 
@@ -10,6 +12,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <map>
 
 #define DEBUG_TYPE "plan-from-tg"
 
@@ -49,7 +53,14 @@ private:
     return FlatSymbolRefAttr::get(builder.getContext(), unique);
   }
   LogicalResult buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRefAttr> inputs,
-                             ArrayRef<FlatSymbolRefAttr> outputs);
+                             ArrayRef<FlatSymbolRefAttr> outputs,
+                             ArrayRef<std::string> inputRoles = {},
+                             ArrayRef<std::string> outputRoles = {});
+  /// The step programs (train_step, eval_step): inputs and outputs by their tg.role.
+  LogicalResult buildStepProgram(func::FuncOp func);
+  /// The buffer a step program's argument or result with `role` lives in.
+  FailureOr<FlatSymbolRefAttr> stepBuffer(func::FuncOp func, const StepRole &role, Type type,
+                                          bool input);
   DictionaryAttr modelInfo(StringRef precision, int64_t accumulation);
 
   tg::ModelOp model;
@@ -59,11 +70,17 @@ private:
   llvm::StringMap<FlatSymbolRefAttr> parameterValue;
   llvm::StringMap<int64_t> counters;
   llvm::StringMap<plan_ir::BufferOp> bufferOps;
+  // Per built program, its input and output buffers (what a call copies in and reads out).
+  llvm::StringMap<std::pair<SmallVector<FlatSymbolRefAttr>, SmallVector<FlatSymbolRefAttr>>>
+      programIO;
+  // Per parameter and state role ("param", "master", ...), its persistent buffer.
+  std::map<std::pair<std::string, std::string>, FlatSymbolRefAttr> stateBuffers;
+  FlatSymbolRefAttr stepRef, lrRef, normRef, lossRef;
   // ZeRO-1: parameter name -> (mesh axis, shard count) of its optimizer state.
   llvm::StringMap<std::pair<std::string, int64_t>> shards;
   // Symbols of the plan: the arenas and programs, then every buffer.
-  llvm::StringSet<> usedNames{"persistent", "activations", "forward", "forward_backward",
-                              "optimizer_step"};
+  llvm::StringSet<> usedNames{"persistent",     "activations", "forward",  "forward_backward",
+                              "optimizer_step", "train_step",  "eval_step"};
 };
 
 ArrayAttr refArray(OpBuilder &builder, ArrayRef<FlatSymbolRefAttr> refs) {
@@ -75,7 +92,9 @@ bool encodable(Attribute value) {
 }
 
 LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRefAttr> inputs,
-                                        ArrayRef<FlatSymbolRefAttr> outputs) {
+                                        ArrayRef<FlatSymbolRefAttr> outputs,
+                                        ArrayRef<std::string> inputRoles,
+                                        ArrayRef<std::string> outputRoles) {
   // The function must have the signature its program's buffers were made for.
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -95,9 +114,17 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
                             << inputs.size() << " and return " << outputs.size()
                             << " tensors of the types of the train step's buffers";
   }
+  auto roleArray = [&](ArrayRef<std::string> roles) {
+    return roles.empty()
+               ? ArrayAttr()
+               : builder.getStrArrayAttr(SmallVector<StringRef>(roles.begin(), roles.end()));
+  };
   auto program = plan_ir::ProgramOp::create(builder, func.getLoc(), func.getSymNameAttr(),
                                             refArray(builder, inputs), refArray(builder, outputs),
-                                            builder.getI64IntegerAttr(1));
+                                            builder.getI64IntegerAttr(1), roleArray(inputRoles),
+                                            roleArray(outputRoles));
+  programIO[func.getSymName()] = {SmallVector<FlatSymbolRefAttr>(inputs),
+                                  SmallVector<FlatSymbolRefAttr>(outputs)};
   program.getBody().emplaceBlock();
   OpBuilder::InsertionGuard guard(builder);
   OpBuilder commands(&program.getBody().front(), program.getBody().front().end());
@@ -114,7 +141,122 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
   }
   // Buffers go before the program, commands into it.
   builder.setInsertionPoint(program);
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [index, op] : llvm::enumerate(body)) {
+    position[&op] = static_cast<int64_t>(index);
+  }
+  auto definedBefore = [&](Value a, Value b) {
+    auto key = [&](Value v) -> std::pair<int64_t, int64_t> {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        return {-1, arg.getArgNumber()};
+      }
+      return {position.lookup(v.getDefiningOp()), cast<OpResult>(v).getResultNumber()};
+    };
+    return key(a) < key(b);
+  };
+  auto copy = [&](Location loc, FlatSymbolRefAttr from, FlatSymbolRefAttr to) {
+    plan_ir::CommandOp::create(commands, loc, commands.getStringAttr("copy"),
+                               refArray(commands, {from}), refArray(commands, {to}),
+                               DictionaryAttr::get(builder.getContext()),
+                               commands.getI64IntegerAttr(0));
+  };
+  // A value read only by a call, as a sub-program input nothing else holds until then (the
+  // initial gradient sums, a received cotangent), is written straight into that input buffer.
+  auto directCallInput = [&](Value value) -> FlatSymbolRefAttr {
+    if (!value.hasOneUse()) {
+      return {};
+    }
+    OpOperand &use = *value.getUses().begin();
+    auto call = dyn_cast<func::CallOp>(use.getOwner());
+    auto io = call ? programIO.find(call.getCallee()) : programIO.end();
+    if (io == programIO.end() || use.getOperandNumber() >= io->second.first.size()) {
+      return {};
+    }
+    FlatSymbolRefAttr input = io->second.first[use.getOperandNumber()];
+    if (bufferOps.lookup(input.getValue()).getType() != value.getType()) {
+      return {};
+    }
+    Operation *producer = value.getDefiningOp();
+    for (auto &[other, ref] : bufferOf) {
+      plan_ir::BufferOp buffer = bufferOps.lookup(ref.getValue());
+      StringRef bytes = buffer && buffer.getViewOfAttr() ? *buffer.getViewOf() : ref.getValue();
+      if (bytes != input.getValue()) {
+        continue;
+      }
+      for (Operation *user : other.getUsers()) {
+        if (producer->isBeforeInBlock(user) || user == producer) {
+          return {}; // that buffer still holds a value read later
+        }
+      }
+    }
+    return input;
+  };
   for (Operation &op : body.without_terminator()) {
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      // A call of a sub-program: its inputs are copied into its input buffers, and it leaves
+      // its results in its output buffers. Values of this program that live in those buffers
+      // and are read at or after the call (micro-batch 0's gradients, earlier losses) are
+      // first saved to buffers of their own.
+      auto io = programIO.find(call.getCallee());
+      if (io == programIO.end()) {
+        return call.emitError() << "plan-from-tg: @" << call.getCallee()
+                                << " has no program to call";
+      }
+      const auto &[calleeInputs, calleeOutputs] = io->second;
+      if (calleeInputs.size() != call.getNumOperands() ||
+          calleeOutputs.size() != call.getNumResults()) {
+        return call.emitError() << "plan-from-tg: the call does not match @" << call.getCallee();
+      }
+      llvm::StringSet<> clobbered;
+      for (FlatSymbolRefAttr ref :
+           llvm::concat<const FlatSymbolRefAttr>(calleeInputs, calleeOutputs)) {
+        clobbered.insert(ref.getValue());
+      }
+      SmallVector<std::pair<Value, FlatSymbolRefAttr>> saved;
+      for (auto &[value, ref] : bufferOf) {
+        plan_ir::BufferOp buffer = bufferOps.lookup(ref.getValue());
+        StringRef bytes = buffer && buffer.getViewOfAttr() ? *buffer.getViewOf() : ref.getValue();
+        if (!clobbered.contains(bytes)) {
+          continue;
+        }
+        bool needed = false;
+        for (OpOperand &use : value.getUses()) {
+          Operation *user = use.getOwner();
+          if (user == call.getOperation()) {
+            needed |= calleeInputs[use.getOperandNumber()] != ref;
+          } else {
+            needed |= op.isBeforeInBlock(user);
+          }
+        }
+        if (needed) {
+          saved.push_back({value, ref});
+        }
+      }
+      // In program order, so that the plan is the same on every compile.
+      llvm::sort(saved,
+                 [&](const auto &a, const auto &b) { return definedBefore(a.first, b.first); });
+      for (auto &[value, ref] : saved) {
+        FlatSymbolRefAttr kept =
+            addBuffer(func.getSymName().str() + ".saved", value.getType(), activations);
+        copy(call.getLoc(), ref, kept);
+        bufferOf[value] = kept;
+      }
+      for (auto [operand, input] : llvm::zip(call.getOperands(), calleeInputs)) {
+        FlatSymbolRefAttr source = bufferOf.lookup(operand);
+        if (source != input) {
+          copy(call.getLoc(), source, input);
+        }
+      }
+      plan_ir::CommandOp::create(commands, call.getLoc(), commands.getStringAttr("call"),
+                                 refArray(commands, {}), refArray(commands, {}),
+                                 commands.getDictionaryAttr(commands.getNamedAttr(
+                                     "program", commands.getStringAttr(call.getCallee()))),
+                                 commands.getI64IntegerAttr(0));
+      for (auto [result, output] : llvm::zip(call.getResults(), calleeOutputs)) {
+        bufferOf[result] = output;
+      }
+      continue;
+    }
     if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
       bufferOf[ref.getResult()] = parameterValue.lookup(ref.getName());
       continue;
@@ -130,21 +272,35 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     DictionaryAttr attributes = op.getAttrDictionary();
     StringRef kernel = op.getName().stripDialect();
     Value produced;
-    if (isa<dist::AllReduceStartOp, dist::ReduceScatterStartOp, dist::AllGatherStartOp>(op)) {
-      auto axes = op.getAttrOfType<ArrayAttr>("axes");
-      if (!axes || axes.size() != 1) {
-        return op.emitError() << "plan-from-tg: a plan collective runs over exactly one mesh axis";
-      }
-      kernel = kernel.drop_back(StringRef("_start").size());
-      SmallVector<NamedAttribute> commandAttrs{builder.getNamedAttr("axis", axes[0])};
-      if (auto dim = op.getAttrOfType<IntegerAttr>("dim"); dim && dim.getInt() != 0) {
-        commandAttrs.push_back(builder.getNamedAttr("dim", dim)); // a sequence split
+    bool transfer = isa<dist::SendStartOp, dist::RecvStartOp>(op);
+    bool communication =
+        transfer ||
+        isa<dist::AllReduceStartOp, dist::ReduceScatterStartOp, dist::AllGatherStartOp>(op);
+    if (communication) {
+      SmallVector<NamedAttribute> commandAttrs;
+      if (transfer) {
+        // Point-to-point: "send" / "recv" with the axis, shift and tag of the dist op.
+        kernel = isa<dist::SendStartOp>(op) ? "send" : "recv";
+        for (StringRef name : {"axis", "shift", "tag"}) {
+          commandAttrs.push_back(builder.getNamedAttr(name, op.getAttr(name)));
+        }
+      } else {
+        auto axes = op.getAttrOfType<ArrayAttr>("axes");
+        if (!axes || axes.size() != 1) {
+          return op.emitError()
+                 << "plan-from-tg: a plan collective runs over exactly one mesh axis";
+        }
+        kernel = kernel.drop_back(StringRef("_start").size());
+        commandAttrs.push_back(builder.getNamedAttr("axis", axes[0]));
+        if (auto dim = op.getAttrOfType<IntegerAttr>("dim"); dim && dim.getInt() != 0) {
+          commandAttrs.push_back(builder.getNamedAttr("dim", dim)); // a sequence split
+        }
       }
       attributes = builder.getDictionaryAttr(commandAttrs);
       auto done = op.getResult(0).hasOneUse()
                       ? dyn_cast<dist::DoneOp>(*op.getResult(0).getUsers().begin())
                       : dist::DoneOp();
-      if (!done || !done.getResult()) {
+      if (!done || (!done.getResult() && !isa<dist::SendStartOp>(op))) {
         return op.emitError() << "plan-from-tg: a collective start needs exactly one dist.done";
       }
       produced = done.getResult();
@@ -159,11 +315,13 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     for (Value operand : op.getOperands()) {
       operands.push_back(bufferOf.lookup(operand));
     }
-    for (Value result : op.getResults()) {
+    for (Value result : isa<dist::SendStartOp>(op) ? ValueRange() : op.getResults()) {
       Value value = produced ? produced : result; // a future's buffer holds the done's value
       FlatSymbolRefAttr ref;
       if (auto it = outputOf.find(value); it != outputOf.end()) {
         ref = it->second;
+      } else if (FlatSymbolRefAttr input = directCallInput(value)) {
+        ref = input; // produced straight into the buffer the call reads it from
       } else if (isa<tg::ReshapeOp>(op)) {
         // A view of its input's bytes; a view of a view is a view of the first one.
         FlatSymbolRefAttr source = bufferOf.lookup(op.getOperand(0));
@@ -185,7 +343,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
                               << "' has no plan encoding";
       }
     }
-    if (!produced) {
+    if (!communication) {
       plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kernel),
                                  refArray(commands, operands), refArray(commands, results),
                                  attributes, commands.getI64IntegerAttr(0));
@@ -195,11 +353,11 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     // so far, and stream 0 waits for it before anything after it (the done) runs. Commands
     // that a scheduling pass moves between the two overlap with the collective.
     auto event = [&](StringRef kind, int64_t stream, int64_t id) {
-      plan_ir::CommandOp::create(
-          commands, op.getLoc(), commands.getStringAttr(kind), refArray(commands, {}),
-          refArray(commands, {}),
-          commands.getDictionaryAttr(commands.getNamedAttr("event", commands.getI64IntegerAttr(id))),
-          commands.getI64IntegerAttr(stream));
+      plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kind),
+                                 refArray(commands, {}), refArray(commands, {}),
+                                 commands.getDictionaryAttr(commands.getNamedAttr(
+                                     "event", commands.getI64IntegerAttr(id))),
+                                 commands.getI64IntegerAttr(stream));
     };
     int64_t ready = events++, done = events++;
     event("event_record", 0, ready);
@@ -216,9 +374,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
   for (auto [value, ref] : llvm::zip(ret.getOperands(), outputs)) {
     FlatSymbolRefAttr source = bufferOf.lookup(value);
     if (source != ref) {
-      plan_ir::CommandOp::create(commands, ret.getLoc(), commands.getStringAttr("copy"),
-                                 refArray(commands, {source}), refArray(commands, {ref}),
-                                 DictionaryAttr::get(builder.getContext()), commands.getI64IntegerAttr(0));
+      copy(ret.getLoc(), source, ref);
     }
   }
   builder.setInsertionPointToEnd(&plan.getBody().front());
@@ -312,9 +468,8 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     if (auto sharding = wellFormedStep ? optimizerStep.getArgAttrOfType<dist::ShardingAttr>(
                                              masterArg, "dist.sharding")
                                        : dist::ShardingAttr()) {
-      auto axes = sharding.getDims().empty()
-                      ? ArrayAttr()
-                      : dyn_cast<ArrayAttr>(sharding.getDims()[0]);
+      auto axes =
+          sharding.getDims().empty() ? ArrayAttr() : dyn_cast<ArrayAttr>(sharding.getDims()[0]);
       auto mesh = SymbolTable::lookupSymbolIn(model, sharding.getMesh().getValue());
       if (!axes || axes.size() != 1 || !isa_and_nonnull<dist::MeshOp>(mesh)) {
         return optimizerStep.emitError()
@@ -329,6 +484,13 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     FlatSymbolRefAttr m = addBuffer(("optimizer.exp_avg." + name).str(), state, persistent);
     FlatSymbolRefAttr v = addBuffer(("optimizer.exp_avg_sq." + name).str(), state, persistent);
     parameterValue[name] = value;
+    for (auto [role, ref] : {std::pair{rt::role::kParam, value},
+                             {rt::role::kGrad, grad},
+                             {rt::role::kMaster, master},
+                             {rt::role::kExpAvg, m},
+                             {rt::role::kExpAvgSq, v}}) {
+      stateBuffers[{std::string(role), name.str()}] = ref;
+    }
     values.push_back(value);
     grads.push_back(grad);
     masters.push_back(master);
@@ -368,15 +530,15 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   }
   for (auto mesh : body.getOps<dist::MeshOp>()) {
     auto i64 = [&](int64_t value) { return builder.getI64IntegerAttr(value); };
-    plan.setMeshAttr(builder.getDictionaryAttr(
-        {builder.getNamedAttr("nodes", mesh.getNodesAttr()),
-         builder.getNamedAttr("gpus_per_node", mesh.getGpusPerNodeAttr()),
-         builder.getNamedAttr("dp", i64(mesh.getAxisSize("dp"))),
-         builder.getNamedAttr("tp", i64(mesh.getAxisSize("tp"))),
-         builder.getNamedAttr("pp", i64(mesh.getAxisSize("pp"))),
-         builder.getNamedAttr("vp", mesh.getVpAttr()),
-         builder.getNamedAttr("sequence_parallel", i64(mesh.getSp())),
-         builder.getNamedAttr("zero", mesh.getZeroAttr())}));
+    plan.setMeshAttr(
+        builder.getDictionaryAttr({builder.getNamedAttr("nodes", mesh.getNodesAttr()),
+                                   builder.getNamedAttr("gpus_per_node", mesh.getGpusPerNodeAttr()),
+                                   builder.getNamedAttr("dp", i64(mesh.getAxisSize("dp"))),
+                                   builder.getNamedAttr("tp", i64(mesh.getAxisSize("tp"))),
+                                   builder.getNamedAttr("pp", i64(mesh.getAxisSize("pp"))),
+                                   builder.getNamedAttr("vp", mesh.getVpAttr()),
+                                   builder.getNamedAttr("sequence_parallel", i64(mesh.getSp())),
+                                   builder.getNamedAttr("zero", mesh.getZeroAttr())}));
   }
   // The programs' inputs and outputs by role. A single-rank or dp/tp model maps (tokens,
   // labels) to the loss; a pipeline stage (dist-pipeline) maps the tokens or the previous
@@ -416,18 +578,35 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     SmallVector<FlatSymbolRefAttr> forwardInputs, fbInputs;
     for (auto [index, type] : llvm::enumerate(forwardType.getInputs())) {
       bool integer = !isa<FloatType>(cast<RankedTensorType>(type).getElementType());
-      std::string name =
-          !integer ? "input.activation" : index == 0 ? "input.tokens" : "input.labels";
+      std::string name = !integer     ? "input.activation"
+                         : index == 0 ? "input.tokens"
+                                      : "input.labels";
       forwardInputs.push_back(addBuffer(name + suffix.str(), type, persistent));
     }
     fbInputs = forwardInputs;
-    for (Type type : fbType.getInputs().drop_front(forwardType.getNumInputs())) {
-      fbInputs.push_back(addBuffer(("input.cotangent" + suffix).str(), type, persistent));
+    for (unsigned i = forwardType.getNumInputs(); i < fbType.getNumInputs(); ++i) {
+      // The output's gradient, or (several micro-batches) a gradient sum the backward adds to
+      // in place: the parameter's gradient buffer is input and output.
+      std::optional<StepRole> role = argRole(chunkBackward, i);
+      if (role && role->role == rt::role::kGrad) {
+        FlatSymbolRefAttr grad = gradOf.lookup(role->param);
+        if (!grad) {
+          return chunkBackward.emitError()
+                 << "plan-from-tg: @" << role->param << " is not a parameter";
+        }
+        fbInputs.push_back(grad);
+        continue;
+      }
+      fbInputs.push_back(
+          addBuffer(("input.cotangent" + suffix).str(), fbType.getInput(i), persistent));
     }
     Type resultType = forwardType.getResult(0);
-    FlatSymbolRefAttr result = addBuffer(
-        (resultType == scalarF32 ? "loss" : "output.activation" + suffix.str()), resultType,
-        persistent);
+    FlatSymbolRefAttr result =
+        addBuffer((resultType == scalarF32 ? "loss" : "output.activation" + suffix.str()),
+                  resultType, persistent);
+    if (resultType == scalarF32) {
+      lossRef = result;
+    }
     SmallVector<FlatSymbolRefAttr> fbOutputs{result};
     for (StringRef name : names) {
       FlatSymbolRefAttr grad = gradOf.lookup(name);
@@ -452,6 +631,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     step = addBuffer("step", RankedTensorType::get({}, builder.getI64Type()), persistent);
     lr = addBuffer("lr", scalarF32, persistent);
     norm = addBuffer("grad_norm", scalarF32, persistent);
+    stepRef = step;
+    lrRef = lr;
+    normRef = norm;
   };
   if (failed(buildChunk(forward, forwardBackward, "", addScalars))) {
     return failure();
@@ -481,7 +663,73 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   if (failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
     return failure();
   }
+  // What the runtime runs: the whole step and one evaluation micro-batch.
+  for (StringRef name : {"train_step", "eval_step"}) {
+    func::FuncOp step = lookup(name);
+    if (!step) {
+      return model.emitError() << "plan-from-tg needs @" << name
+                               << ": run the train-step pipeline (tg-train-step) first";
+    }
+    if (failed(buildStepProgram(step))) {
+      return failure();
+    }
+  }
   return success();
+}
+
+FailureOr<FlatSymbolRefAttr> PlanBuilder::stepBuffer(func::FuncOp func, const StepRole &role,
+                                                     Type type, bool input) {
+  namespace r = rt::role;
+  FlatSymbolRefAttr ref;
+  if (role.role == r::kTokens || role.role == r::kLabels) {
+    // The batch inputs the runtime writes before each step (all micro-batches) or
+    // evaluation micro-batch.
+    ref = addBuffer((func.getSymName() + "." + role.role).str(), type, persistent);
+  } else if (role.role == r::kLosses) {
+    ref = addBuffer("losses", type, persistent);
+  } else if (role.role == r::kStep) {
+    ref = stepRef;
+  } else if (role.role == r::kLr) {
+    ref = lrRef;
+  } else if (role.role == r::kGradNorm) {
+    ref = normRef;
+  } else if (role.role == r::kLoss) {
+    ref = lossRef;
+  } else {
+    auto it = stateBuffers.find({role.role, role.param});
+    if (it != stateBuffers.end()) {
+      ref = it->second;
+    }
+  }
+  if (!ref || bufferOps.lookup(ref.getValue()).getType() != type) {
+    return func.emitError() << "plan-from-tg: @" << func.getSymName() << " has an "
+                            << (input ? "argument" : "result") << " with role '" << role.role
+                            << (role.param.empty() ? "" : "' of @" + role.param) << "' of type "
+                            << type << " that no buffer of the plan holds";
+  }
+  return ref;
+}
+
+LogicalResult PlanBuilder::buildStepProgram(func::FuncOp func) {
+  SmallVector<FlatSymbolRefAttr> refs[2];
+  SmallVector<std::string> roles[2];
+  for (bool input : {true, false}) {
+    TypeRange types = input ? TypeRange(func.getArgumentTypes()) : func.getResultTypes();
+    for (unsigned i = 0; i < types.size(); ++i) {
+      std::optional<StepRole> role = input ? argRole(func, i) : resultRole(func, i);
+      if (!role) {
+        return func.emitError() << "plan-from-tg: " << (input ? "argument " : "result ") << i
+                                << " of @" << func.getSymName() << " has no tg.role";
+      }
+      FailureOr<FlatSymbolRefAttr> ref = stepBuffer(func, *role, types[i], input);
+      if (failed(ref)) {
+        return failure();
+      }
+      refs[input].push_back(*ref);
+      roles[input].push_back(role->role);
+    }
+  }
+  return buildProgram(func, refs[true], refs[false], roles[true], roles[false]);
 }
 
 struct PlanFromTGPass : impl::PlanFromTGPassBase<PlanFromTGPass> {

@@ -65,6 +65,9 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
   // Activations: per program, liveness in command order, then first-fit placement.
   int64_t arenaBytes = 0, lowerBound = 0;
   llvm::StringMap<StringRef> programOf; // activation buffer -> the program using it
+  // A program's buffers go above those of every program it calls (a callee's temporaries
+  // are live during the call); per program the top of that stack and its lower bound.
+  llvm::StringMap<int64_t> extentOf, boundOf;
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {
     llvm::StringMap<size_t> rangeOf;
     std::vector<LiveRange> ranges;
@@ -139,12 +142,41 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
       }
       ++index;
     }
-    int64_t programLowerBound = 0;
-    arenaBytes = std::max(arenaBytes, assignOffsets(ranges, programLowerBound));
-    lowerBound = std::max(lowerBound, programLowerBound);
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      owners[i].setOffsetAttr(builder.getI64IntegerAttr(ranges[i].offset));
+    int64_t base = 0;
+    std::vector<int64_t> calleeBound(commandList.size() + 1, 0);
+    for (auto [i, command] : llvm::enumerate(commandList)) {
+      if (command.getKernel() != "call") {
+        continue;
+      }
+      auto callee = command.getKernelAttrs().getAs<StringAttr>("program");
+      auto extent = callee ? extentOf.find(callee.getValue()) : extentOf.end();
+      if (extent == extentOf.end()) {
+        return command.emitError() << "plan-memory: @" << program.getSymName()
+                                   << " calls a program that does not come before it";
+      }
+      base = std::max(base, extent->second);
+      calleeBound[i] = boundOf.lookup(callee.getValue());
     }
+    int64_t ownLowerBound = 0;
+    int64_t ownBytes = assignOffsets(ranges, ownLowerBound);
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      owners[i].setOffsetAttr(builder.getI64IntegerAttr(base + ranges[i].offset));
+    }
+    // The lower bound: the most bytes live at one command, a call counting its callee's.
+    std::vector<int64_t> live(commandList.size() + 2, 0);
+    for (const LiveRange &range : ranges) {
+      live[range.firstUse] += range.bytes;
+      live[range.lastUse + 1] -= range.bytes;
+    }
+    int64_t programBound = ownLowerBound, running = 0;
+    for (size_t i = 0; i < commandList.size(); ++i) {
+      running += live[i];
+      programBound = std::max(programBound, running + calleeBound[i]);
+    }
+    extentOf[program.getSymName()] = base + ownBytes;
+    boundOf[program.getSymName()] = programBound;
+    arenaBytes = std::max(arenaBytes, base + ownBytes);
+    lowerBound = std::max(lowerBound, programBound);
   }
   // Activation buffers no command uses still need a valid place; views (one level, as the
   // verifier guarantees) then share their source's bytes.

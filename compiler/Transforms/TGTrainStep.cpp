@@ -69,6 +69,10 @@ private:
   SmallVector<Value> microBatches(Location loc, Value batch, RankedTensorType microType);
   Value lossVector(Location loc, ArrayRef<Value> losses);
 
+  /// With several micro-batches, makes @forward_backward add its gradients to accumulator
+  /// arguments (`tg.role = "grad"`) and return the sums, as Megatron's backward accumulates
+  /// into its gradient buffers: one gradient buffer per parameter however many micro-batches.
+  void accumulateInPlace(Chunk &chunk);
   LogicalResult buildTrainStep();
   LogicalResult buildEvalStep();
 
@@ -172,6 +176,27 @@ Value StepBuilder::lossVector(Location loc, ArrayRef<Value> losses) {
   return vector;
 }
 
+void StepBuilder::accumulateInPlace(Chunk &chunk) {
+  func::FuncOp func = chunk.forwardBackward;
+  Block &entry = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(ret);
+  SmallVector<Value> results(ret.getOperands());
+  unsigned first = func.getNumArguments();
+  for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
+    Value grad = results[1 + index];
+    BlockArgument sum = entry.addArgument(grad.getType(), func.getLoc());
+    // The sum so far plus this micro-batch's gradient, rounded once in the gradient's type.
+    results[1 + index] = tg::AddOp::create(builder, func.getLoc(), sum, grad);
+  }
+  ret->setOperands(results);
+  func.setFunctionType(builder.getFunctionType(entry.getArgumentTypes(), func.getResultTypes()));
+  for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
+    setArgRole(func, first + index, {std::string(role::kGrad), name});
+  }
+}
+
 LogicalResult StepBuilder::buildTrainStep() {
   Location loc = optimizerStep.getLoc();
   Block &body = model.getBody().front();
@@ -258,8 +283,18 @@ LogicalResult StepBuilder::buildTrainStep() {
   int64_t virtualStages = pp * vp();
   llvm::DenseMap<std::pair<int64_t, int64_t>, Value> stash; // (chunk, micro-batch) -> input
   llvm::StringMap<Value> gradSums;
-  SmallVector<std::string> gradOrder;
   SmallVector<Value> losses;
+  bool accumulate = accumulation > 1;
+  if (accumulate) {
+    // Accumulators start at zero: 0 + g is g exactly, so the sums are those of adding the
+    // micro-batch gradients in completion order.
+    for (Chunk &chunk : chunks) {
+      for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
+        auto type = cast<RankedTensorType>(chunk.forwardBackward.getResultTypes()[1 + index]);
+        gradSums[name] = tg::FillOp::create(builder, loc, type, builder.getF64FloatAttr(0.0));
+      }
+    }
+  }
   for (const rt::PipelineOp &op : schedule[stage]) {
     Chunk &chunk = chunks[op.chunk];
     int64_t v = virtualStage(op.chunk), a = op.microBatch;
@@ -282,8 +317,14 @@ LogicalResult StepBuilder::buildTrainStep() {
     if (last) {
       args.push_back(labels[a]);
     } else {
-      args.push_back(receive(loc, chunk.forwardBackward.getArgumentTypes().back(), shiftTo(v + 1),
-                             pipelineTag(v, false)));
+      // The output's gradient follows the forward's inputs (the accumulators come after it).
+      Type cotangent = chunk.forwardBackward.getArgumentTypes()[chunk.forward.getNumArguments()];
+      args.push_back(receive(loc, cotangent, shiftTo(v + 1), pipelineTag(v, false)));
+    }
+    if (accumulate) {
+      for (const std::string &name : chunk.gradients) {
+        args.push_back(gradSums.lookup(name));
+      }
     }
     if (args.size() != chunk.forwardBackward.getNumArguments()) {
       return chunk.forwardBackward.emitError()
@@ -298,13 +339,7 @@ LogicalResult StepBuilder::buildTrainStep() {
     // Accumulated in the gradients' own type (bf16 in the reference: grad_reduce_in_fp32
     // off), in the order the backwards complete.
     for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
-      Value grad = call.getResult(1 + index);
-      auto [it, fresh] = gradSums.try_emplace(name, grad);
-      if (fresh) {
-        gradOrder.push_back(name);
-      } else {
-        it->second = tg::AddOp::create(builder, loc, it->second, grad);
-      }
+      gradSums[name] = call.getResult(1 + index);
     }
     if (!first) {
       send(loc, call.getResults().back(), shiftTo(v - 1), pipelineTag(v - 1, false));
@@ -446,6 +481,11 @@ LogicalResult StepBuilder::build() {
   }
   if (vp() > 1 && pp == 1) {
     return model.emitError() << "tg-train-step: model chunks need pipeline parallelism";
+  }
+  if (accumulation > 1) {
+    for (Chunk &chunk : chunks) {
+      accumulateInPlace(chunk);
+    }
   }
   return failure(failed(buildTrainStep()) || failed(buildEvalStep()));
 }

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 
 namespace mlperf::rt {
 namespace {
@@ -39,6 +40,9 @@ public:
   Status prepare(const plan::Plan &plan, Communicator &communicator) override {
     this->plan = &plan;
     this->communicator = &communicator;
+    for (int i = 0; i < plan.programs_size(); ++i) {
+      programIndex[plan.programs(i).name()] = i;
+    }
     for (const plan::Arena &arena : plan.arenas()) {
       try {
         arenas[arena.memory_class()].assign(arena.size(), 0);
@@ -53,6 +57,15 @@ public:
   }
 
   Status execute(int index) override {
+    Status status = run(index);
+    // Sends complete in the background; the step is over when they have.
+    Status sent = communicator->waitForSends();
+    return status.isOk() ? sent : status;
+  }
+
+  /// Program `index`'s commands in order; a `call` runs the callee inline (the loader allows
+  /// calls of earlier programs only, so this recursion ends).
+  Status run(int index) {
     const plan::Program &program = plan->programs(index);
     std::vector<HostTensor> operandValues;
     std::vector<const HostTensor *> operands;
@@ -61,6 +74,14 @@ public:
       const plan::Command &command = program.commands(c);
       if (command.op() == "event_record" || command.op() == "event_wait") {
         continue; // one thread runs every stream's commands in issue order, which the events allow
+      }
+      if (command.op() == "call") {
+        const plan::Attribute *callee = findAttribute(command, "program");
+        Status status = run(programIndex.at(callee->s())); // the loader checked it exists
+        if (!status.isOk()) {
+          return status;
+        }
+        continue;
       }
       operandValues.assign(command.operands_size(), HostTensor());
       operands.clear();
@@ -107,7 +128,7 @@ public:
       }
       bool splitLoss =
           vocabAxis && (command.op() == "cross_entropy" || command.op() == "cross_entropy_grad");
-      Status status = isCollective(command.op()) ? runCollective(command, *operands[0], results[0])
+      Status status = isCollective(command.op()) ? runCollective(command, operands, results)
                       : splitLoss ? runSplitCrossEntropy(command.op(), axis, operands, results[0])
                                   : runHostOp(command.op(), attributes, operands, results);
       if (!status.isOk()) {
@@ -211,8 +232,7 @@ public:
   }
 
 private:
-  static const plan::Attribute *findAttribute(const plan::Command &command,
-                                              std::string_view name) {
+  static const plan::Attribute *findAttribute(const plan::Command &command, std::string_view name) {
     for (const plan::Attribute &attr : command.attributes()) {
       if (attr.name() == name) {
         return &attr;
@@ -226,8 +246,7 @@ private:
   /// over the axis, so the loss and the gradient of this rank's slice equal the unsplit op's
   /// up to the summation order of the exponentials.
   Status runSplitCrossEntropy(const std::string &op, MeshAxis axis,
-                              const std::vector<const HostTensor *> &operands,
-                              HostTensor &result) {
+                              const std::vector<const HostTensor *> &operands, HostTensor &result) {
     const HostTensor &logits = *operands[0], &labels = *operands[1];
     bool gradient = op == "cross_entropy_grad";
     const HostTensor *mask = operands.size() > (gradient ? 3u : 2u) ? operands.back() : nullptr;
@@ -238,10 +257,10 @@ private:
     std::vector<double> sums(tokens), labelLogits(tokens, 0.0);
     for (int64_t t = 0; t < tokens; ++t) {
       if (labels.ints[t] < 0 || labels.ints[t] >= vocab) {
-        return Status(StatusCode::kInvalidArgument,
-                      "label " + std::to_string(labels.ints[t]) + " at position " +
-                          std::to_string(t) + " is outside the vocabulary [0, " +
-                          std::to_string(vocab) + ")");
+        return Status(StatusCode::kInvalidArgument, "label " + std::to_string(labels.ints[t]) +
+                                                        " at position " + std::to_string(t) +
+                                                        " is outside the vocabulary [0, " +
+                                                        std::to_string(vocab) + ")");
       }
       const float *row = logits.values.data() + t * columns;
       maxima[t] = *std::max_element(row, row + columns);
@@ -286,19 +305,35 @@ private:
   }
 
   static bool isCollective(const std::string &op) {
-    return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather";
+    return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "send" ||
+           op == "recv";
   }
 
   /// Sums in f32 through the communicator; the result is rounded to its dtype once, on write.
-  Status runCollective(const plan::Command &command, const HostTensor &input,
-                       HostTensor &result) {
+  /// Point-to-point values travel as f32, in which bf16 values are exact.
+  Status runCollective(const plan::Command &command,
+                       const std::vector<const HostTensor *> &operands,
+                       std::vector<HostTensor> &results) {
     MeshAxis axis = MeshAxis::kDP;
+    int64_t shift = 0, tag = 0;
     for (const plan::Attribute &attr : command.attributes()) {
       if (attr.name() == "axis") {
         parseMeshAxis(attr.s(), axis); // the loader checked the name
+      } else if (attr.name() == "shift") {
+        shift = attr.i();
+      } else if (attr.name() == "tag") {
+        tag = attr.i();
       }
     }
     const std::string &op = command.op();
+    if (op == "send") {
+      return communicator->send(axis, shift, static_cast<int>(tag), operands[0]->values);
+    }
+    if (op == "recv") {
+      return communicator->receive(axis, shift, static_cast<int>(tag), results[0].values);
+    }
+    const HostTensor &input = *operands[0];
+    HostTensor &result = results[0];
     if (op == "all_reduce") {
       result.values = input.values;
       return communicator->allReduceSum(axis, result.values);
@@ -312,6 +347,7 @@ private:
   const plan::Plan *plan = nullptr;
   Communicator *communicator = nullptr;
   std::vector<uint8_t> arenas[3]; // by plan::MemoryClass
+  std::map<std::string, int> programIndex;
 };
 
 } // namespace

@@ -27,7 +27,8 @@ public:
   /// Prepare stage: allocates the plan's arenas (zero-filled); collective commands run through
   /// `communicator`, which must outlive the backend.
   virtual Status prepare(const plan::Plan &plan, Communicator &communicator) = 0;
-  /// Runs program `index` of the plan, its commands in order.
+  /// Runs program `index` of the plan, its commands in order (a `call` runs the callee
+  /// inline), and returns once its sends have completed.
   virtual Status execute(int index) = 0;
   /// Copies `value` into buffer `id` (rounded to the buffer's dtype); dtype class and shape
   /// must match the buffer's.

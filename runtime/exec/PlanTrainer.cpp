@@ -3,13 +3,15 @@
 #include "runtime/exec/PlanTrainer.h"
 
 #include "runtime/cpu/Numerics.h"
-#include "runtime/dist/PipelineSchedule.h"
+#include "runtime/plan/StepRoles.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace mlperf::rt {
 namespace {
+
+namespace role = rt::role;
 
 Status invalid(const std::string &message) { return Status(StatusCode::kInvalidArgument, message); }
 
@@ -31,148 +33,28 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                            std::unique_ptr<PlanTrainer> &trainer) {
   trainer.reset(new PlanTrainer(plan, backend, communicator));
   PlanTrainer &t = *trainer;
-  auto findProgram = [&](const std::string &name) {
-    for (int i = 0; i < plan.programs_size(); ++i) {
-      if (plan.programs(i).name() == name) {
-        return i;
-      }
-    }
-    return -1;
-  };
-  t.optimizerProgram = findProgram("optimizer_step");
-  // One (forward, forward_backward) pair per model chunk: `forward`, then `forward.chunk1`, ...
-  for (int chunk = 0;; ++chunk) {
-    std::string suffix = chunk == 0 ? "" : ".chunk" + std::to_string(chunk);
-    int forward = findProgram("forward" + suffix), fb = findProgram("forward_backward" + suffix);
-    if (forward < 0 && chunk > 0) {
-      break;
-    }
-    if (forward < 0 || fb < 0) {
-      return invalid("the plan lacks one of the programs forward" + suffix +
-                     ", forward_backward" + suffix + " and optimizer_step: it is not a "
-                     "train-step plan");
-    }
-    Chunk c;
-    c.forwardProgram = forward;
-    c.forwardBackwardProgram = fb;
-    t.chunks.push_back(c);
+  for (int i = 0; i < plan.programs_size(); ++i) {
+    (plan.programs(i).name() == "train_step"  ? t.trainProgram
+     : plan.programs(i).name() == "eval_step" ? t.evalProgram
+                                              : t.unusedProgram) = i;
   }
-  if (t.optimizerProgram < 0) {
-    return invalid("the plan lacks the program optimizer_step: it is not a train-step plan");
+  if (t.trainProgram < 0 || t.evalProgram < 0) {
+    return invalid(
+        "the plan has no train_step and eval_step programs: it is not a train-step plan");
   }
-  const plan::Program &opt = plan.programs(t.optimizerProgram);
-  size_t parameters = plan.parameters_size();
   MeshShape mesh = communicator.mesh();
-  t.stages = mesh.pp;
-  t.stage = plan.pipeline_stage();
-  if (t.stage != communicator.coordinates().pp) {
-    return invalid("the plan is for pipeline stage " + std::to_string(t.stage) + " but rank " +
+  int64_t stage = plan.pipeline_stage();
+  if (stage != communicator.coordinates().pp) {
+    return invalid("the plan is for pipeline stage " + std::to_string(stage) + " but rank " +
                    std::to_string(communicator.rank()) + " runs stage " +
                    std::to_string(communicator.coordinates().pp));
   }
-  if ((static_cast<int64_t>(t.chunks.size()) != mesh.vp &&
-       !(mesh.vp <= 1 && t.chunks.size() == 1)) ||
-      (t.chunks.size() > 1 && t.stages == 1)) {
-    return invalid("the plan has " + std::to_string(t.chunks.size()) +
-                   " model chunks but its mesh says pp=" + std::to_string(mesh.pp) +
-                   ", vp=" + std::to_string(mesh.vp) + " (chunks need pp > 1)");
-  }
-  if (opt.inputs_size() != static_cast<int>(1 + 4 * parameters) ||
-      opt.outputs_size() != static_cast<int>(4 * parameters + 2)) {
-    return invalid("the optimizer_step program does not have the inputs and outputs of plan "
-                   "format version " + std::to_string(plan.format_version()));
-  }
-  t.microRows = plan.model().micro_batch_size();
-  t.seq = plan.model().seq_len();
-  std::vector<int64_t> batchShape{t.microRows, t.seq};
-  std::vector<int> written(parameters, 0); // how many chunks write each gradient
-  for (size_t index = 0; index < t.chunks.size(); ++index) {
-    Chunk &c = t.chunks[index];
-    // Virtual stage v = chunk · pp + rank: inputs are the tokens (v = 0) or the previous
-    // virtual stage's activation, the labels (last), and in forward_backward the next one's
-    // gradient (all but the last). Outputs: the loss (last) or the activation, this chunk's
-    // gradients, and the input activation's gradient (all but the first).
-    int64_t virtualStage = static_cast<int64_t>(index) * t.stages + t.stage;
-    bool first = virtualStage == 0;
-    bool last = virtualStage == t.stages * static_cast<int64_t>(t.chunks.size()) - 1;
-    const plan::Program &forward = plan.programs(c.forwardProgram);
-    const plan::Program &fb = plan.programs(c.forwardBackwardProgram);
-    int forwardInputs = last ? 2 : 1;
-    int fbInputs = forwardInputs + (last ? 0 : 1);
-    int gradients = fb.outputs_size() - 1 - (first ? 0 : 1);
-    if (forward.inputs_size() != forwardInputs || forward.outputs_size() != 1 ||
-        fb.inputs_size() != fbInputs || gradients < 0 ||
-        (t.chunks.size() == 1 && gradients != static_cast<int>(parameters))) {
-      return invalid("program '" + fb.name() + "' does not have the inputs and outputs of plan "
-                     "format version " + std::to_string(plan.format_version()) +
-                     (t.stages > 1 ? " for pipeline stage " + std::to_string(t.stage) : ""));
-    }
-    (first ? c.tokensBuffer : c.activationBuffer) = fb.inputs(0);
-    if (last) {
-      c.labelsBuffer = fb.inputs(1);
-    } else {
-      c.cotangentBuffer = fb.inputs(fbInputs - 1);
-    }
-    if (!first) {
-      c.inputGradBuffer = fb.outputs(fb.outputs_size() - 1);
-    }
-    c.outputBuffer = fb.outputs(0); // the loss, or this chunk's output activation
-    bool sameInputs = true;
-    for (int i = 0; i < forwardInputs; ++i) {
-      sameInputs = sameInputs && forward.inputs(i) == fb.inputs(i);
-    }
-    if (forward.outputs(0) != c.outputBuffer || !sameInputs) {
-      return invalid("programs '" + forward.name() + "' and '" + fb.name() +
-                     "' do not share their input and result buffers");
-    }
-    for (int g = 0; g < gradients; ++g) {
-      uint32_t id = fb.outputs(1 + g);
-      auto owner = std::find_if(plan.parameters().begin(), plan.parameters().end(),
-                                [&](const plan::Parameter &p) { return p.grad() == id; });
-      if (owner == plan.parameters().end()) {
-        return invalid("program '" + fb.name() + "' writes buffer '" + plan.buffers(id).name() +
-                       "' as a gradient, but it is no parameter's");
-      }
-      int p = static_cast<int>(owner - plan.parameters().begin());
-      c.parameters.push_back(p);
-      ++written[p];
-    }
-    for (uint32_t id : {c.tokensBuffer, c.labelsBuffer}) {
-      if (id != kNoBuffer && (shapeOf(plan.buffers(id)) != batchShape ||
-                              isFloat(fromPlanDType(plan.buffers(id).dtype())))) {
-        return invalid("the plan's tokens and labels are not integer [micro_batch, seq] = [" +
-                       std::to_string(t.microRows) + ", " + std::to_string(t.seq) + "]");
-      }
-    }
-    // An activation between stages: [micro_batch, seq (or its sp slice), hidden] floats.
-    if (!first && (plan.buffers(c.activationBuffer).shape_size() != 3 ||
-                   plan.buffers(c.activationBuffer).shape(0) != t.microRows ||
-                   !isFloat(fromPlanDType(plan.buffers(c.activationBuffer).dtype())))) {
-      return invalid("the plan's input activation is not [micro_batch, seq, hidden]");
-    }
-    if (!last &&
-        shapeOf(plan.buffers(c.cotangentBuffer)) != shapeOf(plan.buffers(c.outputBuffer))) {
-      return invalid("the plan's activation gradient input does not match its output");
-    }
-    if (last) {
-      t.lossBuffer = c.outputBuffer;
-    }
-  }
-  if (std::any_of(written.begin(), written.end(), [](int n) { return n != 1; })) {
-    return invalid("every parameter's gradient must be written by exactly one program");
-  }
-  t.stepBuffer = opt.inputs(0);
-  t.lrBuffer = opt.outputs(4 * parameters);
-  t.normBuffer = opt.outputs(4 * parameters + 1);
-  bool hasLoss = t.stage == t.stages - 1;
-  t.accumulation = plan.model().gradient_accumulation_steps();
-  if (t.chunks.size() > 1 && t.accumulation % t.stages != 0) {
-    return invalid("the interleaved schedule needs the " + std::to_string(t.accumulation) +
-                   " micro-batches per rank to be a multiple of pp=" + std::to_string(t.stages));
-  }
   const plan::ModelInfo &model = plan.model();
-  t.dataParallel = communicator.mesh().dp;
-  if (t.accumulation < 1 ||
+  t.microRows = model.micro_batch_size();
+  t.seq = model.seq_len();
+  t.accumulation = model.gradient_accumulation_steps();
+  t.dataParallel = mesh.dp;
+  if (t.accumulation < 1 || t.microRows < 1 || t.seq < 1 ||
       model.global_batch_size() != t.accumulation * t.microRows * t.dataParallel ||
       model.eval_samples() < 0 || model.eval_every_samples() < 0) {
     return invalid("the plan's batch (global " + std::to_string(model.global_batch_size()) + ", " +
@@ -180,6 +62,56 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                    std::to_string(t.microRows) + " rows on each of " +
                    std::to_string(t.dataParallel) +
                    " data-parallel ranks) or eval counts are inconsistent");
+  }
+  // The programs' inputs and outputs by role: what this runtime feeds and reads.
+  auto byRole = [&](const plan::Program &program, bool input, std::string_view role) {
+    const auto &roles = input ? program.input_roles() : program.output_roles();
+    const auto &ids = input ? program.inputs() : program.outputs();
+    for (int i = 0; i < roles.size(); ++i) {
+      if (roles[i] == role) {
+        return ids[i];
+      }
+    }
+    return kNoBuffer;
+  };
+  const plan::Program &train = plan.programs(t.trainProgram);
+  const plan::Program &eval = plan.programs(t.evalProgram);
+  t.trainTokens = byRole(train, true, role::kTokens);
+  t.trainLabels = byRole(train, true, role::kLabels);
+  t.stepBuffer = byRole(train, true, role::kStep);
+  t.lrBuffer = byRole(train, false, role::kLr);
+  t.normBuffer = byRole(train, false, role::kGradNorm);
+  t.lossesBuffer = byRole(train, false, role::kLosses);
+  t.evalTokens = byRole(eval, true, role::kTokens);
+  t.evalLabels = byRole(eval, true, role::kLabels);
+  t.evalLossBuffer = byRole(eval, false, role::kLoss);
+  if (t.stepBuffer == kNoBuffer || t.lrBuffer == kNoBuffer || t.normBuffer == kNoBuffer) {
+    return invalid("train_step does not take the step and return lr and grad_norm (roles "
+                   "'step', 'lr', 'grad_norm')");
+  }
+  auto isBatch = [&](uint32_t id, std::vector<int64_t> shape) {
+    return id == kNoBuffer || (shapeOf(plan.buffers(id)) == shape &&
+                               !isFloat(fromPlanDType(plan.buffers(id).dtype())));
+  };
+  if (!isBatch(t.trainTokens, {t.accumulation, t.microRows, t.seq}) ||
+      !isBatch(t.trainLabels, {t.accumulation, t.microRows, t.seq}) ||
+      !isBatch(t.evalTokens, {t.microRows, t.seq}) ||
+      !isBatch(t.evalLabels, {t.microRows, t.seq})) {
+    return invalid(
+        "the plan's tokens and labels are not integer [micro_batches, micro_batch, seq] = [" +
+        std::to_string(t.accumulation) + ", " + std::to_string(t.microRows) + ", " +
+        std::to_string(t.seq) + "] (train_step) and [micro_batch, seq] (eval_step)");
+  }
+  if (t.lossesBuffer != kNoBuffer && (shapeOf(plan.buffers(t.lossesBuffer)) !=
+                                          std::vector<int64_t>{t.accumulation * t.dataParallel} ||
+                                      plan.buffers(t.lossesBuffer).dtype() != plan::F32)) {
+    return invalid("train_step's losses are not f32 [" +
+                   std::to_string(t.accumulation * t.dataParallel) +
+                   "] (every micro-batch of the global batch)");
+  }
+  // Rank 0 logs the global batch's loss.
+  if (communicator.rank() == 0 && t.lossesBuffer == kNoBuffer) {
+    return invalid("train_step of the plan rank 0 runs does not return the losses");
   }
   // Parameter state: a float value and gradient, f32 master and moments, all of one shape.
   for (const plan::Parameter &parameter : plan.parameters()) {
@@ -204,8 +136,9 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                      "one shape");
     }
   }
-  for (uint32_t id : hasLoss ? std::vector<uint32_t>{t.lossBuffer, t.lrBuffer, t.normBuffer}
-                             : std::vector<uint32_t>{t.lrBuffer, t.normBuffer}) {
+  for (uint32_t id : t.evalLossBuffer != kNoBuffer
+                         ? std::vector<uint32_t>{t.evalLossBuffer, t.lrBuffer, t.normBuffer}
+                         : std::vector<uint32_t>{t.lrBuffer, t.normBuffer}) {
     if (plan.buffers(id).shape_size() != 0 || plan.buffers(id).dtype() != plan::F32) {
       return invalid("buffer '" + plan.buffers(id).name() + "' should be an f32 scalar");
     }
@@ -234,9 +167,10 @@ Status PlanTrainer::initialize(uint64_t seed) {
       // Element i of this rank's slice is drawn as its element of the full parameter, so
       // every parallel layout trains the same model.
       double drawn =
-          init == "ones"    ? 1.0
-          : init == "zeros" ? 0.0
-                            : parameter.std() * philoxNormal(seed, stream, fullIndex(parameter, value.shape, i));
+          init == "ones" ? 1.0
+          : init == "zeros"
+              ? 0.0
+              : parameter.std() * philoxNormal(seed, stream, fullIndex(parameter, value.shape, i));
       value.values[i] = static_cast<float>(roundTo(value.dtype, drawn));
     }
     HostTensor master = stateOf(parameter, value),
@@ -278,8 +212,7 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
           tensor.shape == fullShape(parameter, shapeOf(buffer))) {
         tensor = splitSlice(parameter, tensor, shapeOf(buffer));
       }
-      if (tensor.dtype != fromPlanDType(buffer.dtype()) ||
-          tensor.shape != shapeOf(buffer)) {
+      if (tensor.dtype != fromPlanDType(buffer.dtype()) || tensor.shape != shapeOf(buffer)) {
         HostTensor expectedShape = HostTensor::zeros(fromPlanDType(buffer.dtype()), {});
         expectedShape.shape = shapeOf(buffer);
         return invalid("'" + name + "' is " + tensor.describe() + " but the plan holds " +
@@ -358,8 +291,8 @@ std::vector<int64_t> PlanTrainer::fullShape(const plan::Parameter &parameter,
   return local;
 }
 
-int64_t PlanTrainer::fullIndex(const plan::Parameter &parameter,
-                               const std::vector<int64_t> &local, int64_t index) const {
+int64_t PlanTrainer::fullIndex(const plan::Parameter &parameter, const std::vector<int64_t> &local,
+                               int64_t index) const {
   if (parameter.split_count() <= 1) {
     return index;
   }
@@ -378,86 +311,6 @@ HostTensor PlanTrainer::splitSlice(const plan::Parameter &parameter, const HostT
     slice.values[i] = full.values[fullIndex(parameter, local, i)];
   }
   return slice;
-}
-
-Status PlanTrainer::sendFrom(uint32_t id, int64_t shift, int tag) {
-  HostTensor value;
-  MLPERF_RETURN_IF_ERROR(backend.read(id, value));
-  return communicator.send(MeshAxis::kPP, shift, tag, value.values);
-}
-
-Status PlanTrainer::receiveInto(uint32_t id, int64_t shift, int tag) {
-  const plan::Buffer &buffer = plan.buffers(id);
-  HostTensor value =
-      HostTensor::zeros(fromPlanDType(buffer.dtype()), {buffer.shape().begin(), buffer.shape().end()});
-  // Values travel as f32, in which bf16 values are exact.
-  MLPERF_RETURN_IF_ERROR(communicator.receive(MeshAxis::kPP, shift, tag, value.values));
-  return backend.write(id, value);
-}
-
-int64_t PlanTrainer::virtualStage(size_t chunk) const {
-  return static_cast<int64_t>(chunk) * stages + stage;
-}
-
-int64_t PlanTrainer::shiftTo(int64_t otherVirtualStage) const {
-  return otherVirtualStage % stages - stage; // the rank holding it, relative to this one
-}
-
-int PlanTrainer::tagFor(int64_t receiverVirtualStage, bool forward) {
-  return static_cast<int>(2 * receiverVirtualStage + (forward ? 0 : 1)) + kFirstPipelineTag;
-}
-
-Status PlanTrainer::pipelineMicroBatches(const std::vector<int64_t> &tokens,
-                                         const std::vector<int64_t> &labels,
-                                         const std::function<Status(const Chunk &)> &backwardDone) {
-  // The static schedule (runtime/dist/PipelineSchedule.h): Megatron-LM's 1F1B, or with
-  // several model chunks per rank its interleaved variant. Activations go to the next
-  // virtual stage, their gradients back; a backward recomputes its chunk's forward from the
-  // stashed input activation.
-  int64_t virtualStages = stages * static_cast<int64_t>(chunks.size());
-  std::vector<std::vector<HostTensor>> stash(chunks.size(),
-                                             std::vector<HostTensor>(accumulation));
-  auto forwardStep = [&](int64_t a, size_t index) -> Status {
-    const Chunk &chunk = chunks[index];
-    int64_t v = virtualStage(index);
-    if (v > 0) {
-      MLPERF_RETURN_IF_ERROR(receiveInto(chunk.activationBuffer, shiftTo(v - 1), tagFor(v, true)));
-      MLPERF_RETURN_IF_ERROR(backend.read(chunk.activationBuffer, stash[index][a]));
-    }
-    if (v == virtualStages - 1) {
-      return Status::ok(); // its backward computes the forward it needs
-    }
-    MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, a));
-    MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardProgram));
-    return sendFrom(chunk.outputBuffer, shiftTo(v + 1), tagFor(v + 1, true));
-  };
-  auto backwardStep = [&](int64_t a, size_t index) -> Status {
-    const Chunk &chunk = chunks[index];
-    int64_t v = virtualStage(index);
-    MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, a));
-    if (v > 0) {
-      MLPERF_RETURN_IF_ERROR(backend.write(chunk.activationBuffer, stash[index][a]));
-    }
-    if (v < virtualStages - 1) {
-      MLPERF_RETURN_IF_ERROR(
-          receiveInto(chunk.cotangentBuffer, shiftTo(v + 1), tagFor(v, false)));
-    }
-    MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardBackwardProgram));
-    stash[index][a] = HostTensor(); // at most the micro-batches in flight stay stashed
-    if (v > 0) {
-      MLPERF_RETURN_IF_ERROR(sendFrom(chunk.inputGradBuffer, shiftTo(v - 1), tagFor(v - 1, false)));
-    }
-    return backwardDone(chunk);
-  };
-  std::vector<std::vector<PipelineOp>> schedule;
-  MLPERF_RETURN_IF_ERROR(pipelineSchedule(stages, static_cast<int64_t>(chunks.size()),
-                                          accumulation, schedule));
-  for (const PipelineOp &op : schedule[stage]) {
-    size_t index = static_cast<size_t>(op.chunk);
-    MLPERF_RETURN_IF_ERROR(op.forward ? forwardStep(op.microBatch, index)
-                                      : backwardStep(op.microBatch, index));
-  }
-  return communicator.waitForSends();
 }
 
 HostTensor PlanTrainer::stateOf(const plan::Parameter &parameter, const HostTensor &value) const {
@@ -494,20 +347,14 @@ Status PlanTrainer::save(const std::string &path,
   return writeSafetensors(path, file);
 }
 
-Status PlanTrainer::writeInputs(const Chunk &chunk, const std::vector<int64_t> &tokens,
-                                const std::vector<int64_t> &labels, int64_t microBatch) {
-  int64_t size = microRows * seq;
-  for (auto [id, source] :
-       {std::pair{chunk.tokensBuffer, &tokens}, {chunk.labelsBuffer, &labels}}) {
-    if (id == kNoBuffer) {
-      continue; // a pipeline stage that does not read them
-    }
-    HostTensor slice =
-        HostTensor::zeros(fromPlanDType(plan.buffers(id).dtype()), {microRows, seq});
-    std::copy_n(source->begin() + microBatch * size, size, slice.ints.begin());
-    MLPERF_RETURN_IF_ERROR(backend.write(id, slice));
+Status PlanTrainer::writeBatch(uint32_t id, const std::vector<int64_t> &source, int64_t first,
+                               std::vector<int64_t> shape) {
+  if (id == kNoBuffer) {
+    return Status::ok(); // a pipeline stage that does not read it
   }
-  return Status::ok();
+  HostTensor batch = HostTensor::zeros(fromPlanDType(plan.buffers(id).dtype()), std::move(shape));
+  std::copy_n(source.begin() + first, batch.numElements(), batch.ints.begin());
+  return backend.write(id, batch);
 }
 
 Status PlanTrainer::readScalar(uint32_t id, double &value) const {
@@ -524,78 +371,32 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
     return invalid("a step takes " + std::to_string(rows) + " x " + std::to_string(seq) +
                    " tokens and labels");
   }
-  double lossSum = 0.0;
-  // Gradient sums per parameter, in the gradients' own type (bf16 in the reference:
-  // grad_reduce_in_fp32 off); a chunk's backward adds its own parameters' gradients.
-  std::vector<HostTensor> sums(accumulation > 1 ? plan.parameters_size() : 0);
-  std::vector<bool> summed(sums.size(), false);
-  auto backwardDone = [&](const Chunk &chunk) -> Status {
-    if (chunk.outputBuffer == lossBuffer && stage == stages - 1) {
-      double loss = 0;
-      MLPERF_RETURN_IF_ERROR(readScalar(lossBuffer, loss));
-      lossSum += loss;
-    }
-    if (accumulation == 1) {
-      return Status::ok(); // the gradients stay where forward_backward wrote them
-    }
-    for (int p : chunk.parameters) {
-      HostTensor grad;
-      MLPERF_RETURN_IF_ERROR(backend.read(plan.parameters(p).grad(), grad));
-      if (!summed[p]) {
-        sums[p] = std::move(grad);
-        summed[p] = true;
-        continue;
-      }
-      HostTensor &sum = sums[p];
-      for (int64_t e = 0; e < sum.numElements(); ++e) {
-        sum.values[e] = static_cast<float>(
-            roundTo(sum.dtype, static_cast<double>(sum.values[e]) + grad.values[e]));
-      }
-    }
-    return Status::ok();
-  };
-  if (stages == 1) {
-    const Chunk &chunk = chunks.front();
-    for (int64_t a = 0; a < accumulation; ++a) {
-      MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, a));
-      MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardBackwardProgram));
-      MLPERF_RETURN_IF_ERROR(backwardDone(chunk));
-    }
-  } else {
-    MLPERF_RETURN_IF_ERROR(pipelineMicroBatches(tokens, labels, backwardDone));
-  }
-  for (int p = 0; p < static_cast<int>(sums.size()); ++p) {
-    Status status = backend.write(plan.parameters(p).grad(), sums[p]);
-    if (!status.isOk()) {
-      return status;
-    }
-  }
-  // The global batch's mean loss: every last-stage rank's micro-batches (tensor-parallel
-  // peers hold the same losses and count as often as they are added).
-  std::vector<double> reduced{lossSum, stage == stages - 1 ? static_cast<double>(accumulation)
-                                                           : 0.0};
-  MLPERF_RETURN_IF_ERROR(communicator.allReduceWorldSum(reduced));
-  double loss = reduced[0] / reduced[1];
-  if (!std::isfinite(loss)) {
-    return Status(StatusCode::kInvalidArgument,
-                  "non-finite loss " + std::to_string(loss) + " at step " + std::to_string(steps) +
-                      ": training diverged or the data or parameters hold NaN/Inf; stopping "
-                      "before the update");
-  }
+  // The whole step is the plan's: feed this rank's micro-batches and the step, replay, read.
+  std::vector<int64_t> shape{accumulation, microRows, seq};
+  MLPERF_RETURN_IF_ERROR(writeBatch(trainTokens, tokens, 0, shape));
+  MLPERF_RETURN_IF_ERROR(writeBatch(trainLabels, labels, 0, shape));
   HostTensor stepTensor = HostTensor::zeros(DType::kI64, {});
   stepTensor.ints[0] = steps;
-  Status status = backend.write(stepBuffer, stepTensor);
-  if (status.isOk()) {
-    status = backend.execute(optimizerProgram);
-  }
-  if (status.isOk()) {
-    status = readScalar(lrBuffer, metrics.lr);
-  }
-  if (status.isOk()) {
-    status = readScalar(normBuffer, metrics.gradNorm);
-  }
-  if (!status.isOk()) {
-    return status;
+  MLPERF_RETURN_IF_ERROR(backend.write(stepBuffer, stepTensor));
+  MLPERF_RETURN_IF_ERROR(backend.execute(trainProgram));
+  MLPERF_RETURN_IF_ERROR(readScalar(lrBuffer, metrics.lr));
+  MLPERF_RETURN_IF_ERROR(readScalar(normBuffer, metrics.gradNorm));
+  metrics.loss = std::nan("");
+  if (lossesBuffer != kNoBuffer) {
+    // The global batch's loss: the mean of every micro-batch's, as the reference reports it.
+    HostTensor losses;
+    MLPERF_RETURN_IF_ERROR(backend.read(lossesBuffer, losses));
+    double sum = 0.0;
+    for (float loss : losses.values) {
+      sum += loss;
+    }
+    metrics.loss = sum / static_cast<double>(losses.numElements());
+    if (!std::isfinite(metrics.loss)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "non-finite loss " + std::to_string(metrics.loss) + " at step " +
+                        std::to_string(steps) +
+                        ": training diverged or the data or parameters hold NaN/Inf; stopping");
+    }
   }
   if (!std::isfinite(metrics.gradNorm)) {
     return Status(StatusCode::kInvalidArgument, "non-finite gradient norm at step " +
@@ -603,7 +404,6 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
                                                     ": the update is unusable, stopping");
   }
   metrics.step = steps++;
-  metrics.loss = loss;
   return Status::ok();
 }
 
@@ -618,35 +418,20 @@ Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens, const std::vect
   }
   int64_t batches = static_cast<int64_t>(tokens.size()) / size;
   double sum = 0.0;
-  bool last = stage == stages - 1;
-  int64_t virtualStages = stages * static_cast<int64_t>(chunks.size());
   for (int64_t b = 0; b < batches; ++b) {
-    // A pipeline evaluates virtual stage after virtual stage: activations flow forward only.
-    for (size_t index = 0; index < chunks.size(); ++index) {
-      const Chunk &chunk = chunks[index];
-      int64_t v = virtualStage(index);
-      MLPERF_RETURN_IF_ERROR(writeInputs(chunk, tokens, labels, b));
-      if (v > 0) {
-        MLPERF_RETURN_IF_ERROR(
-            receiveInto(chunk.activationBuffer, shiftTo(v - 1), tagFor(v, true)));
-      }
-      MLPERF_RETURN_IF_ERROR(backend.execute(chunk.forwardProgram));
-      if (v < virtualStages - 1) {
-        MLPERF_RETURN_IF_ERROR(sendFrom(chunk.outputBuffer, shiftTo(v + 1), tagFor(v + 1, true)));
-        continue;
-      }
+    MLPERF_RETURN_IF_ERROR(writeBatch(evalTokens, tokens, b * size, {microRows, seq}));
+    MLPERF_RETURN_IF_ERROR(writeBatch(evalLabels, labels, b * size, {microRows, seq}));
+    MLPERF_RETURN_IF_ERROR(backend.execute(evalProgram));
+    if (evalLossBuffer != kNoBuffer) {
       double value = 0;
-      MLPERF_RETURN_IF_ERROR(readScalar(lossBuffer, value));
+      MLPERF_RETURN_IF_ERROR(readScalar(evalLossBuffer, value));
       sum += value;
     }
   }
-  MLPERF_RETURN_IF_ERROR(communicator.waitForSends());
-  // The mean over every rank's micro-batches (the last stage's).
-  std::vector<double> reduced{sum, last ? static_cast<double>(batches) : 0.0};
-  Status reduce = communicator.allReduceWorldSum(reduced);
-  if (!reduce.isOk()) {
-    return reduce;
-  }
+  // The mean over every rank's micro-batches (the ranks that compute the loss).
+  std::vector<double> reduced{sum,
+                              evalLossBuffer != kNoBuffer ? static_cast<double>(batches) : 0.0};
+  MLPERF_RETURN_IF_ERROR(communicator.allReduceWorldSum(reduced));
   loss = reduced[0] / reduced[1];
   return Status::ok();
 }

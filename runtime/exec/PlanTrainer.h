@@ -1,11 +1,13 @@
 //===- PlanTrainer.h - Train steps from an execution plan ------*- C++ -*-===//
 //
-// Drives a plan's programs on a backend the way the reference trains (and the tg-level
-// ReferenceTrainer, its twin on IR, does): per micro-batch @forward_backward (gradients
-// already scaled by 1/A), gradients summed in their own dtype, then @optimizer_step; eval is
-// @forward per micro-batch. All state (parameters, f32 masters, moments, step) lives in the
-// backend's persistent arena; checkpoints are safetensors in the run-reference train-state
-// layout (Hugging Face names, optimizer.{master,exp_avg,exp_avg_sq}.<name>, metadata step).
+// Runs a plan's step programs on a backend: train_step is the whole optimizer step (the
+// micro-batch loop, pipeline transfers, gradient accumulation, optimizer: all commands of
+// the plan), so a step here is: write this rank's micro-batches and the step counter into
+// the inputs with those roles, replay, read lr, grad_norm and the losses; eval_step runs
+// once per evaluation micro-batch. It also initializes, loads and saves the train state
+// (parameters, f32 masters, moments, step) in the backend's persistent arena; checkpoints
+// are safetensors in the run-reference train-state layout (Hugging Face names,
+// optimizer.{master,exp_avg,exp_avg_sq}.<name>, metadata step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +17,6 @@
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/exec/Backend.h"
 
-#include <functional>
 #include <map>
 
 namespace mlperf::rt {
@@ -63,16 +64,6 @@ public:
 
 private:
   static constexpr uint32_t kNoBuffer = ~0u;
-  /// One model chunk's programs and buffers (one per rank without interleaving).
-  struct Chunk {
-    int forwardProgram = -1, forwardBackwardProgram = -1;
-    // Inputs (tokens or the previous virtual stage's activation, labels, the output's
-    // gradient) and outputs (the loss or the activation, the input activation's gradient).
-    uint32_t tokensBuffer = kNoBuffer, labelsBuffer = kNoBuffer, activationBuffer = kNoBuffer,
-             cotangentBuffer = kNoBuffer, outputBuffer = kNoBuffer, inputGradBuffer = kNoBuffer;
-    std::vector<int> parameters; // whose gradients forward_backward writes
-  };
-
   PlanTrainer(const plan::Plan &plan, Backend &backend, Communicator &communicator)
       : plan(plan), backend(backend), communicator(communicator) {}
   /// The f32 optimizer state of `parameter` from its value: whole, or this rank's shard.
@@ -86,31 +77,20 @@ private:
                     int64_t index) const;
   HostTensor splitSlice(const plan::Parameter &parameter, const HostTensor &full,
                         const std::vector<int64_t> &local) const;
-  Status writeInputs(const Chunk &chunk, const std::vector<int64_t> &tokens,
-                     const std::vector<int64_t> &labels, int64_t microBatch);
+  /// Writes `shape`'s elements of `source` from `first` on into integer buffer `id` (none:
+  /// the stage does not read it).
+  Status writeBatch(uint32_t id, const std::vector<int64_t> &source, int64_t first,
+                    std::vector<int64_t> shape);
   Status readScalar(uint32_t id, double &value) const;
-  /// Pipeline parallelism: buffer `id` to / from the stage `shift` steps along pp.
-  Status sendFrom(uint32_t id, int64_t shift, int tag);
-  Status receiveInto(uint32_t id, int64_t shift, int tag);
-  /// This rank's forward and backward passes of every micro-batch and chunk in schedule
-  /// order; `backwardDone(chunk)` after each backward.
-  Status pipelineMicroBatches(const std::vector<int64_t> &tokens,
-                              const std::vector<int64_t> &labels,
-                              const std::function<Status(const Chunk &)> &backwardDone);
-  /// Virtual stage of this rank's chunk (chunk · pp + stage), the pp shift to the rank that
-  /// holds another virtual stage, and the message tag of a transfer into a virtual stage.
-  int64_t virtualStage(size_t chunk) const;
-  int64_t shiftTo(int64_t otherVirtualStage) const;
-  static int tagFor(int64_t receiverVirtualStage, bool forward);
-  static constexpr int kFirstPipelineTag = 16;
 
   const plan::Plan &plan;
   Backend &backend;
   Communicator &communicator;
-  std::vector<Chunk> chunks;
-  int optimizerProgram = -1;
-  uint32_t lossBuffer = kNoBuffer, stepBuffer = 0, lrBuffer = 0, normBuffer = 0;
-  int64_t stage = 0, stages = 1;
+  int trainProgram = -1, evalProgram = -1, unusedProgram = -1;
+  // Inputs and outputs by role; kNoBuffer where this stage's programs have none.
+  uint32_t trainTokens = kNoBuffer, trainLabels = kNoBuffer, stepBuffer = kNoBuffer,
+           lrBuffer = kNoBuffer, normBuffer = kNoBuffer, lossesBuffer = kNoBuffer,
+           evalTokens = kNoBuffer, evalLabels = kNoBuffer, evalLossBuffer = kNoBuffer;
   int64_t microRows = 0, seq = 0, accumulation = 1, dataParallel = 1, steps = 0;
 };
 

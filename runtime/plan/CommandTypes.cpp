@@ -93,6 +93,16 @@ private:
   void scalar(const plan::Buffer &b) {
     expect(b.shape_size() == 0, "buffer '" + b.name() + "' must be a scalar");
   }
+  /// The group size of the mesh axis `axisAttr` names, or 0 after recording the problem.
+  int64_t axisMembers(const plan::Attribute *axisAttr) {
+    MeshAxis axis;
+    if (!axisAttr || axisAttr->value_case() != plan::Attribute::kS ||
+        !parseMeshAxis(axisAttr->s(), axis)) {
+      fail("attribute 'axis' must be one of dp, tp, pp");
+      return 0;
+    }
+    return planMesh(plan).axisSize(axis);
+  }
   void allOperandsAndResultsFloat() {
     for (int i = 0; i < command.operands_size(); ++i) {
       floats({&operand(i)});
@@ -121,12 +131,12 @@ std::string Checker::run() {
     allOperandsAndResultsFloat();
     sameShape(in(0), out());
     sameShape(in(1), out());
-  } else if (op == "scale" || op == "silu" || op == "convert" || op == "copy") {
+  } else if (op == "scale" || op == "silu" || op == "convert") {
     allOperandsAndResultsFloat();
     sameShape(in(0), out());
-    if (op == "copy") {
-      expect(operand(0).dtype() == result(0).dtype(), "copy must keep the dtype");
-    }
+  } else if (op == "copy") { // of any dtype: token ids into a sub-program's inputs too
+    sameShape(in(0), out());
+    expect(operand(0).dtype() == result(0).dtype(), "copy must keep the dtype");
   } else if (op == "reshape") {
     expect(isFloatType(operand(0).dtype()) == isFloatType(result(0).dtype()) &&
                elements(in(0)) == elements(out()),
@@ -279,13 +289,10 @@ std::string Checker::run() {
     allOperandsAndResultsFloat();
     expect(operand(0).dtype() == result(0).dtype(), "a collective keeps the dtype");
     const plan::Attribute *axisAttr = attribute("axis");
-    MeshAxis axis;
-    if (!axisAttr || axisAttr->value_case() != plan::Attribute::kS ||
-        !parseMeshAxis(axisAttr->s(), axis)) {
-      fail("attribute 'axis' must be one of dp, tp, pp");
+    int64_t members = axisMembers(axisAttr);
+    if (members < 1) {
       return problem;
     }
-    int64_t members = planMesh(plan).axisSize(axis);
     if (op == "all_reduce") {
       sameShape(in(0), out());
     } else {
@@ -306,6 +313,24 @@ std::string Checker::run() {
                         " (every dim before it 1) cannot map " + describe(in(0)) + " -> " +
                         describe(out()));
     }
+  } else if (op == "send" || op == "recv") {
+    // Floats travel as f32 (bf16 values are exact in it).
+    floats({op == "send" ? &operand(0) : &result(0)});
+    const plan::Attribute *axisAttr = attribute("axis");
+    const plan::Attribute *shift = attribute("shift");
+    int64_t members = axisMembers(axisAttr);
+    if (members < 1) {
+      return problem;
+    }
+    expect(shift && shift->value_case() == plan::Attribute::kI && shift->i() != 0 &&
+               shift->i() > -members && shift->i() < members,
+           "attribute 'shift' must be a non-zero integer within the " + std::to_string(members) +
+               " ranks of axis " + axisAttr->s());
+    index("tag", 32768);
+  } else if (op == "call") {
+    const plan::Attribute *program = attribute("program");
+    expect(program && program->value_case() == plan::Attribute::kS,
+           "attribute 'program' must name a program");
   } else if (op == "adamw") {
     // (master, m, v, grad, lr, clip, step) -> (master, m, v)
     for (int i = 0; i < 6; ++i) {

@@ -132,6 +132,12 @@ Status validatePlan(const plan::Plan &p) {
                        std::to_string(id));
       }
     }
+    if ((program.input_roles_size() != 0 && program.input_roles_size() != program.inputs_size()) ||
+        (program.output_roles_size() != 0 &&
+         program.output_roles_size() != program.outputs_size())) {
+      return invalid("program '" + program.name() +
+                     "' does not give one role per input and output");
+    }
     uint32_t streams = std::max<uint32_t>(program.streams(), 1);
     if (streams > 2) {
       return invalid("program '" + program.name() + "' has " + std::to_string(streams) +
@@ -191,6 +197,20 @@ Status validatePlan(const plan::Plan &p) {
       std::string problem = checkCommandTypes(p, command);
       if (!problem.empty()) {
         return invalid(where + ": " + problem);
+      }
+      if (command.op() == "call") {
+        // Only earlier programs: the call graph has no cycle, and memory planning placed
+        // every callee before its callers.
+        std::string callee;
+        for (const plan::Attribute &a : command.attributes()) {
+          if (a.name() == "program") {
+            callee = a.s(); // checkCommandTypes made sure it is a string
+          }
+        }
+        if (callee == program.name() || !programNames.count(callee)) {
+          return invalid(where + " calls program '" + callee +
+                         "', which the plan does not have before it");
+        }
       }
     }
   }

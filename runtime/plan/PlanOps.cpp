@@ -41,6 +41,14 @@ constexpr PlanOpSignature kOps[] = {
     {"all_reduce", 1, 1, 1, 1},
     {"reduce_scatter", 1, 1, 1, 1},
     {"all_gather", 1, 1, 1, 1},
+    // Point-to-point over one mesh axis (attributes "axis", "shift" != 0, "tag"): a send
+    // copies its operand and completes in the background; a receive blocks until the message
+    // of its sender and tag arrived.
+    {"send", 1, 1, 0, 0},
+    {"recv", 0, 0, 1, 1},
+    // Runs another program of the plan (attribute "program"): its inputs were written before,
+    // its outputs are read after.
+    {"call", 0, 0, 0, 0},
     // Ordering between streams (attribute "event"): a wait on one stream holds it until the
     // event was recorded on another.
     {"event_record", 0, 0, 0, 0},

@@ -15,7 +15,7 @@
 namespace mlperf::rt {
 
 /// Bumped on every incompatible change to runtime/plan.proto or the op table.
-constexpr uint32_t kPlanFormatVersion = 2;
+constexpr uint32_t kPlanFormatVersion = 3;
 
 /// Operand and result counts of a command op; -1 for "any number".
 struct PlanOpSignature {

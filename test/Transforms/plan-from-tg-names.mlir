@@ -1,4 +1,4 @@
-// RUN: mlperf-opt %s --tg-autodiff --tg-optimizer --plan-from-tg | FileCheck %s
+// RUN: mlperf-opt %s --tg-autodiff --tg-optimizer --tg-train-step --plan-from-tg | FileCheck %s
 
 // Tests that buffer names stay unique when a parameter is called like a generated buffer or
 // an arena: the later one gets the next free number, and plan.parameter keeps the real name.

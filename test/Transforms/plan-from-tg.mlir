@@ -1,10 +1,10 @@
-// RUN: mlperf-opt %s --tg-autodiff --tg-optimizer --plan-from-tg="precision=fp32 accumulation-steps=2" | FileCheck %s
+// RUN: mlperf-opt %s --tg-autodiff --tg-optimizer --tg-train-step=accumulation-steps=2 --plan-from-tg="precision=fp32 accumulation-steps=2" | FileCheck %s
 
 // Tests the plan of a one-parameter train step: persistent buffers per parameter (value,
 // gradient, f32 master and moments) and for the inputs and scalars, the parameter record,
 // programs whose inputs and outputs are those buffers, one command per tg op with its
 // attributes, numbered activation buffers, and the model metadata. Offsets come later.
-// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 2 : i64, model = {
+// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 3 : i64, model = {
 // CHECK-SAME: global_batch_size = 2 : i64, gradient_accumulation_steps = 2 : i64
 // CHECK-SAME: precision = "fp32"
 // CHECK: plan.arena @persistent "persistent"
@@ -30,15 +30,43 @@
 // CHECK-NEXT: }
 // A reshape's result is a view of its input's bytes; the last op writes the gradient buffer.
 // CHECK: plan.buffer @forward_backward.view.0 : tensor<4x8xf32> in @activations view of @forward_backward.embedding.0
-// CHECK: plan.program @forward_backward inputs [@input.tokens, @input.labels] outputs [@loss, @grad.embed] {
+// With two micro-batches the backward adds its gradient to the sum in place: the gradient
+// buffer is an input and an output.
+// CHECK: plan.program @forward_backward inputs [@input.tokens, @input.labels, @grad.embed] outputs [@loss, @grad.embed] {
 // CHECK: plan.command "cross_entropy_grad"
 // CHECK: plan.command "reshape" [@forward_backward.embedding.0] -> [@forward_backward.view.0]
-// CHECK: plan.command "add" [@forward_backward.matmul.2, @forward_backward.embedding_grad.0] -> [@grad.embed]
+// CHECK: plan.command "add" [@forward_backward.matmul.2, @forward_backward.embedding_grad.0] -> [@forward_backward.add.0]
+// CHECK-NEXT: plan.command "add" [@grad.embed, @forward_backward.add.0] -> [@grad.embed]
 // CHECK: plan.program @optimizer_step inputs [@step, @grad.embed, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed] outputs [@embed, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @lr, @grad_norm] {
 // CHECK: plan.command "lr_value" [@step] -> [@lr]
 // The f32 parameter is its own master: returned twice, written once and copied once.
 // CHECK: plan.command "adamw" [@optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @grad.embed, @lr, @optimizer_step.clip_coefficient.0, @step] -> [@embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed]
 // CHECK-NEXT: plan.command "copy" [@embed] -> [@optimizer.master.embed]
+// The whole step: micro-batches sliced from the step's inputs (the first straight into the
+// sub-program's input buffers), the gradient sum zeroed in place, one call per micro-batch
+// with the next micro-batch copied in, the first loss saved before the second call
+// overwrites it, the optimizer, and the loss vector.
+// CHECK: plan.buffer @train_step.tokens : tensor<2x1x4xi32> in @persistent{{$}}
+// CHECK: plan.buffer @losses : tensor<2xf32> in @persistent{{$}}
+// CHECK: plan.program @train_step inputs [@train_step.tokens, @train_step.labels, @step, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed] outputs [@embed, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @lr, @grad_norm, @losses]
+// CHECK-SAME: attributes {input_roles = ["tokens", "labels", "step", "master", "exp_avg", "exp_avg_sq"], output_roles = ["param", "master", "exp_avg", "exp_avg_sq", "lr", "grad_norm", "losses"]}
+// CHECK-NEXT: plan.command "split" [@train_step.tokens] -> [@train_step.split.0, @train_step.split.1] {kernel_attrs = {dim = 0 : i64, sizes = array<i64: 1, 1>}}
+// CHECK-NEXT: plan.command "reshape" [@train_step.split.0] -> [@input.tokens]
+// CHECK-NEXT: plan.command "reshape" [@train_step.split.1] -> [@train_step.view.0]
+// CHECK: plan.command "fill" [] -> [@grad.embed] {kernel_attrs = {value = 0.000000e+00 : f64}}
+// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward_backward"}}
+// CHECK-NEXT: plan.command "copy" [@loss] -> [@train_step.saved.0]
+// CHECK-NEXT: plan.command "copy" [@train_step.view.0] -> [@input.tokens]
+// CHECK-NEXT: plan.command "copy" [@train_step.view.1] -> [@input.labels]
+// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward_backward"}}
+// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "optimizer_step"}}
+// CHECK-NEXT: plan.command "reshape" [@train_step.saved.0] -> [@train_step.view.2]
+// CHECK-NEXT: plan.command "reshape" [@loss] -> [@train_step.view.3]
+// CHECK-NEXT: plan.command "concat" [@train_step.view.2, @train_step.view.3] -> [@losses]
+// CHECK: plan.program @eval_step inputs [@eval_step.tokens, @eval_step.labels] outputs [@loss] attributes {input_roles = ["tokens", "labels"], output_roles = ["loss"]} {
+// CHECK-NEXT: plan.command "copy" [@eval_step.tokens] -> [@input.tokens]
+// CHECK-NEXT: plan.command "copy" [@eval_step.labels] -> [@input.labels]
+// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward"}}
 tg.model @tiny {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}

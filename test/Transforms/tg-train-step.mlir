@@ -1,10 +1,15 @@
 // RUN: mlperf-opt %s --split-input-file --verify-diagnostics --tg-autodiff --tg-optimizer --tg-train-step=accumulation-steps=2 | FileCheck %s
 
 // Tests the single-rank step: two micro-batches sliced from [A, rows, seq] inputs, one
-// @forward_backward call each, gradients added in their type in completion order, the
+// @forward_backward call each that adds its gradient to the sum so far (zero at first; the
+// sums are the micro-batch gradients added in their type in completion order), the
 // optimizer called with the sums and the state arguments, and the loss vector returned;
 // every argument and result has its role.
 // CHECK-LABEL: tg.model @single
+// CHECK: func.func @forward_backward(%{{[^:]+}}: tensor<1x4xi32>, %{{[^:]+}}: tensor<1x4xi32>, %[[SOFAR:[^:]+]]: tensor<16x8xbf16> {tg.param = @embed, tg.role = "grad"})
+// CHECK: %[[G:.+]] = tg.add %{{.+}}, %{{.+}} : tensor<16x8xbf16>
+// CHECK: %[[NEWSUM:.+]] = tg.add %[[SOFAR]], %[[G]] : tensor<16x8xbf16>
+// CHECK: return %{{.+}}, %[[NEWSUM]]
 // CHECK: func.func @train_step(%[[TOK:[^:]+]]: tensor<2x1x4xi32> {tg.role = "tokens"}, %[[LAB:[^:]+]]: tensor<2x1x4xi32> {tg.role = "labels"}, %[[STEP:[^:]+]]: tensor<i64> {tg.role = "step"}, %[[MASTER:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "master"}, %[[M:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg"}, %[[V:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg_sq"})
 // CHECK-SAME: -> (tensor<16x8xbf16> {tg.param = @embed, tg.role = "param"}, {{.*}}, tensor<f32> {tg.role = "lr"}, tensor<f32> {tg.role = "grad_norm"}, tensor<2xf32> {tg.role = "losses"})
 // CHECK: %[[TS:.+]]:2 = tg.split %[[TOK]] {dim = 0 : i64, sizes = array<i64: 1, 1>} : tensor<2x1x4xi32> -> tensor<1x1x4xi32>, tensor<1x1x4xi32>
@@ -12,10 +17,10 @@
 // CHECK: %[[LS:.+]]:2 = tg.split %[[LAB]]
 // CHECK: %[[L0:.+]] = tg.reshape %[[LS]]#0
 // CHECK: %[[L1:.+]] = tg.reshape %[[LS]]#1
-// CHECK: %[[R0:.+]]:2 = call @forward_backward(%[[T0]], %[[L0]])
-// CHECK: %[[R1:.+]]:2 = call @forward_backward(%{{.+}}, %[[L1]])
-// CHECK: %[[SUM:.+]] = tg.add %[[R0]]#1, %[[R1]]#1 : tensor<16x8xbf16>
-// CHECK: %[[NEW:.+]]:6 = call @optimizer_step(%[[STEP]], %[[SUM]], %[[MASTER]], %[[M]], %[[V]])
+// CHECK: %[[ZERO:.+]] = tg.fill {value = 0.000000e+00 : f64} : tensor<16x8xbf16>
+// CHECK: %[[R0:.+]]:2 = call @forward_backward(%[[T0]], %[[L0]], %[[ZERO]])
+// CHECK: %[[R1:.+]]:2 = call @forward_backward(%{{.+}}, %[[L1]], %[[R0]]#1)
+// CHECK: %[[NEW:.+]]:6 = call @optimizer_step(%[[STEP]], %[[R1]]#1, %[[MASTER]], %[[M]], %[[V]])
 // CHECK: %[[A:.+]] = tg.reshape %[[R0]]#0 : tensor<f32> -> tensor<1xf32>
 // CHECK: %[[B:.+]] = tg.reshape %[[R1]]#0 : tensor<f32> -> tensor<1xf32>
 // CHECK: %[[LOSSES:.+]] = tg.concat %[[A]], %[[B]] {dim = 0 : i64}
@@ -56,12 +61,11 @@ tg.model @single {
 // CHECK-NEXT: dist.done
 // CHECK-NEXT: %[[G0:.+]] = dist.recv_start from @mesh "pp" shift 1 {tag = 17 : i64} : !dist.future<tensor<1x4x8xf32>>
 // CHECK-NEXT: %[[C0:.+]] = dist.done %[[G0]]
-// CHECK-NEXT: %[[B0:.+]]:2 = call @forward_backward(%[[T0]], %[[C0]])
+// CHECK-NEXT: %[[B0:.+]]:2 = call @forward_backward(%[[T0]], %[[C0]], %{{.+}})
 // CHECK-NEXT: dist.recv_start from @mesh "pp" shift 1 {tag = 17 : i64}
 // CHECK-NEXT: %[[C1:.+]] = dist.done
-// CHECK-NEXT: %[[B1:.+]]:2 = call @forward_backward(%[[T1]], %[[C1]])
-// CHECK-NEXT: %[[SUM:.+]] = tg.add %[[B0]]#1, %[[B1]]#1
-// CHECK-NEXT: %[[NEW:.+]]:6 = call @optimizer_step(%{{.+}}, %[[SUM]],
+// CHECK-NEXT: %[[B1:.+]]:2 = call @forward_backward(%[[T1]], %[[C1]], %[[B0]]#1)
+// CHECK-NEXT: %[[NEW:.+]]:6 = call @optimizer_step(%{{.+}}, %[[B1]]#1,
 // CHECK-NEXT: %[[LF:.+]] = dist.recv_start from @mesh "pp" shift 1 {tag = 1 : i64} : !dist.future<tensor<2xf32>>
 // CHECK-NEXT: %[[LOSSES:.+]] = dist.done %[[LF]]
 // CHECK-NEXT: return %[[NEW]]#0, {{.*}}, %[[LOSSES]] :

@@ -170,6 +170,10 @@ LogicalResult ProgramOp::verify() {
     return emitOpError() << "has " << streams
                          << " streams; plans have a compute and a communication stream";
   }
+  if ((getInputRolesAttr() && getInputRolesAttr().size() != getInputs().size()) ||
+      (getOutputRolesAttr() && getOutputRolesAttr().size() != getOutputs().size())) {
+    return emitOpError() << "needs one role per input and per output";
+  }
   // Events: recorded once, waited for on another stream after the record (as the loader
   // requires; plan-memory pairs them by these rules).
   llvm::DenseMap<int64_t, int64_t> recordedOn;
@@ -181,8 +185,8 @@ LogicalResult ProgramOp::verify() {
     }
     auto it = recordedOn.find(event.getInt());
     if (event.getInt() < 0 || (record && it != recordedOn.end())) {
-      return command.emitOpError() << "records event " << event.getInt()
-                                   << ", which is negative or recorded before";
+      return command.emitOpError()
+             << "records event " << event.getInt() << ", which is negative or recorded before";
     }
     int64_t stream = command.getStreamAttr().getInt();
     if (wait && (it == recordedOn.end() || it->second == stream)) {
@@ -225,6 +229,18 @@ LogicalResult CommandOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(verifyBufferList(*this, symbols, getOperands(), "operand")) ||
       failed(verifyBufferList(*this, symbols, getResults(), "result"))) {
     return failure();
+  }
+  if (getKernel() == "call") {
+    auto callee = getKernelAttrs().getAs<StringAttr>("program");
+    auto program = getParentOp<ProgramOp>();
+    auto target =
+        callee ? symbols.lookupSymbolIn<ProgramOp>(program->getParentOp(),
+                                                   StringAttr::get(getContext(), callee.getValue()))
+               : ProgramOp();
+    if (!target || target == program) {
+      return emitOpError() << "calls " << (callee ? "@" + callee.str() : "no 'program'")
+                           << ", which is no other program of the plan";
+    }
   }
   return success();
 }

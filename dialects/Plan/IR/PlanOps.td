@@ -93,12 +93,17 @@ def Plan_ProgramOp : Plan_Op<"program", [Symbol, HasParent<"PlanOp">, SingleBloc
                                          DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Commands run in order on one stream";
   let description = [{
-    `inputs` are the buffers the runtime fills before the program runs, `outputs` those
-    holding its results afterwards (`forward`, `forward_backward`, `optimizer_step`).
+    `inputs` are the buffers filled before the program runs, `outputs` those holding its
+    results afterwards. `train_step` and `eval_step` are what the runtime runs; they state
+    what each input and output is in `input_roles` / `output_roles` (runtime/plan/StepRoles.h)
+    and `call` the sub-programs (`forward`, `forward_backward`, `optimizer_step`), whose
+    inputs the caller copies in first.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefArrayAttr:$inputs,
                        FlatSymbolRefArrayAttr:$outputs,
-                       DefaultValuedAttr<I64Attr, "1">:$streams);
+                       DefaultValuedAttr<I64Attr, "1">:$streams,
+                       OptionalAttr<StrArrayAttr>:$input_roles,
+                       OptionalAttr<StrArrayAttr>:$output_roles);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name `inputs` $inputs `outputs` $outputs attr-dict-with-keyword $body";
   let hasVerifier = 1;
