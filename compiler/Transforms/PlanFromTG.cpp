@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -131,8 +132,37 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
   int64_t events = 0; // per program
 
   llvm::DenseMap<Value, FlatSymbolRefAttr> bufferOf;
+  // The bytes a buffer uses (a view's are its source's).
+  auto rootOf = [&](FlatSymbolRefAttr ref) -> StringRef {
+    plan_ir::BufferOp buffer = bufferOps.lookup(ref.getValue());
+    return buffer && buffer.getViewOfAttr() ? *buffer.getViewOf() : ref.getValue();
+  };
+  // Per buffer (its bytes), the values bound to it; an entry is stale once its value is
+  // bound elsewhere. Calls look up what they overwrite here instead of scanning every value.
+  llvm::StringMap<SmallVector<Value>> holders;
+  auto bind = [&](Value value, FlatSymbolRefAttr ref) {
+    bufferOf[value] = ref;
+    if (ref) {
+      holders[rootOf(ref)].push_back(value);
+    }
+  };
+  auto valuesIn = [&](StringRef root) {
+    auto it = holders.find(root);
+    if (it == holders.end()) {
+      return SmallVector<Value>();
+    }
+    SmallVector<Value> &values = it->second;
+    llvm::erase_if(values, [&](Value value) { // drop the stale entries for good
+      FlatSymbolRefAttr ref = bufferOf.lookup(value);
+      return !ref || rootOf(ref) != root;
+    });
+    llvm::sort(values,
+               [](Value a, Value b) { return a.getAsOpaquePointer() < b.getAsOpaquePointer(); });
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    return values;
+  };
   for (auto [arg, ref] : llvm::zip(body.getArguments(), inputs)) {
-    bufferOf[arg] = ref;
+    bind(arg, ref);
   }
   // Returned values are written straight into the program's output buffers.
   llvm::DenseMap<Value, FlatSymbolRefAttr> outputOf;
@@ -177,12 +207,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       return {};
     }
     Operation *producer = value.getDefiningOp();
-    for (auto &[other, ref] : bufferOf) {
-      plan_ir::BufferOp buffer = bufferOps.lookup(ref.getValue());
-      StringRef bytes = buffer && buffer.getViewOfAttr() ? *buffer.getViewOf() : ref.getValue();
-      if (bytes != input.getValue()) {
-        continue;
-      }
+    for (Value other : valuesIn(input.getValue())) {
       for (Operation *user : other.getUsers()) {
         if (producer->isBeforeInBlock(user) || user == producer) {
           return {}; // that buffer still holds a value read later
@@ -208,28 +233,30 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         return call.emitError() << "plan-from-tg: the call does not match @" << call.getCallee();
       }
       llvm::StringSet<> clobbered;
-      for (FlatSymbolRefAttr ref :
-           llvm::concat<const FlatSymbolRefAttr>(calleeInputs, calleeOutputs)) {
-        clobbered.insert(ref.getValue());
-      }
       SmallVector<std::pair<Value, FlatSymbolRefAttr>> saved;
-      for (auto &[value, ref] : bufferOf) {
-        plan_ir::BufferOp buffer = bufferOps.lookup(ref.getValue());
-        StringRef bytes = buffer && buffer.getViewOfAttr() ? *buffer.getViewOf() : ref.getValue();
-        if (!clobbered.contains(bytes)) {
+      llvm::DenseSet<Value> seen;
+      for (FlatSymbolRefAttr callee :
+           llvm::concat<const FlatSymbolRefAttr>(calleeInputs, calleeOutputs)) {
+        if (!clobbered.insert(callee.getValue()).second) {
           continue;
         }
-        bool needed = false;
-        for (OpOperand &use : value.getUses()) {
-          Operation *user = use.getOwner();
-          if (user == call.getOperation()) {
-            needed |= calleeInputs[use.getOperandNumber()] != ref;
-          } else {
-            needed |= op.isBeforeInBlock(user);
+        for (Value value : valuesIn(callee.getValue())) {
+          if (!seen.insert(value).second) {
+            continue;
           }
-        }
-        if (needed) {
-          saved.push_back({value, ref});
+          FlatSymbolRefAttr ref = bufferOf.lookup(value);
+          bool needed = false;
+          for (OpOperand &use : value.getUses()) {
+            Operation *user = use.getOwner();
+            if (user == call.getOperation()) {
+              needed |= calleeInputs[use.getOperandNumber()] != ref;
+            } else {
+              needed |= op.isBeforeInBlock(user);
+            }
+          }
+          if (needed) {
+            saved.push_back({value, ref});
+          }
         }
       }
       // In program order, so that the plan is the same on every compile.
@@ -239,7 +266,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         FlatSymbolRefAttr kept =
             addBuffer(func.getSymName().str() + ".saved", value.getType(), activations);
         copy(call.getLoc(), ref, kept);
-        bufferOf[value] = kept;
+        bind(value, kept);
       }
       for (auto [operand, input] : llvm::zip(call.getOperands(), calleeInputs)) {
         FlatSymbolRefAttr source = bufferOf.lookup(operand);
@@ -253,17 +280,17 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
                                      "program", commands.getStringAttr(call.getCallee()))),
                                  commands.getI64IntegerAttr(0));
       for (auto [result, output] : llvm::zip(call.getResults(), calleeOutputs)) {
-        bufferOf[result] = output;
+        bind(result, output);
       }
       continue;
     }
     if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
-      bufferOf[ref.getResult()] = parameterValue.lookup(ref.getName());
+      bind(ref.getResult(), parameterValue.lookup(ref.getName()));
       continue;
     }
     if (auto done = dyn_cast<dist::DoneOp>(op)) {
       if (done.getResult()) {
-        bufferOf[done.getResult()] = bufferOf.lookup(done.getFuture());
+        bind(done.getResult(), bufferOf.lookup(done.getFuture()));
       }
       continue;
     }
@@ -334,7 +361,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       } else {
         ref = addBuffer(func.getSymName().str() + "." + kernel.str(), value.getType(), activations);
       }
-      bufferOf[result] = ref;
+      bind(result, ref);
       results.push_back(ref);
     }
     for (NamedAttribute attr : attributes) {

@@ -5,6 +5,7 @@ usage: compare_metrics.py REFERENCE RUN --rtol R   (loss and grad_norm within R 
 Prints the largest relative differences; exits 1 when a step is missing or out of tolerance.
 """
 import json
+import math
 import sys
 
 
@@ -27,6 +28,9 @@ def main():
             print(f"step/lr differ: {ref} vs {got}")
             return 1
         for key in worst:
+            if not math.isfinite(got[key]):
+                print(f"step {ref['step']} {key}: {got[key]} is not finite")
+                return 1
             difference = abs(ref[key] - got[key]) / abs(ref[key])
             worst[key] = max(worst[key], difference)
             if (exact and ref[key] != got[key]) or difference > rtol:
