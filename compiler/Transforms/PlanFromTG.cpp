@@ -300,10 +300,15 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     StringRef kernel = op.getName().stripDialect();
     Value produced;
     bool transfer = isa<dist::SendStartOp, dist::RecvStartOp>(op);
+    // A loss over a vocabulary split across ranks combines maxima and sums with its peers
+    // inside the command: it runs on the communication stream too, so that every rank issues
+    // its communication in one order (runtime/cpu/CpuBackend.cpp).
+    bool communicatesInside =
+        isa<tg::CrossEntropyOp, tg::CrossEntropyGradOp>(op) && op.hasAttr("vocab_shard_axis");
     bool communication =
-        transfer ||
+        communicatesInside || transfer ||
         isa<dist::AllReduceStartOp, dist::ReduceScatterStartOp, dist::AllGatherStartOp>(op);
-    if (communication) {
+    if (communication && !communicatesInside) {
       SmallVector<NamedAttribute> commandAttrs;
       if (transfer) {
         // Point-to-point: "send" / "recv" with the axis, shift and tag of the dist op.

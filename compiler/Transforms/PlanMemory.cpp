@@ -2,6 +2,7 @@
 
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Transforms/Passes.h"
+#include "runtime/plan/StreamOrder.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -24,6 +25,7 @@ constexpr int64_t kAlignment = 256;
 int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 LogicalResult placePlan(plan_ir::PlanOp plan) {
+  SymbolTableCollection symbols;
   Block &body = plan.getBody().front();
   Builder builder(plan.getContext());
   llvm::StringMap<plan_ir::BufferOp> buffers;
@@ -72,49 +74,22 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     llvm::StringMap<size_t> rangeOf;
     std::vector<LiveRange> ranges;
     std::vector<plan_ir::BufferOp> owners;
-    // A command on another stream may run while stream 0 goes on: its buffers stay alive until
-    // stream 0 waits for the event that stream records after it.
     auto commandList = llvm::to_vector(program.getBody().front().getOps<plan_ir::CommandOp>());
-    // And its buffers are live from stream 0's record that its stream waits for: stream 0
-    // may still run commands issued between that record and the command.
+    // A command may run while the other stream goes on (runtime/plan/StreamOrder.h): its
+    // buffers stay alive over every command of the other stream that can run at the same
+    // time (from the fork to the join of a collective).
+    SmallVector<StringRef> names;
+    std::vector<rt::StreamCommand> ordered = plan_ir::streamCommands(program, symbols, names);
+    rt::StreamOrder order;
+    if (auto problem =
+            rt::StreamOrder::analyze(ordered, static_cast<uint32_t>(program.getStreams()), order)) {
+      return commandList[problem->command].emitOpError() << problem->message;
+    }
     std::vector<int64_t> joinedAt(commandList.size()), forkedAt(commandList.size());
     for (size_t i = 0; i < commandList.size(); ++i) {
-      joinedAt[i] = forkedAt[i] = static_cast<int64_t>(i);
-      int64_t stream = commandList[i].getStream();
-      if (stream == 0) {
-        continue;
-      }
-      for (size_t j = i; j-- > 0;) {
-        plan_ir::CommandOp earlier = commandList[j];
-        auto id = earlier.getKernelAttrs().getAs<IntegerAttr>("event");
-        if (earlier.getKernel() != "event_wait" || earlier.getStream() != stream || !id) {
-          continue;
-        }
-        for (size_t k = j; k-- > 0;) {
-          auto recorded = commandList[k].getKernelAttrs().getAs<IntegerAttr>("event");
-          if (commandList[k].getKernel() == "event_record" && commandList[k].getStream() == 0 &&
-              recorded && recorded.getInt() == id.getInt()) {
-            forkedAt[i] = static_cast<int64_t>(k);
-            break;
-          }
-        }
-        break;
-      }
-      std::optional<int64_t> event;
-      for (size_t j = i + 1; j < commandList.size(); ++j) {
-        plan_ir::CommandOp later = commandList[j];
-        auto id = later.getKernelAttrs().getAs<IntegerAttr>("event");
-        if (!event && later.getKernel() == "event_record" && later.getStream() == stream && id) {
-          event = id.getInt();
-        } else if (event && later.getKernel() == "event_wait" && later.getStream() == 0 && id &&
-                   id.getInt() == *event) {
-          joinedAt[i] = static_cast<int64_t>(j);
-          break;
-        }
-      }
-      if (joinedAt[i] == static_cast<int64_t>(i)) {
-        joinedAt[i] = static_cast<int64_t>(commandList.size()); // never joined: the whole program
-      }
+      auto [first, last] = order.window(i);
+      forkedAt[i] = first <= last ? std::min<int64_t>(first, i) : static_cast<int64_t>(i);
+      joinedAt[i] = first <= last ? std::max<int64_t>(last, i) : static_cast<int64_t>(i);
     }
     int64_t index = 0;
     for (auto command : commandList) {

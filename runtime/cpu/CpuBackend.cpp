@@ -13,9 +13,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 
 namespace mlperf::rt {
 namespace {
@@ -32,6 +37,43 @@ inline uint16_t bf16Bits(float value) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
+
+/// The events of one program run: which were recorded, and whether a stream failed (then
+/// waits return instead of blocking for a record that will never come).
+class Events {
+public:
+  Status record(int64_t event) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      recorded.insert(event);
+    }
+    changed.notify_all();
+    return Status::ok();
+  }
+  Status wait(int64_t event) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return recorded.count(event) || failed; });
+    if (!recorded.count(event)) {
+      return Status(StatusCode::kInternal, kStopped);
+    }
+    return Status::ok();
+  }
+  void fail() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      failed = true;
+    }
+    changed.notify_all();
+  }
+  static bool isStop(const Status &status) { return status.message() == kStopped; }
+
+private:
+  static constexpr const char *kStopped = "stopped: the program's other stream failed";
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::set<int64_t> recorded;
+  bool failed = false;
+};
 
 class CpuBackend final : public Backend {
 public:
@@ -63,26 +105,83 @@ public:
     return status.isOk() ? sent : status;
   }
 
-  /// Program `index`'s commands in order; a `call` runs the callee inline (the loader allows
-  /// calls of earlier programs only, so this recursion ends).
+  ~CpuBackend() override {
+    if (worker.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(workerMutex);
+        stopping = true;
+      }
+      workerWake.notify_all();
+      worker.join();
+    }
+  }
+
+  /// Program `index`: stream 0 runs on the calling thread, stream 1 (collectives, transfers,
+  /// the vocabulary-split loss) on the communication thread, each in program order, and
+  /// `event_wait` blocks until the other stream ran the `event_record`. A `call` is a barrier
+  /// (runtime/plan/StreamOrder.h): both streams finish what came before it, the callee runs,
+  /// then both go on. The loader allows calls of earlier programs only, so this recursion ends.
   Status run(int index) {
     const plan::Program &program = plan->programs(index);
+    Events events;
+    int n = program.commands_size();
+    for (int begin = 0; begin < n;) {
+      int end = begin;
+      while (end < n && program.commands(end).op() != "call") {
+        ++end;
+      }
+      std::vector<int> onStream[2];
+      for (int c = begin; c < end; ++c) {
+        onStream[program.commands(c).stream() == 1 ? 1 : 0].push_back(c);
+      }
+      auto runAll = [&](const std::vector<int> &list) {
+        for (int c : list) {
+          Status status = runCommand(program, c, events);
+          if (!status.isOk()) {
+            events.fail(); // the other stream must not wait for what will never come
+            return status;
+          }
+        }
+        return Status::ok();
+      };
+      Status communication = Status::ok();
+      if (!onStream[1].empty()) {
+        startOnWorker([&] { return runAll(onStream[1]); });
+      }
+      Status compute = runAll(onStream[0]);
+      if (!onStream[1].empty()) {
+        communication = finishOnWorker();
+      }
+      // Report the failure that stopped the other stream, not the stop.
+      if (!compute.isOk() && !Events::isStop(compute)) {
+        return compute;
+      }
+      if (!communication.isOk()) {
+        return communication;
+      }
+      if (!compute.isOk()) {
+        return compute;
+      }
+      if (end < n) {
+        const plan::Attribute *callee = findAttribute(program.commands(end), "program");
+        MLPERF_RETURN_IF_ERROR(run(programIndex.at(callee->s()))); // the loader checked it
+      }
+      begin = end + 1;
+    }
+    return Status::ok();
+  }
+
+  /// One command of `program` (not a call).
+  Status runCommand(const plan::Program &program, int c, Events &events) {
+    const plan::Command &command = program.commands(c);
+    if (command.op() == "event_record" || command.op() == "event_wait") {
+      int64_t event = findAttribute(command, "event")->i(); // the loader checked it
+      return command.op() == "event_record" ? events.record(event) : events.wait(event);
+    }
     std::vector<HostTensor> operandValues;
     std::vector<const HostTensor *> operands;
     std::vector<HostTensor> results;
-    for (int c = 0; c < program.commands_size(); ++c) {
-      const plan::Command &command = program.commands(c);
-      if (command.op() == "event_record" || command.op() == "event_wait") {
-        continue; // one thread runs every stream's commands in issue order, which the events allow
-      }
-      if (command.op() == "call") {
-        const plan::Attribute *callee = findAttribute(command, "program");
-        Status status = run(programIndex.at(callee->s())); // the loader checked it exists
-        if (!status.isOk()) {
-          return status;
-        }
-        continue;
-      }
+    {
       operandValues.assign(command.operands_size(), HostTensor());
       operands.clear();
       for (int i = 0; i < command.operands_size(); ++i) {
@@ -144,6 +243,42 @@ public:
       }
     }
     return Status::ok();
+  }
+
+  /// Runs `job` on the communication thread (started on first use).
+  void startOnWorker(std::function<Status()> job) {
+    std::unique_lock<std::mutex> lock(workerMutex);
+    if (!worker.joinable()) {
+      worker = std::thread([this] { workerLoop(); });
+    }
+    pending = std::move(job);
+    jobDone = false;
+    lock.unlock();
+    workerWake.notify_all();
+  }
+
+  Status finishOnWorker() {
+    std::unique_lock<std::mutex> lock(workerMutex);
+    workerWake.wait(lock, [this] { return jobDone; });
+    return jobStatus;
+  }
+
+  void workerLoop() {
+    std::unique_lock<std::mutex> lock(workerMutex);
+    for (;;) {
+      workerWake.wait(lock, [this] { return stopping || pending; });
+      if (stopping) {
+        return;
+      }
+      std::function<Status()> job = std::move(pending);
+      pending = nullptr;
+      lock.unlock();
+      Status status = job();
+      lock.lock();
+      jobStatus = status;
+      jobDone = true;
+      workerWake.notify_all();
+    }
   }
 
   Status write(uint32_t id, const HostTensor &value) override {
@@ -348,6 +483,13 @@ private:
   Communicator *communicator = nullptr;
   std::vector<uint8_t> arenas[3]; // by plan::MemoryClass
   std::map<std::string, int> programIndex;
+  // The communication-stream thread and its one job at a time.
+  std::thread worker;
+  std::mutex workerMutex;
+  std::condition_variable workerWake;
+  std::function<Status()> pending;
+  Status jobStatus = Status::ok();
+  bool jobDone = false, stopping = false;
 };
 
 } // namespace

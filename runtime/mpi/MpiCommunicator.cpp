@@ -7,9 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <limits>
 #include <list>
+#include <thread>
 
 namespace mlperf::rt {
 namespace {
@@ -161,8 +161,8 @@ public:
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
     Watchdog::Guard guard(watchdog, "an all-gather of f64 values");
-    MPI_CHECK(MPI_Allgather(values.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE,
-                            comm(axis)));
+    MPI_CHECK(
+        MPI_Allgather(values.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE, comm(axis)));
     for (size_t i = 0; i < values.size(); ++i) {
       double sum = 0.0;
       for (int64_t member = 0; member < members; ++member) {
@@ -180,8 +180,7 @@ public:
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(values.size(), count));
     Watchdog::Guard guard(watchdog, "an all-reduce (max)");
-    MPI_CHECK(
-        MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_FLOAT, MPI_MAX, comm(axis)));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), count, MPI_FLOAT, MPI_MAX, comm(axis)));
     return Status::ok();
   }
 
@@ -217,8 +216,8 @@ public:
     int count = 0;
     MLPERF_RETURN_IF_ERROR(messageCount(shard.size(), count));
     Watchdog::Guard guard(watchdog, "an all-gather");
-    MPI_CHECK(MPI_Allgather(shard.data(), count, MPI_FLOAT, output.data(), count, MPI_FLOAT,
-                            comm(axis)));
+    MPI_CHECK(
+        MPI_Allgather(shard.data(), count, MPI_FLOAT, output.data(), count, MPI_FLOAT, comm(axis)));
     return Status::ok();
   }
 
@@ -250,10 +249,10 @@ public:
     int count = 0;
     MPI_CHECK(MPI_Get_count(&status, MPI_FLOAT, &count));
     if (count != expected) {
-      return Status(StatusCode::kInternal,
-                    "rank " + std::to_string(worldRank) + " expected " +
-                        std::to_string(values.size()) + " values from its " +
-                        meshAxisName(axis) + " neighbour and got " + std::to_string(count));
+      return Status(StatusCode::kInternal, "rank " + std::to_string(worldRank) + " expected " +
+                                               std::to_string(values.size()) + " values from its " +
+                                               meshAxisName(axis) + " neighbour and got " +
+                                               std::to_string(count));
     }
     return Status::ok();
   }
@@ -318,7 +317,16 @@ Status initializeMpi(int *argc, char ***argv, int64_t &rank, int64_t &size) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
-    MPI_CHECK(MPI_Init(argc, argv));
+    // The CPU backend issues a program's communication from its communication-stream thread
+    // and the rest (evaluation sums, checkpoint agreement) from the main thread, never both
+    // at once: MPI_THREAD_SERIALIZED.
+    int provided = MPI_THREAD_SINGLE;
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+    if (provided < MPI_THREAD_SERIALIZED) {
+      return Status(StatusCode::kUnavailable,
+                    "this MPI library does not support MPI_THREAD_SERIALIZED, which the CPU "
+                    "backend's communication stream needs");
+    }
   }
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   int r = 0, s = 0;

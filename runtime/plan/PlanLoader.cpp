@@ -3,6 +3,7 @@
 #include "runtime/plan/PlanLoader.h"
 
 #include "runtime/plan/CommandTypes.h"
+#include "runtime/plan/StreamOrder.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -143,38 +144,11 @@ Status validatePlan(const plan::Plan &p) {
       return invalid("program '" + program.name() + "' has " + std::to_string(streams) +
                      " streams; this runtime has a compute and a communication stream");
     }
-    std::map<int64_t, uint32_t> recordedOn; // event -> the stream that records it
+    std::vector<StreamCommand> order;
     for (int c = 0; c < program.commands_size(); ++c) {
       const plan::Command &command = program.commands(c);
       std::string where =
           "command " + std::to_string(c) + " ('" + command.op() + "') of '" + program.name() + "'";
-      if (command.stream() >= streams) {
-        return invalid(where + " is on stream " + std::to_string(command.stream()) +
-                       " of a program with " + std::to_string(streams));
-      }
-      if (command.op() == "event_record" || command.op() == "event_wait") {
-        int64_t event = -1;
-        for (const plan::Attribute &a : command.attributes()) {
-          if (a.name() == "event" && a.value_case() == plan::Attribute::kI) {
-            event = a.i();
-          }
-        }
-        auto recorded = recordedOn.find(event);
-        if (event < 0) {
-          return invalid(where + " needs an integer attribute 'event' >= 0");
-        }
-        if (command.op() == "event_record" && recorded != recordedOn.end()) {
-          return invalid(where + " records event " + std::to_string(event) + " a second time");
-        }
-        if (command.op() == "event_wait" &&
-            (recorded == recordedOn.end() || recorded->second == command.stream())) {
-          return invalid(where + " waits for event " + std::to_string(event) +
-                         ", which no other stream recorded before it");
-        }
-        if (command.op() == "event_record") {
-          recordedOn[event] = command.stream();
-        }
-      }
       const PlanOpSignature *signature = findPlanOp(command.op());
       if (!signature) {
         return invalid(where + " is not an op this runtime executes");
@@ -198,6 +172,29 @@ Status validatePlan(const plan::Plan &p) {
       if (!problem.empty()) {
         return invalid(where + ": " + problem);
       }
+      // What the stream rules need: kind, stream, event and the bytes it touches.
+      StreamCommand ordered;
+      ordered.stream = command.stream();
+      ordered.kind = command.op() == "event_record" ? StreamCommand::Kind::kRecord
+                     : command.op() == "event_wait" ? StreamCommand::Kind::kWait
+                     : command.op() == "call"       ? StreamCommand::Kind::kCall
+                                                    : StreamCommand::Kind::kCompute;
+      for (const plan::Attribute &a : command.attributes()) {
+        if (a.name() == "event" && a.value_case() == plan::Attribute::kI) {
+          ordered.event = a.i();
+        }
+      }
+      auto bytes = [&](uint32_t id) {
+        const plan::Buffer &b = p.buffers(id);
+        return ByteRange{b.memory_class(), b.offset(), b.offset() + b.size(), id};
+      };
+      for (uint32_t id : command.operands()) {
+        ordered.reads.push_back(bytes(id));
+      }
+      for (uint32_t id : command.results()) {
+        ordered.writes.push_back(bytes(id));
+      }
+      order.push_back(std::move(ordered));
       if (command.op() == "call") {
         // Only earlier programs: the call graph has no cycle, and memory planning placed
         // every callee before its callers.
@@ -212,6 +209,27 @@ Status validatePlan(const plan::Plan &p) {
                          "', which the plan does not have before it");
         }
       }
+    }
+    StreamOrder streamOrder;
+    auto describe = [&](size_t c) {
+      return "command " + std::to_string(c) + " ('" + program.commands(c).op() + "') of '" +
+             program.name() + "'";
+    };
+    if (auto broken = StreamOrder::analyze(order, streams, streamOrder)) {
+      return invalid(describe(broken->command) + " " + broken->message);
+    }
+    if (auto conflict = streamOrder.findConflict(order)) {
+      auto access = [&](bool writes, const ByteRange &range) {
+        return std::string(writes ? "writes" : "reads") + " buffer '" +
+               p.buffers(range.buffer).name() + "'";
+      };
+      return invalid(describe(conflict->second) + " on stream " +
+                     std::to_string(program.commands(conflict->second).stream()) + " " +
+                     access(conflict->secondWrites, conflict->secondRange) + " while " +
+                     describe(conflict->first) + " on stream " +
+                     std::to_string(program.commands(conflict->first).stream()) + " " +
+                     access(conflict->firstWrites, conflict->firstRange) +
+                     ", and no event orders them (a missing event_wait)");
     }
   }
   for (const plan::Parameter &parameter : p.parameters()) {

@@ -125,6 +125,47 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          record->set_op("event_record");
        },
        "needs an integer attribute 'event' >= 0"},
+      // A command on the communication stream reads what stream 0 writes with no event
+      // between them (the scale on stream 0 writes activation b, a copy on stream 1 reads it).
+      {[](plan::Plan &p) {
+         plan::Program *program = p.mutable_programs(0);
+         program->set_streams(2);
+         plan::Command *copy = program->add_commands();
+         copy->set_op("copy");
+         copy->set_stream(1);
+         copy->add_operands(1);
+         copy->add_results(0);
+       },
+       "command 1 ('copy') of 'forward' on stream 1 reads buffer 'b' while command 0 ('scale') "
+       "of 'forward' on stream 0 writes buffer 'b', and no event orders them"},
+      // Programs call earlier programs only; roles pair with inputs and outputs.
+      {[](plan::Plan &p) {
+         plan::Command *call = p.mutable_programs(0)->add_commands();
+         call->set_op("call");
+         plan::Attribute *callee = call->add_attributes();
+         callee->set_name("program");
+         callee->set_s("no_such_program");
+       },
+       "calls program 'no_such_program', which the plan does not have before it"},
+      {[](plan::Plan &p) {
+         p.mutable_programs(0)->add_input_roles("tokens");
+         p.mutable_programs(0)->add_input_roles("labels");
+       },
+       "does not give one role per input and output"},
+      {[](plan::Plan &p) {
+         plan::Command *send = p.mutable_programs(0)->mutable_commands(0);
+         send->set_op("send");
+         send->clear_results();
+         for (auto [name, value] : {std::pair{"shift", 1}, {"tag", 3}}) {
+           plan::Attribute *attr = send->add_attributes();
+           attr->set_name(name);
+           attr->set_i(value);
+         }
+         plan::Attribute *axis = send->add_attributes();
+         axis->set_name("axis");
+         axis->set_s("pp");
+       },
+       "attribute 'shift' must be a non-zero integer within the 1 ranks of axis pp"},
       // Distribution.
       {[](plan::Plan &p) {
          plan::Mesh *mesh = p.mutable_mesh();

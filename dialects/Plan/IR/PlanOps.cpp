@@ -3,6 +3,7 @@
 #include "dialects/Plan/IR/PlanOps.h"
 
 #include "runtime/plan/PlanOps.h"
+#include "runtime/plan/StreamOrder.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
@@ -161,6 +162,26 @@ LogicalResult ProgramOp::verifySymbolUses(SymbolTableCollection &symbols) {
       return op.emitOpError() << "is not a plan.command: programs hold only commands";
     }
   }
+  // The stream rules (runtime/plan/StreamOrder.h), which the loader applies too.
+  auto commands = llvm::to_vector(getBody().front().getOps<CommandOp>());
+  SmallVector<StringRef> names;
+  std::vector<mlperf::rt::StreamCommand> ordered = streamCommands(*this, symbols, names);
+  mlperf::rt::StreamOrder order;
+  auto streams = static_cast<uint32_t>(getStreamsAttr().getInt());
+  if (auto problem = mlperf::rt::StreamOrder::analyze(ordered, streams, order)) {
+    return commands[problem->command].emitOpError() << problem->message;
+  }
+  if (auto conflict = order.findConflict(ordered)) {
+    CommandOp first = commands[conflict->first];
+    return commands[conflict->second].emitOpError()
+           << "on stream " << ordered[conflict->second].stream << " "
+           << (conflict->secondWrites ? "writes" : "reads") << " buffer @"
+           << names[conflict->secondRange.buffer] << " while command " << conflict->first << " (\""
+           << first.getKernel() << "\") on stream " << ordered[conflict->first].stream << " "
+           << (conflict->firstWrites ? "writes" : "reads") << " buffer @"
+           << names[conflict->firstRange.buffer]
+           << ", and no event orders them (a missing event_wait)";
+  }
   return success();
 }
 
@@ -173,29 +194,6 @@ LogicalResult ProgramOp::verify() {
   if ((getInputRolesAttr() && getInputRolesAttr().size() != getInputs().size()) ||
       (getOutputRolesAttr() && getOutputRolesAttr().size() != getOutputs().size())) {
     return emitOpError() << "needs one role per input and per output";
-  }
-  // Events: recorded once, waited for on another stream after the record (as the loader
-  // requires; plan-memory pairs them by these rules).
-  llvm::DenseMap<int64_t, int64_t> recordedOn;
-  for (auto command : getBody().front().getOps<CommandOp>()) {
-    bool record = command.getKernel() == "event_record", wait = command.getKernel() == "event_wait";
-    auto event = command.getKernelAttrs().getAs<IntegerAttr>("event");
-    if ((!record && !wait) || !event) {
-      continue; // a missing event is the command's own error
-    }
-    auto it = recordedOn.find(event.getInt());
-    if (event.getInt() < 0 || (record && it != recordedOn.end())) {
-      return command.emitOpError()
-             << "records event " << event.getInt() << ", which is negative or recorded before";
-    }
-    int64_t stream = command.getStreamAttr().getInt();
-    if (wait && (it == recordedOn.end() || it->second == stream)) {
-      return command.emitOpError() << "waits for event " << event.getInt()
-                                   << ", which no other stream recorded before it";
-    }
-    if (record) {
-      recordedOn[event.getInt()] = stream;
-    }
   }
   return success();
 }
@@ -243,4 +241,42 @@ LogicalResult CommandOp::verifySymbolUses(SymbolTableCollection &symbols) {
     }
   }
   return success();
+}
+
+std::vector<mlperf::rt::StreamCommand>
+mlperf::plan_ir::streamCommands(ProgramOp program, SymbolTableCollection &symbols,
+                                SmallVectorImpl<StringRef> &bufferNames) {
+  llvm::StringMap<uint32_t> idOf;
+  auto range = [&](Attribute ref) {
+    auto symbol = cast<FlatSymbolRefAttr>(ref);
+    auto buffer = symbols.lookupNearestSymbolFrom<BufferOp>(program, symbol);
+    StringRef root = buffer && buffer.getViewOf() ? *buffer.getViewOf() : symbol.getValue();
+    auto [it, fresh] = idOf.try_emplace(root, bufferNames.size());
+    if (fresh) {
+      bufferNames.push_back(root);
+    }
+    return mlperf::rt::ByteRange{0, it->second, it->second + 1u, it->second};
+  };
+  std::vector<mlperf::rt::StreamCommand> ordered;
+  for (CommandOp command : program.getBody().front().getOps<CommandOp>()) {
+    using Kind = mlperf::rt::StreamCommand::Kind;
+    mlperf::rt::StreamCommand c;
+    StringRef kernel = command.getKernel();
+    c.kind = kernel == "event_record" ? Kind::kRecord
+             : kernel == "event_wait" ? Kind::kWait
+             : kernel == "call"       ? Kind::kCall
+                                      : Kind::kCompute;
+    c.stream = static_cast<uint32_t>(command.getStreamAttr().getInt());
+    if (auto event = command.getKernelAttrs().getAs<IntegerAttr>("event")) {
+      c.event = event.getInt();
+    }
+    for (Attribute ref : command.getOperands()) {
+      c.reads.push_back(range(ref));
+    }
+    for (Attribute ref : command.getResults()) {
+      c.writes.push_back(range(ref));
+    }
+    ordered.push_back(std::move(c));
+  }
+  return ordered;
 }

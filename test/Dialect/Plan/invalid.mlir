@@ -197,3 +197,46 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
     plan.command "copy" [@x] -> [@x]
   }
 }
+
+// -----
+
+// Tests that a command never reads what another stream writes without an event between them:
+// the collective's result is read on stream 0 before stream 0 waits for it.
+plan.plan @p attributes {format_version = 3 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.buffer @y : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
+    plan.command "event_record" [] -> [] {kernel_attrs = {event = 0 : i64}}
+    plan.command "event_wait" [] -> [] {kernel_attrs = {event = 0 : i64}, stream = 1 : i64}
+    plan.command "copy" [@x] -> [@y] {stream = 1 : i64}
+    plan.command "event_record" [] -> [] {kernel_attrs = {event = 1 : i64}, stream = 1 : i64}
+    // expected-error @below {{'plan.command' op on stream 0 reads buffer @y while command 2 ("copy") on stream 1 writes buffer @y, and no event orders them (a missing event_wait)}}
+    plan.command "copy" [@y] -> [@x]
+    plan.command "event_wait" [] -> [] {kernel_attrs = {event = 1 : i64}}
+  }
+}
+
+// -----
+
+// Tests that a call names another program of the plan.
+plan.plan @p attributes {format_version = 3 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  plan.program @f inputs [@x] outputs [@x] {
+    // expected-error @below {{'plan.command' op calls @g, which is no other program of the plan}}
+    plan.command "call" [] -> [] {kernel_attrs = {program = "g"}}
+  }
+}
+
+// -----
+
+// Tests that a program with roles gives one per input and output.
+plan.plan @p attributes {format_version = 3 : i64, model = {}} {
+  plan.arena @persistent "persistent"
+  plan.buffer @x : tensor<4xf32> in @persistent
+  // expected-error @below {{'plan.program' op needs one role per input and per output}}
+  plan.program @f inputs [@x] outputs [@x] attributes {input_roles = ["tokens", "labels"]} {
+    plan.command "copy" [@x] -> [@x]
+  }
+}
