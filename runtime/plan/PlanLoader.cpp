@@ -278,6 +278,133 @@ Status validatePlan(const plan::Plan &p) {
   return Status::ok();
 }
 
+namespace {
+
+/// One point-to-point message of a program, as its sender or receiver sees it.
+struct Message {
+  int64_t peer = 0, tag = 0, elements = 0;
+  std::string where; // "command N ('send') of 'train_step'"
+};
+
+/// The pp sends and receives of program `index` in execution order, following calls.
+void collectTransfers(const plan::Plan &plan, int64_t stage, int index, std::vector<Message> &sends,
+                      std::vector<Message> &receives, int depth = 0) {
+  const plan::Program &program = plan.programs(index);
+  for (int c = 0; c < program.commands_size(); ++c) {
+    const plan::Command &command = program.commands(c);
+    std::string axis, callee;
+    int64_t shift = 0, tag = 0;
+    for (const plan::Attribute &a : command.attributes()) {
+      if (a.name() == "axis") {
+        axis = a.s();
+      } else if (a.name() == "shift") {
+        shift = a.i();
+      } else if (a.name() == "tag") {
+        tag = a.i();
+      } else if (a.name() == "program") {
+        callee = a.s();
+      }
+    }
+    if (command.op() == "call" && depth < plan.programs_size()) {
+      for (int p = 0; p < index; ++p) { // the loader allows earlier programs only
+        if (plan.programs(p).name() == callee) {
+          collectTransfers(plan, stage, p, sends, receives, depth + 1);
+        }
+      }
+      continue;
+    }
+    if ((command.op() != "send" && command.op() != "recv") || axis != "pp") {
+      continue;
+    }
+    uint32_t id = command.op() == "send" ? command.operands(0) : command.results(0);
+    int64_t elements = 1;
+    for (int64_t d : plan.buffers(id).shape()) {
+      elements *= d;
+    }
+    Message message{stage + shift, tag, elements,
+                    "command " + std::to_string(c) + " ('" + command.op() + "') of '" +
+                        program.name() + "'"};
+    (command.op() == "send" ? sends : receives).push_back(std::move(message));
+  }
+}
+
+} // namespace
+
+Status checkStageTransfers(const std::vector<plan::Plan> &stages) {
+  int64_t count = static_cast<int64_t>(stages.size());
+  for (const char *name : {"train_step", "eval_step"}) {
+    // Per stage, its messages in order; then per (sender, receiver, tag) the two sequences.
+    std::vector<std::vector<Message>> sends(count), receives(count);
+    for (int64_t k = 0; k < count; ++k) {
+      for (int i = 0; i < stages[k].programs_size(); ++i) {
+        if (stages[k].programs(i).name() == name) {
+          collectTransfers(stages[k], k, i, sends[k], receives[k]);
+        }
+      }
+    }
+    auto describe = [&](int64_t stage, const Message &m, bool send) {
+      return "stage " + std::to_string(stage) + "'s " + m.where + " " +
+             (send ? "sends " : "receives ") + std::to_string(m.elements) + " values " +
+             (send ? "to" : "from") + " stage " + std::to_string(m.peer) + " with tag " +
+             std::to_string(m.tag);
+    };
+    for (int64_t a = 0; a < count; ++a) {
+      for (const Message &m : sends[a]) {
+        if (m.peer < 0 || m.peer >= count) {
+          return Status(StatusCode::kInvalidArgument,
+                        describe(a, m, true) + ", which the pipeline does not have");
+        }
+      }
+      for (const Message &m : receives[a]) {
+        if (m.peer < 0 || m.peer >= count) {
+          return Status(StatusCode::kInvalidArgument,
+                        describe(a, m, false) + ", which the pipeline does not have");
+        }
+      }
+    }
+    for (int64_t a = 0; a < count; ++a) {
+      for (int64_t b = 0; b < count; ++b) {
+        std::map<int64_t, std::vector<const Message *>> sent, received; // by tag
+        for (const Message &m : sends[a]) {
+          if (m.peer == b) {
+            sent[m.tag].push_back(&m);
+          }
+        }
+        for (const Message &m : receives[b]) {
+          if (m.peer == a) {
+            received[m.tag].push_back(&m);
+          }
+        }
+        for (auto &[tag, out] : sent) {
+          const std::vector<const Message *> &in = received[tag];
+          for (size_t i = 0; i < out.size(); ++i) {
+            if (i >= in.size()) {
+              return Status(StatusCode::kInvalidArgument,
+                            describe(a, *out[i], true) + ", which stage " + std::to_string(b) +
+                                " never receives (message " + std::to_string(i + 1) +
+                                " of that tag)");
+            }
+            if (in[i]->elements != out[i]->elements) {
+              return Status(StatusCode::kInvalidArgument,
+                            describe(a, *out[i], true) + ", but its receive, " +
+                                describe(b, *in[i], false) + ", has another size");
+            }
+          }
+        }
+        for (auto &[tag, in] : received) {
+          size_t matched = sent.count(tag) ? sent[tag].size() : 0;
+          if (in.size() > matched) {
+            return Status(StatusCode::kInvalidArgument, describe(b, *in[matched], false) +
+                                                            ", which stage " + std::to_string(a) +
+                                                            " never sends");
+          }
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
 std::string stagePlanPath(const std::string &path, int64_t stage) {
   std::string stem = path;
   if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".pb") == 0) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mlperf::rt {
 
@@ -34,6 +35,12 @@ std::string stagePlanPath(const std::string &path, int64_t stage);
 
 /// Reads `path`, parses and validates it.
 Status loadPlan(const std::string &path, plan::Plan &plan);
+
+/// The pipeline stages' plans of one compile (validated; `stages[k]` runs stage k) agree on
+/// their transfers: in every step program, the messages stage a sends to stage b with one tag
+/// are, in order and size, those stage b receives from stage a with that tag. A schedule
+/// whose send has no matching receive would hang or mix up activations at run time.
+Status checkStageTransfers(const std::vector<plan::Plan> &stages);
 
 } // namespace mlperf::rt
 

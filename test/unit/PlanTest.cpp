@@ -227,3 +227,56 @@ TEST(Plan, TruncatedAndForeignFilesAreRejected) {
 }
 
 } // namespace
+
+namespace {
+
+/// Stage `stage` of two whose train_step sends (stage 0) or receives (stage 1) buffer 0.
+plan::Plan transferStage(int64_t stage, int64_t tag) {
+  plan::Plan p = validPlan();
+  p.set_pipeline_stage(stage);
+  plan::Program *program = p.mutable_programs(0);
+  program->set_name("train_step");
+  plan::Command *command = program->mutable_commands(0);
+  command->clear_operands();
+  command->clear_results();
+  command->set_op(stage == 0 ? "send" : "recv");
+  (stage == 0 ? command->add_operands(0) : command->add_results(0));
+  for (auto [name, value] : {std::pair{"shift", stage == 0 ? 1 : -1}, {"tag", tag}}) {
+    plan::Attribute *attr = command->add_attributes();
+    attr->set_name(name);
+    attr->set_i(value);
+  }
+  plan::Attribute *axis = command->add_attributes();
+  axis->set_name("axis");
+  axis->set_s("pp");
+  return p;
+}
+
+} // namespace
+
+TEST(Plan, StagesMustAgreeOnTheirTransfers) {
+  EXPECT_TRUE(rt::checkStageTransfers({transferStage(0, 18), transferStage(1, 18)}).isOk());
+  rt::Status status = rt::checkStageTransfers({transferStage(0, 18), transferStage(1, 20)});
+  EXPECT_NE(status.message().find("stage 0's command 0 ('send') of 'train_step' sends 4 values to "
+                                  "stage 1 with tag 18, which stage 1 never receives"),
+            std::string::npos)
+      << status.toString();
+  std::vector<plan::Plan> sizes{transferStage(0, 18), transferStage(1, 18)};
+  sizes[1].mutable_buffers(0)->set_shape(0, 2);
+  status = rt::checkStageTransfers(sizes);
+  EXPECT_NE(status.message().find("but its receive, stage 1's command 0 ('recv') of 'train_step' "
+                                  "receives 2 values from stage 0 with tag 18, has another size"),
+            std::string::npos)
+      << status.toString();
+  std::vector<plan::Plan> extra{transferStage(0, 18), transferStage(1, 18)};
+  *extra[1].mutable_programs(0)->add_commands() = extra[1].programs(0).commands(0);
+  status = rt::checkStageTransfers(extra);
+  EXPECT_NE(status.message().find("receives 4 values from stage 0 with tag 18, which stage 0 never "
+                                  "sends"),
+            std::string::npos)
+      << status.toString();
+  status = rt::checkStageTransfers({transferStage(1, 18)});
+  EXPECT_NE(status.message().find("from stage -1 with tag 18, which the pipeline does not have"),
+            std::string::npos)
+      << status.toString();
+}

@@ -15,8 +15,8 @@
 
 #include "runtime/data/GPTBatches.h"
 #include "runtime/exec/PlanTrainer.h"
-#include "runtime/mpi/MpiCommunicator.h"
 #include "runtime/mllog/BenchmarkLog.h"
+#include "runtime/mpi/MpiCommunicator.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/support/CommandLine.h"
 
@@ -60,7 +60,8 @@ int fail(const std::string &message) {
   return 1;
 }
 
-/// Rank r's checkpoint file of a multi-rank job: CKPT.safetensors -> CKPT.rank<r>-of-<n>.safetensors.
+/// Rank r's checkpoint file of a multi-rank job: CKPT.safetensors ->
+/// CKPT.rank<r>-of-<n>.safetensors.
 std::string rankPath(const std::string &path) {
   if (worldSize == 1) {
     return path;
@@ -158,8 +159,8 @@ int run(const Options &options) {
     }
     MeshShape stageMesh = planMesh(plan);
     if (stageMesh.worldSize() != worldSize) {
-      return fail("the plan is compiled for " + std::to_string(stageMesh.worldSize()) +
-                  " ranks (" + stageMesh.describe() + ") but " + std::to_string(worldSize) +
+      return fail("the plan is compiled for " + std::to_string(stageMesh.worldSize()) + " ranks (" +
+                  stageMesh.describe() + ") but " + std::to_string(worldSize) +
                   " were started: run mpirun -np " + std::to_string(stageMesh.worldSize()));
     }
     planPath = stagePlanPath(planPath, rankCoordinates(stageMesh, worldRank).pp);
@@ -167,6 +168,19 @@ int run(const Options &options) {
   Status status = loadPlan(planPath, plan);
   if (!status.isOk()) {
     return fail(status);
+  }
+  if (planMesh(plan).pp > 1) {
+    // The stages' schedules must agree on every transfer before anything runs.
+    std::vector<plan::Plan> stages(planMesh(plan).pp);
+    for (size_t k = 0; k < stages.size() && status.isOk(); ++k) {
+      status = loadPlan(stagePlanPath(options.positional[0], static_cast<int64_t>(k)), stages[k]);
+    }
+    if (status.isOk()) {
+      status = checkStageTransfers(stages);
+    }
+    if (!status.isOk()) {
+      return fail(status);
+    }
   }
   const plan::ModelInfo &model = plan.model();
   double target = model.target_value();
@@ -198,8 +212,8 @@ int run(const Options &options) {
     status = createMpiCommunicator(mesh, communicator, timeout);
   } else if (mesh.worldSize() > 1) {
     status = Status(StatusCode::kInvalidArgument,
-                    "the plan is compiled for " + std::to_string(mesh.worldSize()) +
-                        " ranks (" + mesh.describe() + "): start it with mpirun -np " +
+                    "the plan is compiled for " + std::to_string(mesh.worldSize()) + " ranks (" +
+                        mesh.describe() + "): start it with mpirun -np " +
                         std::to_string(mesh.worldSize()));
   } else {
     communicator = createSingleRankCommunicator();
@@ -216,7 +230,8 @@ int run(const Options &options) {
     // Two 16-bit pieces of a hash, each summed with its square (exact in f64 for up to 2^20
     // ranks): the sums equal n·x and n·x² only when every rank has the same x.
     size_t hash = std::hash<std::string>{}(identity);
-    double low = static_cast<double>(hash & 0xffff), high = static_cast<double>((hash >> 16) & 0xffff);
+    double low = static_cast<double>(hash & 0xffff),
+           high = static_cast<double>((hash >> 16) & 0xffff);
     std::vector<double> sums{low, low * low, high, high * high};
     status = communicator->allReduceWorldSum(sums);
     double n = static_cast<double>(worldSize);
@@ -288,8 +303,8 @@ int run(const Options &options) {
     std::string resumePath = rankPath(options.resume);
     status = readSafetensors(resumePath, file);
     // A checkpoint without a mesh is a single rank's.
-    std::string savedMesh = file.metadata.count("mesh") ? file.metadata["mesh"]
-                                                        : MeshShape().describe();
+    std::string savedMesh =
+        file.metadata.count("mesh") ? file.metadata["mesh"] : MeshShape().describe();
     if (status.isOk() && savedMesh != mesh.describe()) {
       status = Status(StatusCode::kInvalidArgument,
                       "saved by a run on mesh '" + savedMesh + "', this plan is for '" +
@@ -303,10 +318,10 @@ int run(const Options &options) {
       std::vector<double> steps{static_cast<double>(trainer->stepsTaken())};
       status = communicator->allReduceWorldSum(steps);
       if (status.isOk() && steps[0] != static_cast<double>(trainer->stepsTaken() * worldSize)) {
-        status = Status(StatusCode::kDataLoss,
-                        "the ranks' checkpoint files hold different steps (this one " +
-                            std::to_string(trainer->stepsTaken()) +
-                            "): they are not one checkpoint");
+        status =
+            Status(StatusCode::kDataLoss,
+                   "the ranks' checkpoint files hold different steps (this one " +
+                       std::to_string(trainer->stepsTaken()) + "): they are not one checkpoint");
       }
     }
     if (!status.isOk()) {
@@ -445,18 +460,18 @@ int run(const Options &options) {
   // Everything printed from here on is rank 0's, for the whole job.
   bool printing = leader;
   if (printing) {
-  std::printf("mlperf-run: %s on %s x %lld ranks (%s): %d parameter tensors, global batch "
-              "%lld x %lld tokens, up to %lld steps%s (init %.1f s)\n",
-              model.name().c_str(), backend->name(), static_cast<long long>(worldSize),
-              mesh.describe().c_str(), plan.parameters_size(),
-              static_cast<long long>(globalBatch), static_cast<long long>(seq),
-              static_cast<long long>(maxSteps),
-              evaluating ? (", eval every " + std::to_string(evalEverySteps) +
-                            " steps, target eval loss " + jsonNumber(target))
-                               .c_str()
-                         : "",
-              initSeconds);
-  std::fflush(stdout);
+    std::printf("mlperf-run: %s on %s x %lld ranks (%s): %d parameter tensors, global batch "
+                "%lld x %lld tokens, up to %lld steps%s (init %.1f s)\n",
+                model.name().c_str(), backend->name(), static_cast<long long>(worldSize),
+                mesh.describe().c_str(), plan.parameters_size(),
+                static_cast<long long>(globalBatch), static_cast<long long>(seq),
+                static_cast<long long>(maxSteps),
+                evaluating ? (", eval every " + std::to_string(evalEverySteps) +
+                              " steps, target eval loss " + jsonNumber(target))
+                                 .c_str()
+                           : "",
+                initSeconds);
+    std::fflush(stdout);
   }
 
   auto samplesAfter = [&](int64_t step) { return step * globalBatch; };
@@ -598,10 +613,11 @@ int run(const Options &options) {
       if (terminal) {
         std::fputc('\n', stderr);
       }
-      if (printing)
-      std::printf("eval step %lld samples %lld eval_loss %.6f target %s%s\n",
-                  static_cast<long long>(taken.step), static_cast<long long>(samplesSoFar),
-                  lastEval, jsonNumber(target).c_str(), converged ? " reached" : "");
+      if (printing) {
+        std::printf("eval step %lld samples %lld eval_loss %.6f target %s%s\n",
+                    static_cast<long long>(taken.step), static_cast<long long>(samplesSoFar),
+                    lastEval, jsonNumber(target).c_str(), converged ? " reached" : "");
+      }
       std::fflush(stdout);
     }
   }
@@ -633,9 +649,10 @@ int run(const Options &options) {
     }
   }
   if (evaluating && !converged) {
-    if (printing)
-    std::printf("mlperf-run: target eval loss %s not reached in %lld steps (last %.6f)\n",
-                jsonNumber(target).c_str(), static_cast<long long>(maxSteps), lastEval);
+    if (printing) {
+      std::printf("mlperf-run: target eval loss %s not reached in %lld steps (last %.6f)\n",
+                  jsonNumber(target).c_str(), static_cast<long long>(maxSteps), lastEval);
+    }
     return 2;
   }
   if (evaluating && printing) {
