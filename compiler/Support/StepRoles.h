@@ -19,6 +19,11 @@ namespace mlperf {
 
 constexpr llvm::StringLiteral kRoleAttr = "tg.role";
 constexpr llvm::StringLiteral kRoleParamAttr = "tg.param";
+// On optimizer state arguments: how the state starts, "param" (the parameter's value, in the
+// state's type and layout) or "zeros".
+constexpr llvm::StringLiteral kInitAttr = "tg.init";
+constexpr llvm::StringLiteral kInitFromParam = "param";
+constexpr llvm::StringLiteral kInitZeros = "zeros";
 
 /// A role and, for per-parameter state, the parameter's name.
 struct StepRole {

@@ -336,6 +336,8 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         return op.emitError() << "plan-from-tg: a collective start needs exactly one dist.done";
       }
       produced = done.getResult();
+    } else if (auto shard = dyn_cast<dist::LocalShardOp>(op)) {
+      attributes = builder.getDictionaryAttr({builder.getNamedAttr("axis", shard.getAxisAttr())});
     } else if (op.getName().getDialectNamespace() != "tg") {
       return op.emitError() << "plan-from-tg: no plan command for '" << op.getName() << "'";
     }
@@ -533,25 +535,13 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   for (auto [param, value, grad, master, m, v] : parameters) {
     auto shard = shards.find(param.getSymName());
     // Tensor parallelism: the one split dim of the parameter (dist-tensor-parallel).
-    StringAttr splitAxis;
-    IntegerAttr splitDim, splitCount;
-    if (auto split = param->getAttrOfType<dist::ShardingAttr>("dist.sharding")) {
-      auto mesh = dyn_cast_or_null<dist::MeshOp>(
-          SymbolTable::lookupSymbolIn(model, split.getMesh().getValue()));
-      for (auto [dim, axes] : llvm::enumerate(split.getDims())) {
-        auto names = cast<ArrayAttr>(axes);
-        if (names.empty()) {
-          continue;
-        }
-        if (splitAxis || names.size() != 1 || !mesh) {
-          return param.emitError()
-                 << "plan-from-tg: a parameter can be split along one dim over one mesh axis";
-        }
-        splitAxis = cast<StringAttr>(names[0]);
-        splitDim = builder.getI64IntegerAttr(dim);
-        splitCount = builder.getI64IntegerAttr(mesh.getAxisSize(splitAxis.getValue()));
-      }
+    FailureOr<dist::ParameterSplit> split = dist::parameterSplit(param, "plan-from-tg");
+    if (failed(split)) {
+      return failure();
     }
+    StringAttr splitAxis = split->axis;
+    IntegerAttr splitDim = splitAxis ? builder.getI64IntegerAttr(split->dim) : IntegerAttr();
+    IntegerAttr splitCount = splitAxis ? builder.getI64IntegerAttr(split->count) : IntegerAttr();
     plan_ir::ParameterOp::create(
         builder, param.getLoc(), param.getSymNameAttr(), value, grad, master, m, v,
         param.getInitAttr(),
@@ -695,8 +685,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   if (failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
     return failure();
   }
-  // What the runtime runs: the whole step and one evaluation micro-batch.
-  for (StringRef name : {"train_step", "eval_step"}) {
+  // What the runtime runs: the whole step, one evaluation micro-batch, and the initial train
+  // state (parameters from the seed, the optimizer state from the parameters).
+  for (StringRef name : {"train_step", "eval_step", "init_params", "init_optimizer"}) {
     func::FuncOp step = lookup(name);
     if (!step) {
       return model.emitError() << "plan-from-tg needs @" << name
@@ -721,6 +712,8 @@ FailureOr<FlatSymbolRefAttr> PlanBuilder::stepBuffer(func::FuncOp func, const St
     ref = addBuffer("losses", type, persistent);
   } else if (role.role == r::kStep) {
     ref = stepRef;
+  } else if (role.role == r::kSeed) {
+    ref = addBuffer("seed", type, persistent);
   } else if (role.role == r::kLr) {
     ref = lrRef;
   } else if (role.role == r::kGradNorm) {

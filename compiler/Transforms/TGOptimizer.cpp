@@ -127,6 +127,12 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
       for (auto [group, kind] : llvm::enumerate(
                std::array{role::kGrad, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {
         setArgRole(func, 1 + group * n + i, {std::string(kind), name});
+        // How the state starts (tg-train-step's @init_optimizer): the master weight as the
+        // parameter, the moments at zero.
+        if (group > 0) {
+          func.setArgAttr(1 + group * n + i, kInitAttr,
+                          builder.getStringAttr(group == 1 ? kInitFromParam : kInitZeros));
+        }
       }
       for (auto [group, kind] : llvm::enumerate(
                std::array{role::kParam, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {

@@ -9,6 +9,7 @@
 
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
+#include "runtime/cpu/Numerics.h"
 #include "runtime/dist/PipelineSchedule.h"
 #include "runtime/plan/StepRoles.h"
 
@@ -75,6 +76,8 @@ private:
   void accumulateInPlace(Chunk &chunk);
   LogicalResult buildTrainStep();
   LogicalResult buildEvalStep();
+  LogicalResult buildInitParams();
+  LogicalResult buildInitOptimizer();
 
   tg::ModelOp model;
   OpBuilder builder;
@@ -453,8 +456,144 @@ LogicalResult StepBuilder::buildEvalStep() {
   return success();
 }
 
+LogicalResult StepBuilder::buildInitParams() {
+  Location loc = model.getLoc();
+  Block &body = model.getBody().front();
+  builder.setInsertionPointToEnd(&body);
+  auto seedType = RankedTensorType::get({}, builder.getI64Type());
+  auto func =
+      func::FuncOp::create(builder, loc, "init_params", builder.getFunctionType({seedType}, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  SmallVector<Value> values;
+  SmallVector<StepRole> roles;
+  for (auto param : body.getOps<tg::ParamOp>()) {
+    StringRef init = param.getInit(), name = param.getSymName();
+    if (init == "checkpoint") {
+      continue; // loaded from a file (--init-from), never drawn
+    }
+    auto type = cast<RankedTensorType>(param.getType());
+    Value value;
+    if (init == "normal") {
+      // A tensor-parallel slice draws its elements as those of the full parameter.
+      FailureOr<dist::ParameterSplit> split = dist::parameterSplit(param, "tg-train-step");
+      if (failed(split)) {
+        return failure();
+      }
+      value = tg::RandomNormalOp::create(
+          builder, param.getLoc(), type, entry->getArgument(0),
+          builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0),
+          builder.getI64IntegerAttr(rt::parameterStreamId(name.str())),
+          builder.getI64IntegerAttr(split->dim), builder.getI64IntegerAttr(split->count),
+          split->axis);
+    } else if (init == "ones" || init == "zeros") {
+      value = tg::FillOp::create(builder, param.getLoc(), type,
+                                 builder.getF64FloatAttr(init == "ones" ? 1.0 : 0.0));
+    } else {
+      return param.emitError() << "tg-train-step: parameter init '" << init
+                               << "' has no initialization (normal, ones, zeros, checkpoint)";
+    }
+    values.push_back(value);
+    roles.push_back({std::string(role::kParam), name.str()});
+  }
+  func::ReturnOp::create(builder, loc, values);
+  func.setFunctionType(builder.getFunctionType({seedType}, ValueRange(values).getTypes()));
+  setArgRole(func, 0, {std::string(role::kSeed), ""});
+  for (auto [index, r] : llvm::enumerate(roles)) {
+    setResultRole(func, index, r);
+  }
+  return success();
+}
+
+LogicalResult StepBuilder::buildInitOptimizer() {
+  Location loc = optimizerStep.getLoc();
+  Block &body = model.getBody().front();
+  builder.setInsertionPointToEnd(&body);
+  // The optimizer's state from the parameters, each argument as tg-optimizer says it starts.
+  SmallVector<tg::ParamOp> params;
+  SmallVector<unsigned> stateArgs;
+  for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
+    std::optional<StepRole> r = argRole(optimizerStep, i);
+    if (!r || r->role == role::kStep || r->role == role::kGrad) {
+      continue;
+    }
+    stateArgs.push_back(i);
+    auto init = optimizerStep.getArgAttrOfType<StringAttr>(i, kInitAttr);
+    if (!init || (init.getValue() != kInitFromParam && init.getValue() != kInitZeros)) {
+      return optimizerStep.emitError()
+             << "tg-train-step: @optimizer_step argument " << i << " (" << r->role << " of @"
+             << r->param << ") does not say how it starts (tg.init = \"param\" or \"zeros\")";
+    }
+    if (init.getValue() == kInitFromParam) {
+      auto param = dyn_cast_or_null<tg::ParamOp>(SymbolTable::lookupSymbolIn(model, r->param));
+      if (!param) {
+        return optimizerStep.emitError() << "tg-train-step: @" << r->param << " is not a parameter";
+      }
+      if (!llvm::is_contained(params, param)) {
+        params.push_back(param);
+      }
+    }
+  }
+  SmallVector<Type> inputs;
+  for (tg::ParamOp param : params) {
+    inputs.push_back(param.getType());
+  }
+  auto func =
+      func::FuncOp::create(builder, loc, "init_optimizer", builder.getFunctionType(inputs, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  SmallVector<Value> values;
+  SmallVector<StepRole> roles;
+  for (unsigned i : stateArgs) {
+    StepRole r = *argRole(optimizerStep, i);
+    auto type = cast<RankedTensorType>(optimizerStep.getArgumentTypes()[i]);
+    auto init = optimizerStep.getArgAttrOfType<StringAttr>(i, kInitAttr);
+    Value value;
+    if (init.getValue() == kInitZeros) {
+      value = tg::FillOp::create(builder, loc, type, builder.getF64FloatAttr(0.0));
+    } else {
+      auto it = llvm::find_if(params, [&](tg::ParamOp p) { return p.getSymName() == r.param; });
+      value = entry->getArgument(it - params.begin());
+      auto paramType = cast<RankedTensorType>(value.getType());
+      auto wide = RankedTensorType::get(paramType.getShape(), type.getElementType());
+      if (wide != paramType) {
+        value = tg::ConvertOp::create(builder, loc, wide, value); // exact: bf16 fits f32
+      }
+      if (wide != type) {
+        // A ZeRO-1 shard: this rank's slice of the flattened parameter.
+        auto sharding = optimizerStep.getArgAttrOfType<dist::ShardingAttr>(i, "dist.sharding");
+        auto axes = sharding && !sharding.getDims().empty()
+                        ? dyn_cast<ArrayAttr>(sharding.getDims()[0])
+                        : ArrayAttr();
+        if (!axes || axes.size() != 1 || type.getRank() != 1) {
+          return optimizerStep.emitError()
+                 << "tg-train-step: the " << r.role << " state of @" << r.param << " is " << type
+                 << ", neither the parameter's shape nor a 1-D shard of it over one mesh axis";
+        }
+        auto flat = RankedTensorType::get({wide.getNumElements()}, type.getElementType());
+        if (flat != wide) {
+          value = tg::ReshapeOp::create(builder, loc, flat, value);
+        }
+        value = dist::LocalShardOp::create(builder, loc, type, value, sharding.getMesh(),
+                                           cast<StringAttr>(axes[0]));
+      }
+    }
+    values.push_back(value);
+    roles.push_back(r);
+  }
+  func::ReturnOp::create(builder, loc, values);
+  func.setFunctionType(builder.getFunctionType(inputs, ValueRange(values).getTypes()));
+  for (auto [index, param] : llvm::enumerate(params)) {
+    setArgRole(func, index, {std::string(role::kParam), param.getSymName().str()});
+  }
+  for (auto [index, r] : llvm::enumerate(roles)) {
+    setResultRole(func, index, r);
+  }
+  return success();
+}
+
 LogicalResult StepBuilder::build() {
-  for (StringRef name : {"train_step", "eval_step"}) {
+  for (StringRef name : {"train_step", "eval_step", "init_params", "init_optimizer"}) {
     if (SymbolTable::lookupSymbolIn(model, name)) {
       return model.emitError() << "tg-train-step: the model already has @" << name;
     }
@@ -487,7 +626,8 @@ LogicalResult StepBuilder::build() {
       accumulateInPlace(chunk);
     }
   }
-  return failure(failed(buildTrainStep()) || failed(buildEvalStep()));
+  return failure(failed(buildTrainStep()) || failed(buildEvalStep()) || failed(buildInitParams()) ||
+                 failed(buildInitOptimizer()));
 }
 
 struct TGTrainStepPass : impl::TGTrainStepPassBase<TGTrainStepPass> {

@@ -225,6 +225,15 @@ public:
         attributes.set("shard_index", communicator->coordinates().along(axis));
         attributes.set("shard_count", communicator->mesh().axisSize(axis));
       }
+      // A part of a tensor split over a mesh axis (initialization, ZeRO shards): this rank's.
+      for (const char *name : {"part_axis", "axis"}) {
+        const plan::Attribute *partAxis = findAttribute(command, name);
+        MeshAxis along = MeshAxis::kDP;
+        if (partAxis && (command.op() == "random_normal" || command.op() == "local_shard") &&
+            parseMeshAxis(partAxis->s(), along)) {
+          attributes.set("part_index", communicator->coordinates().along(along));
+        }
+      }
       bool splitLoss =
           vocabAxis && (command.op() == "cross_entropy" || command.op() == "cross_entropy_grad");
       Status status = isCollective(command.op()) ? runCollective(command, operands, results)

@@ -227,4 +227,18 @@ uint32_t parameterStreamId(const std::string &name) {
   return hash;
 }
 
+int64_t fullIndexOfPart(const std::vector<int64_t> &local, int64_t dim, int64_t parts, int64_t part,
+                        int64_t index) {
+  if (parts <= 1) {
+    return index;
+  }
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(dim) + 1; d < local.size(); ++d) {
+    inner *= local[d];
+  }
+  int64_t rows = local[dim];
+  int64_t outer = index / (rows * inner), row = (index / inner) % rows, column = index % inner;
+  return (outer * rows * parts + part * rows + row) * inner + column;
+}
+
 } // namespace mlperf::rt

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlperf::rt {
 
@@ -46,6 +47,11 @@ double philoxNormal(uint64_t seed, uint32_t streamId, uint64_t index);
 
 /// The stream id of a parameter: FNV-1a of its full (per-layer resolved) Hugging Face name.
 uint32_t parameterStreamId(const std::string &name);
+
+/// The flat index in the full tensor of element `index` of part `part` of a tensor split
+/// into `parts` equal parts along `dim` (`local` is the part's shape).
+int64_t fullIndexOfPart(const std::vector<int64_t> &local, int64_t dim, int64_t parts, int64_t part,
+                        int64_t index);
 
 } // namespace mlperf::rt
 

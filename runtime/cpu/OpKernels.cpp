@@ -241,6 +241,26 @@ Status Dispatch::run(std::string_view op) {
                      s[dim], 0, offset, piece->shape[dim]);
       offset += piece->shape[dim];
     }
+  } else if (op == "random_normal") {
+    // Drawn in f64 and rounded once to the element type, as the reference draws bf16 values.
+    int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
+    int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
+    int64_t part = parts > 1 ? integer("part_index") : 0;
+    uint64_t seed = static_cast<uint64_t>(in(0).ints[0]);
+    auto stream = static_cast<uint32_t>(integer("stream"));
+    double stddev = real("std");
+    HostTensor &result = out();
+    for (int64_t i = 0; i < result.numElements(); ++i) {
+      double drawn =
+          stddev *
+          philoxNormal(seed, stream,
+                       static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i)));
+      result.values[i] = static_cast<float>(roundTo(result.dtype, drawn));
+    }
+  } else if (op == "local_shard") {
+    // This rank's 1/parts of a 1-D tensor.
+    int64_t size = out().numElements();
+    std::copy_n(in(0).values.begin() + integer("part_index") * size, size, out().values.begin());
   } else if (op == "fill") {
     std::fill(out().values.begin(), out().values.end(), static_cast<float>(real("value")));
   } else if (op == "silu_grad") {

@@ -34,13 +34,17 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
   trainer.reset(new PlanTrainer(plan, backend, communicator));
   PlanTrainer &t = *trainer;
   for (int i = 0; i < plan.programs_size(); ++i) {
-    (plan.programs(i).name() == "train_step"  ? t.trainProgram
-     : plan.programs(i).name() == "eval_step" ? t.evalProgram
-                                              : t.unusedProgram) = i;
+    const std::string &name = plan.programs(i).name();
+    (name == "train_step"       ? t.trainProgram
+     : name == "eval_step"      ? t.evalProgram
+     : name == "init_params"    ? t.initParamsProgram
+     : name == "init_optimizer" ? t.initOptimizerProgram
+                                : t.unusedProgram) = i;
   }
-  if (t.trainProgram < 0 || t.evalProgram < 0) {
-    return invalid(
-        "the plan has no train_step and eval_step programs: it is not a train-step plan");
+  if (t.trainProgram < 0 || t.evalProgram < 0 || t.initParamsProgram < 0 ||
+      t.initOptimizerProgram < 0) {
+    return invalid("the plan lacks one of the programs train_step, eval_step, init_params and "
+                   "init_optimizer: it is not a train-step plan");
   }
   MeshShape mesh = communicator.mesh();
   int64_t stage = plan.pipeline_stage();
@@ -85,6 +89,11 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
   t.evalTokens = byRole(eval, true, role::kTokens);
   t.evalLabels = byRole(eval, true, role::kLabels);
   t.evalLossBuffer = byRole(eval, false, role::kLoss);
+  t.seedBuffer = byRole(plan.programs(t.initParamsProgram), true, role::kSeed);
+  if (t.seedBuffer == kNoBuffer || plan.buffers(t.seedBuffer).shape_size() != 0 ||
+      plan.buffers(t.seedBuffer).dtype() != plan::I64) {
+    return invalid("init_params does not take an i64 scalar seed (role 'seed')");
+  }
   if (t.stepBuffer == kNoBuffer || t.lrBuffer == kNoBuffer || t.normBuffer == kNoBuffer) {
     return invalid("train_step does not take the step and return lr and grad_norm (roles "
                    "'step', 'lr', 'grad_norm')");
@@ -151,40 +160,21 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
 }
 
 Status PlanTrainer::initialize(uint64_t seed) {
+  // The plan draws the parameters (init_params) and derives the optimizer state from them
+  // (init_optimizer); a parameter it does not draw must come from a file.
+  const plan::Program &init = plan.programs(initParamsProgram);
   for (const plan::Parameter &parameter : plan.parameters()) {
-    const plan::Buffer &buffer = plan.buffers(parameter.value());
-    const std::string &init = parameter.init();
-    if (init == "checkpoint") {
+    if (std::find(init.outputs().begin(), init.outputs().end(), parameter.value()) ==
+        init.outputs().end()) {
       return invalid("parameter '" + parameter.name() +
                      "' is initialized from a checkpoint: give --init-from W.safetensors");
     }
-    if (init != "normal" && init != "ones" && init != "zeros") {
-      return invalid("parameter '" + parameter.name() + "' has unknown init '" + init + "'");
-    }
-    HostTensor value = HostTensor::zeros(fromPlanDType(buffer.dtype()), shapeOf(buffer));
-    uint32_t stream = parameterStreamId(parameter.name());
-    for (int64_t i = 0; i < value.numElements(); ++i) {
-      // Element i of this rank's slice is drawn as its element of the full parameter, so
-      // every parallel layout trains the same model.
-      double drawn =
-          init == "ones" ? 1.0
-          : init == "zeros"
-              ? 0.0
-              : parameter.std() * philoxNormal(seed, stream, fullIndex(parameter, value.shape, i));
-      value.values[i] = static_cast<float>(roundTo(value.dtype, drawn));
-    }
-    HostTensor master = stateOf(parameter, value),
-               zeros = HostTensor::zeros(DType::kF32, master.shape);
-    for (auto [id, tensor] : {std::pair{parameter.value(), &value},
-                              {parameter.master(), &master},
-                              {parameter.exp_avg(), &zeros},
-                              {parameter.exp_avg_sq(), &zeros}}) {
-      Status status = backend.write(id, *tensor);
-      if (!status.isOk()) {
-        return status;
-      }
-    }
   }
+  HostTensor seedTensor = HostTensor::zeros(DType::kI64, {});
+  seedTensor.ints[0] = static_cast<int64_t>(seed);
+  MLPERF_RETURN_IF_ERROR(backend.write(seedBuffer, seedTensor));
+  MLPERF_RETURN_IF_ERROR(backend.execute(initParamsProgram));
+  MLPERF_RETURN_IF_ERROR(backend.execute(initOptimizerProgram));
   steps = 0;
   return Status::ok();
 }
@@ -194,9 +184,9 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     std::vector<std::pair<std::string, uint32_t>> entries{{parameter.name(), parameter.value()}};
     if (withOptimizerState) {
       entries.insert(entries.end(),
-                     {{"optimizer.master." + parameter.name(), parameter.master()},
-                      {"optimizer.exp_avg." + parameter.name(), parameter.exp_avg()},
-                      {"optimizer.exp_avg_sq." + parameter.name(), parameter.exp_avg_sq()}});
+                     {{role::stateKey(role::kMaster, parameter.name()), parameter.master()},
+                      {role::stateKey(role::kExpAvg, parameter.name()), parameter.exp_avg()},
+                      {role::stateKey(role::kExpAvgSq, parameter.name()), parameter.exp_avg_sq()}});
     }
     for (const auto &[name, id] : entries) {
       auto it = file.tensors.find(name);
@@ -228,36 +218,25 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
         return status;
       }
     }
-    if (!withOptimizerState) {
-      // A fresh optimizer from these values: f32 masters equal to them, zero moments.
-      HostTensor value;
-      Status read = backend.read(parameter.value(), value); // as loaded (and sliced) above
-      if (!read.isOk()) {
-        return read;
-      }
-      HostTensor master = stateOf(parameter, value);
-      HostTensor zeros = HostTensor::zeros(DType::kF32, master.shape);
-      for (auto [id, tensor] : {std::pair{parameter.master(), &master},
-                                {parameter.exp_avg(), &zeros},
-                                {parameter.exp_avg_sq(), &zeros}}) {
-        Status status = backend.write(id, *tensor);
-        if (!status.isOk()) {
-          return status;
-        }
-      }
-    }
+  }
+  if (!withOptimizerState) {
+    // A fresh optimizer from these values, as the plan starts it.
+    MLPERF_RETURN_IF_ERROR(backend.execute(initOptimizerProgram));
   }
   for (const auto &[name, tensor] : file.tensors) {
-    bool optimizerEntry = name.rfind("optimizer.", 0) == 0;
+    bool optimizerEntry = role::isOptimizerStateKey(name);
     if (optimizerEntry && !withOptimizerState) {
       continue; // --init-from a train state: use its parameters only
     }
-    bool known = std::any_of(plan.parameters().begin(), plan.parameters().end(),
-                             [&](const plan::Parameter &p) {
-                               return name == p.name() || name == "optimizer.master." + p.name() ||
-                                      name == "optimizer.exp_avg." + p.name() ||
-                                      name == "optimizer.exp_avg_sq." + p.name();
-                             });
+    bool known = std::any_of(
+        plan.parameters().begin(), plan.parameters().end(), [&](const plan::Parameter &p) {
+          for (std::string_view r : {role::kParam, role::kMaster, role::kExpAvg, role::kExpAvgSq}) {
+            if (name == role::stateKey(r, p.name())) {
+              return true;
+            }
+          }
+          return false;
+        });
     // A pipeline stage holds only its own parameters: the file's other tensors are other
     // stages'; every parameter of this stage was required above.
     if (!known && plan.pipeline_stage() == 0 && communicator.mesh().pp == 1) {
@@ -293,15 +272,8 @@ std::vector<int64_t> PlanTrainer::fullShape(const plan::Parameter &parameter,
 
 int64_t PlanTrainer::fullIndex(const plan::Parameter &parameter, const std::vector<int64_t> &local,
                                int64_t index) const {
-  if (parameter.split_count() <= 1) {
-    return index;
-  }
-  size_t dim = parameter.split_dim();
-  int64_t inner = elementCount({local.begin() + dim + 1, local.end()});
-  int64_t rows = local[dim];
-  int64_t outer = index / (rows * inner), row = (index / inner) % rows, column = index % inner;
-  int64_t fullRows = rows * parameter.split_count();
-  return (outer * fullRows + splitIndex(parameter) * rows + row) * inner + column;
+  return fullIndexOfPart(local, parameter.split_dim(), parameter.split_count(),
+                         parameter.split_count() > 1 ? splitIndex(parameter) : 0, index);
 }
 
 HostTensor PlanTrainer::splitSlice(const plan::Parameter &parameter, const HostTensor &full,
@@ -313,20 +285,6 @@ HostTensor PlanTrainer::splitSlice(const plan::Parameter &parameter, const HostT
   return slice;
 }
 
-HostTensor PlanTrainer::stateOf(const plan::Parameter &parameter, const HostTensor &value) const {
-  HostTensor state = value;
-  state.dtype = DType::kF32; // bf16 values are exact in f32
-  if (parameter.shard_count() > 1) {
-    MeshAxis axis = MeshAxis::kDP;
-    parseMeshAxis(parameter.shard_axis(), axis); // the loader checked it
-    int64_t size = value.numElements() / parameter.shard_count();
-    int64_t first = communicator.coordinates().along(axis) * size;
-    state.values.assign(value.values.begin() + first, value.values.begin() + first + size);
-    state.shape = {size};
-  }
-  return state;
-}
-
 Status PlanTrainer::save(const std::string &path,
                          const std::map<std::string, std::string> &metadata) {
   TensorFile file;
@@ -334,10 +292,11 @@ Status PlanTrainer::save(const std::string &path,
   file.metadata["format"] = "mlperfc train state";
   file.metadata["step"] = std::to_string(steps);
   for (const plan::Parameter &parameter : plan.parameters()) {
-    for (auto [name, id] : {std::pair{parameter.name(), parameter.value()},
-                            {"optimizer.master." + parameter.name(), parameter.master()},
-                            {"optimizer.exp_avg." + parameter.name(), parameter.exp_avg()},
-                            {"optimizer.exp_avg_sq." + parameter.name(), parameter.exp_avg_sq()}}) {
+    for (auto [name, id] :
+         {std::pair{parameter.name(), parameter.value()},
+          {role::stateKey(role::kMaster, parameter.name()), parameter.master()},
+          {role::stateKey(role::kExpAvg, parameter.name()), parameter.exp_avg()},
+          {role::stateKey(role::kExpAvgSq, parameter.name()), parameter.exp_avg_sq()}}) {
       Status status = backend.read(id, file.tensors[name]);
       if (!status.isOk()) {
         return status;

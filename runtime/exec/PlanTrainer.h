@@ -34,8 +34,8 @@ public:
   static Status create(const plan::Plan &plan, Backend &backend, Communicator &communicator,
                        std::unique_ptr<PlanTrainer> &trainer);
 
-  /// Draws every parameter from its declared init (Philox keyed by seed, name, element, in
-  /// the parameter's dtype); masters equal the parameters, moments zero, step 0.
+  /// Runs the plan's init_params (every parameter drawn from the seed, as declared) and
+  /// init_optimizer (the optimizer state from the parameters); step 0.
   Status initialize(uint64_t seed);
 
   /// Parameters from `file` (all of them, matching names, shapes and dtypes). With
@@ -66,8 +66,6 @@ private:
   static constexpr uint32_t kNoBuffer = ~0u;
   PlanTrainer(const plan::Plan &plan, Backend &backend, Communicator &communicator)
       : plan(plan), backend(backend), communicator(communicator) {}
-  /// The f32 optimizer state of `parameter` from its value: whole, or this rank's shard.
-  HostTensor stateOf(const plan::Parameter &parameter, const HostTensor &value) const;
   /// Tensor parallelism: this rank's part index, the full shape of a split parameter, the
   /// full parameter's flat index of element `index` of this rank's slice, and the slice.
   int64_t splitIndex(const plan::Parameter &parameter) const;
@@ -86,11 +84,13 @@ private:
   const plan::Plan &plan;
   Backend &backend;
   Communicator &communicator;
-  int trainProgram = -1, evalProgram = -1, unusedProgram = -1;
+  int trainProgram = -1, evalProgram = -1, initParamsProgram = -1, initOptimizerProgram = -1,
+      unusedProgram = -1;
   // Inputs and outputs by role; kNoBuffer where this stage's programs have none.
   uint32_t trainTokens = kNoBuffer, trainLabels = kNoBuffer, stepBuffer = kNoBuffer,
            lrBuffer = kNoBuffer, normBuffer = kNoBuffer, lossesBuffer = kNoBuffer,
-           evalTokens = kNoBuffer, evalLabels = kNoBuffer, evalLossBuffer = kNoBuffer;
+           evalTokens = kNoBuffer, evalLabels = kNoBuffer, evalLossBuffer = kNoBuffer,
+           seedBuffer = kNoBuffer;
   int64_t microRows = 0, seq = 0, accumulation = 1, dataParallel = 1, steps = 0;
 };
 

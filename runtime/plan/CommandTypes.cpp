@@ -313,6 +313,26 @@ std::string Checker::run() {
                         " (every dim before it 1) cannot map " + describe(in(0)) + " -> " +
                         describe(out()));
     }
+  } else if (op == "random_normal") {
+    integers(operand(0));
+    scalar(operand(0));
+    floats({&result(0)});
+    const plan::Attribute *parts = attribute("parts");
+    if (parts && parts->value_case() == plan::Attribute::kI && parts->i() > 1) {
+      int64_t dim = index("part_dim", static_cast<int64_t>(out().size()));
+      int64_t members = axisMembers(attribute("part_axis"));
+      expect(dim < 0 || members == parts->i(), "a random_normal in " + std::to_string(parts->i()) +
+                                                   " parts needs a mesh axis of " +
+                                                   std::to_string(parts->i()) + " ranks");
+    }
+    index("stream", int64_t{1} << 32);
+  } else if (op == "local_shard") {
+    allOperandsAndResultsFloat();
+    int64_t members = axisMembers(attribute("axis"));
+    expect(members < 1 ||
+               (in(0).size() == 1 && out().size() == 1 && in(0)[0] == out()[0] * members),
+           "a local_shard over " + std::to_string(members) + " ranks cannot map " +
+               describe(in(0)) + " -> " + describe(out()));
   } else if (op == "send" || op == "recv") {
     // Floats travel as f32 (bf16 values are exact in it).
     floats({op == "send" ? &operand(0) : &result(0)});

@@ -30,6 +30,8 @@ constexpr PlanOpSignature kOps[] = {
     {"cross_entropy", 2, 3, 1, 1},
     {"cross_entropy_grad", 3, 4, 1, 1},
     {"fill", 0, 0, 1, 1},
+    {"random_normal", 1, 1, 1, 1},
+    {"local_shard", 1, 1, 1, 1},
     {"copy", 1, 1, 1, 1},
     {"lr_value", 1, 1, 1, 1},
     {"global_norm", 1, -1, 1, 1},

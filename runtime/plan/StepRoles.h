@@ -19,6 +19,7 @@ namespace mlperf::rt::role {
 constexpr std::string_view kTokens = "tokens"; // [micro-batches, rows, seq] token ids
 constexpr std::string_view kLabels = "labels"; // likewise, the next-token labels
 constexpr std::string_view kStep = "step";     // the 0-based optimizer step (i64 scalar)
+constexpr std::string_view kSeed = "seed";     // the initialization seed (i64 scalar)
 // Per parameter: the train state (checkpointed) and the gradient.
 constexpr std::string_view kParam = "param";
 constexpr std::string_view kGrad = "grad";
@@ -36,13 +37,21 @@ inline bool isTrainState(std::string_view role) {
   return role == kParam || role == kMaster || role == kExpAvg || role == kExpAvgSq;
 }
 
+/// Checkpoint tensors of optimizer state start with this.
+constexpr std::string_view kOptimizerStatePrefix = "optimizer.";
+
 /// The checkpoint tensor name of per-parameter state: the Hugging Face name for the
 /// parameter itself, `optimizer.<role>.<name>` for optimizer state.
 inline std::string stateKey(std::string_view role, std::string_view param) {
   if (role == kParam) {
     return std::string(param);
   }
-  return "optimizer." + std::string(role) + "." + std::string(param);
+  return std::string(kOptimizerStatePrefix) + std::string(role) + "." + std::string(param);
+}
+
+/// Whether checkpoint tensor `key` is optimizer state (not a parameter).
+inline bool isOptimizerStateKey(std::string_view key) {
+  return key.substr(0, kOptimizerStatePrefix.size()) == kOptimizerStatePrefix;
 }
 
 } // namespace mlperf::rt::role

@@ -2,10 +2,11 @@
 
 // Tests @optimizer_step: the global norm of every gradient, the clip factor, the LR from the
 // schedule, one AdamW per parameter with weight decay only on matrices ("matrices"), and the
-// bf16 parameter rounded from its f32 master; every argument and result states its role.
+// bf16 parameter rounded from its f32 master; every argument and result states its role,
+// and every state argument how it starts (the master as the parameter, moments at zero).
 // CHECK-LABEL: func.func @optimizer_step
 // CHECK-SAME: (%[[STEP:[^:]+]]: tensor<i64> {tg.role = "step"}, %[[GE:[^:]+]]: tensor<16x8xbf16> {tg.param = @embed, tg.role = "grad"}, %[[GN:[^:]+]]: tensor<8xbf16> {tg.param = @norm, tg.role = "grad"},
-// CHECK-SAME: %[[ME:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "master"}, %[[MN:[^:]+]]: tensor<8xf32> {tg.param = @norm, tg.role = "master"}, %[[M1E:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg"}, %[[M1N:[^:]+]]: tensor<8xf32> {tg.param = @norm, tg.role = "exp_avg"}, %[[VE:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg_sq"}, %[[VN:[^:]+]]: tensor<8xf32> {tg.param = @norm, tg.role = "exp_avg_sq"})
+// CHECK-SAME: %[[ME:[^:]+]]: tensor<16x8xf32> {tg.init = "param", tg.param = @embed, tg.role = "master"}, %[[MN:[^:]+]]: tensor<8xf32> {tg.init = "param", tg.param = @norm, tg.role = "master"}, %[[M1E:[^:]+]]: tensor<16x8xf32> {tg.init = "zeros", tg.param = @embed, tg.role = "exp_avg"}, %[[M1N:[^:]+]]: tensor<8xf32> {tg.init = "zeros", tg.param = @norm, tg.role = "exp_avg"}, %[[VE:[^:]+]]: tensor<16x8xf32> {tg.init = "zeros", tg.param = @embed, tg.role = "exp_avg_sq"}, %[[VN:[^:]+]]: tensor<8xf32> {tg.init = "zeros", tg.param = @norm, tg.role = "exp_avg_sq"})
 // CHECK-SAME: -> (tensor<16x8xbf16> {tg.param = @embed, tg.role = "param"}, tensor<8xbf16> {tg.param = @norm, tg.role = "param"}, tensor<16x8xf32> {tg.param = @embed, tg.role = "master"},
 // CHECK-SAME: tensor<f32> {tg.role = "lr"}, tensor<f32> {tg.role = "grad_norm"})
 // CHECK-SAME: attributes {tg.parameters = [@embed, @norm]}

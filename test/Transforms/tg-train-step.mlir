@@ -28,6 +28,16 @@
 // CHECK: func.func @eval_step(%[[ET:[^:]+]]: tensor<1x4xi32> {tg.role = "tokens"}, %[[EL:[^:]+]]: tensor<1x4xi32> {tg.role = "labels"}) -> (tensor<f32> {tg.role = "loss"})
 // CHECK: %[[EVAL:.+]] = call @forward(%[[ET]], %[[EL]])
 // CHECK: return %[[EVAL]]
+// The initial state: the parameter drawn from the seed on its stream (FNV-1a of "embed"),
+// then the optimizer state from it as @optimizer_step's tg.init says.
+// CHECK: func.func @init_params(%[[SEED:[^:]+]]: tensor<i64> {tg.role = "seed"}) -> (tensor<16x8xbf16> {tg.param = @embed, tg.role = "param"})
+// CHECK-NEXT: %[[DRAWN:.+]] = tg.random_normal %[[SEED]] {std = 2.000000e-02 : f64, stream = 672900686 : i64} : tensor<16x8xbf16>
+// CHECK-NEXT: return %[[DRAWN]]
+// CHECK: func.func @init_optimizer(%[[P:[^:]+]]: tensor<16x8xbf16> {tg.param = @embed, tg.role = "param"}) -> (tensor<16x8xf32> {tg.param = @embed, tg.role = "master"}, tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg"}, tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg_sq"})
+// CHECK-NEXT: %[[MASTER0:.+]] = tg.convert %[[P]] : tensor<16x8xbf16> -> tensor<16x8xf32>
+// CHECK-NEXT: %[[Z1:.+]] = tg.fill {value = 0.000000e+00 : f64} : tensor<16x8xf32>
+// CHECK-NEXT: %[[Z2:.+]] = tg.fill {value = 0.000000e+00 : f64} : tensor<16x8xf32>
+// CHECK-NEXT: return %[[MASTER0]], %[[Z1]], %[[Z2]]
 tg.model @single {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}

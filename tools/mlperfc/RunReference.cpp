@@ -14,6 +14,7 @@
 #include "compiler/Support/ModelFile.h"
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/data/GPTBatches.h"
+#include "runtime/plan/StepRoles.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -236,9 +237,9 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &
     out.metadata = {{"format", "mlperfc train state"}, {"step", std::to_string(state.step)}};
     for (auto &[name, value] : state.params) {
       out.tensors[name] = value;
-      out.tensors["optimizer.master." + name] = state.masters[name];
-      out.tensors["optimizer.exp_avg." + name] = state.m[name];
-      out.tensors["optimizer.exp_avg_sq." + name] = state.v[name];
+      out.tensors[rt::role::stateKey(rt::role::kMaster, name)] = state.masters[name];
+      out.tensors[rt::role::stateKey(rt::role::kExpAvg, name)] = state.m[name];
+      out.tensors[rt::role::stateKey(rt::role::kExpAvgSq, name)] = state.v[name];
     }
     rt::Status written = rt::writeSafetensors(refOutput, out);
     if (!written.isOk()) {
@@ -296,11 +297,12 @@ int runRunReference() {
     // A train-state file holds the optimizer state next to the parameters.
     for (auto &[name, tensor] : file.tensors) {
       llvm::StringRef key = name;
-      if (key.consume_front("optimizer.master.")) {
+      namespace role = rt::role;
+      if (key.consume_front(role::stateKey(role::kMaster, ""))) {
         optimizerState.masters[key.str()] = std::move(tensor);
-      } else if (key.consume_front("optimizer.exp_avg_sq.")) {
+      } else if (key.consume_front(role::stateKey(role::kExpAvgSq, ""))) {
         optimizerState.v[key.str()] = std::move(tensor);
-      } else if (key.consume_front("optimizer.exp_avg.")) {
+      } else if (key.consume_front(role::stateKey(role::kExpAvg, ""))) {
         optimizerState.m[key.str()] = std::move(tensor);
       } else {
         params[name] = std::move(tensor);

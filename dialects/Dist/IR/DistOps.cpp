@@ -284,3 +284,44 @@ LogicalResult AllGatherRegionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                                        getMeshAttr(), getAxesAttr(), getDimAttr()));
   return success();
 }
+
+LogicalResult LocalShardOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), {getAxis()});
+  if (failed(size)) {
+    return failure();
+  }
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (input.getRank() != 1 || result.getRank() != 1 ||
+      input.getElementType() != result.getElementType() || input.getDimSize(0) % *size != 0 ||
+      result.getDimSize(0) != input.getDimSize(0) / *size) {
+    return emitOpError() << "keeps 1/" << *size << " of a 1-D tensor: " << input << " -> " << result
+                         << " is not that";
+  }
+  return success();
+}
+
+FailureOr<mlperf::dist::ParameterSplit> mlperf::dist::parameterSplit(tg::ParamOp param,
+                                                                     StringRef pass) {
+  ParameterSplit split;
+  auto sharding = param->getAttrOfType<ShardingAttr>("dist.sharding");
+  if (!sharding) {
+    return split;
+  }
+  auto mesh =
+      dyn_cast_or_null<MeshOp>(SymbolTable::lookupNearestSymbolFrom(param, sharding.getMesh()));
+  for (auto [dim, axes] : llvm::enumerate(sharding.getDims())) {
+    auto names = cast<ArrayAttr>(axes);
+    if (names.empty()) {
+      continue;
+    }
+    if (split.axis || names.size() != 1 || !mesh) {
+      return param.emitError() << pass
+                               << ": a parameter can be split along one dim over one mesh axis";
+    }
+    split.axis = cast<StringAttr>(names[0]);
+    split.dim = static_cast<int64_t>(dim);
+    split.count = mesh.getAxisSize(split.axis.getValue());
+  }
+  return split;
+}

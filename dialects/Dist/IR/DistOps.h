@@ -25,4 +25,19 @@
 #define GET_OP_CLASSES
 #include "dialects/Dist/IR/DistOps.h.inc"
 
+namespace mlperf::dist {
+
+/// How a tensor-parallel parameter is split: along one dim over one mesh axis, `count` parts
+/// (Megatron's column/row-parallel layouts). No axis: not split.
+struct ParameterSplit {
+  mlir::StringAttr axis;
+  int64_t dim = 0, count = 1;
+};
+
+/// The split of `param` from its `dist.sharding` (none without one), or an error at the
+/// parameter (prefixed with `pass`) when it splits more than one dim or over several axes.
+mlir::FailureOr<ParameterSplit> parameterSplit(tg::ParamOp param, llvm::StringRef pass);
+
+} // namespace mlperf::dist
+
 #endif // MLPERFC_DIALECTS_DIST_IR_DISTOPS_H

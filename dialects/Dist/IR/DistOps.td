@@ -125,6 +125,25 @@ def Dist_DoneOp : Dist_Op<"done"> {
 // Tensor-parallel regions (Megatron-LM's f and g)
 //===----------------------------------------------------------------------===//
 
+def Dist_LocalShardOp : Dist_Op<"local_shard",
+                                [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "This rank's 1/G of a 1-D tensor, G the group size of a mesh axis";
+  let description = [{
+    Member i of the group keeps elements [i·N/G, (i+1)·N/G): the layout of a ZeRO-1
+    optimizer-state shard, so that `@init_optimizer` starts a shard from its slice of the
+    (replicated) parameter.
+
+    ```mlir
+    %s = dist.local_shard %flat over @mesh "dp" : tensor<64xf32> -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrAttr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axis attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 def Dist_CopyToRegionOp : Dist_Op<"copy_to_region", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<TG_VJPOpInterface>]> {

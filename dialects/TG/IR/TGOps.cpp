@@ -628,3 +628,19 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
 
 #define GET_OP_CLASSES
 #include "dialects/TG/IR/TGOps.cpp.inc"
+
+LogicalResult RandomNormalOp::verify() {
+  auto type = getResult().getType();
+  int64_t parts = getPartsAttr().getInt(), dim = getPartDimAttr().getInt();
+  if (parts < 1 || dim < 0 || dim >= std::max<int64_t>(type.getRank(), 1) ||
+      (parts > 1 && (type.getRank() == 0 || !getPartAxis()))) {
+    return emitOpError() << "splits along dim " << dim << " into " << parts
+                         << " parts (over mesh axis " << (getPartAxis() ? *getPartAxis() : "none")
+                         << "), which " << type << " cannot be";
+  }
+  int64_t stream = getStreamAttr().getInt();
+  if (stream < 0 || stream > static_cast<int64_t>(UINT32_MAX)) {
+    return emitOpError() << "stream " << stream << " is not a 32-bit stream id";
+  }
+  return success();
+}

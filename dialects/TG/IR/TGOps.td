@@ -277,6 +277,28 @@ def TG_FillOp : TG_Op<"fill", [Pure, ConstantLike]> {
   let hasFolder = 1;
 }
 
+def TG_RandomNormalOp : TG_Op<"random_normal", [Pure]> {
+  let summary = "Initial parameter values: std times a normal draw of the counter-based RNG";
+  let description = [{
+    Element `i` is `std · z` rounded once to the element type, `z` the standard normal draw
+    of Philox4x32-10 under `%seed` for element `i` of the stream `stream` (the FNV-1a of the
+    parameter's full Hugging Face name; docs/train-step.md, Initialization). With `parts`
+    > 1 the result is part k of a tensor split into `parts` equal parts along `part_dim`, k
+    the rank's index along mesh axis `part_axis`, and each element is drawn as its element of
+    the full tensor: every parallel layout initializes the same model.
+
+    ```mlir
+    %w = tg.random_normal %seed {std = 2.0e-02 : f64, stream = 1234 : i64} : tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins TG_I64Scalar:$seed, F64Attr:$std, I64Attr:$stream,
+                       DefaultValuedAttr<I64Attr, "0">:$part_dim,
+                       DefaultValuedAttr<I64Attr, "1">:$parts, OptionalAttr<StrAttr>:$part_axis);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$seed attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def TG_RMSNormGradOp : TG_Op<"rms_norm_grad", [Pure, AllTypesMatch<["input", "grad", "input_grad"]>,
                                                AllTypesMatch<["weight", "weight_grad"]>]> {
   let summary = "Vector-Jacobian product of tg.rms_norm";

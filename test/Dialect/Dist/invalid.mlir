@@ -120,3 +120,15 @@ tg.model @m {
     return
   }
 }
+
+// -----
+
+tg.model @m {
+  dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64}
+  func.func @f(%x: tensor<8xf32>) -> tensor<3xf32> {
+    // Tests that a local shard is this rank's 1/G of a 1-D tensor.
+    // expected-error @below {{'dist.local_shard' op keeps 1/2 of a 1-D tensor: 'tensor<8xf32>' -> 'tensor<3xf32>' is not that}}
+    %s = dist.local_shard %x over @mesh "dp" : tensor<8xf32> -> tensor<3xf32>
+    return %s : tensor<3xf32>
+  }
+}

@@ -488,3 +488,21 @@ func.func @matmul_batch_rank2_lhs(%a: tensor<2x8xf32>, %b: tensor<4x8x4xf32>) {
   %c = tg.matmul %a, %b : tensor<2x8xf32>, tensor<4x8x4xf32> -> tensor<2x4xf32>
   return
 }
+
+// -----
+
+// Tests that a drawn part of a split parameter names the mesh axis that picks the part.
+func.func @random_normal_parts(%seed: tensor<i64>) {
+  // expected-error @below {{'tg.random_normal' op splits along dim 0 into 2 parts (over mesh axis none), which 'tensor<4x8xf32>' cannot be}}
+  %w = tg.random_normal %seed {std = 0.02 : f64, stream = 7 : i64, parts = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the stream is a 32-bit id (the FNV-1a of a parameter name).
+func.func @random_normal_stream(%seed: tensor<i64>) {
+  // expected-error @below {{'tg.random_normal' op stream -1 is not a 32-bit stream id}}
+  %w = tg.random_normal %seed {std = 0.02 : f64, stream = -1 : i64} : tensor<4x8xf32>
+  return
+}
