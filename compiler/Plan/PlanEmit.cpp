@@ -2,6 +2,8 @@
 
 #include "compiler/Plan/PlanEmit.h"
 
+#include "runtime/plan/StepRoles.h"
+
 #include "runtime/plan/PlanLoader.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -163,24 +165,28 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     out->set_size(buffer.getStorageBytes());
   }
   auto id = [&](Attribute ref) { return idOf.lookup(cast<FlatSymbolRefAttr>(ref).getValue()); };
+  // The train state: per parameter its value and its optimizer state, by checkpoint name.
   for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
-    plan::Parameter *out = result.add_parameters();
-    out->set_name(parameter.getName().str());
-    out->set_value(id(parameter.getValueAttr()));
-    out->set_grad(id(parameter.getGradAttr()));
-    out->set_master(id(parameter.getMasterAttr()));
-    out->set_exp_avg(id(parameter.getExpAvgAttr()));
-    out->set_exp_avg_sq(id(parameter.getExpAvgSqAttr()));
-    out->set_init(parameter.getInit().str());
-    out->set_std(parameter.getStd().convertToDouble());
-    if (parameter.getSplitAxis()) {
-      out->set_split_axis(parameter.getSplitAxis()->str());
-      out->set_split_dim(*parameter.getSplitDim());
-      out->set_split_count(*parameter.getSplitCount());
-    }
-    if (parameter.getShardAxis()) {
-      out->set_shard_axis(parameter.getShardAxis()->str());
-      out->set_shard_count(*parameter.getShardCount());
+    namespace role = rt::role;
+    for (auto [kind, ref] : {std::pair{role::kParam, parameter.getValueAttr()},
+                             {role::kMaster, parameter.getMasterAttr()},
+                             {role::kExpAvg, parameter.getExpAvgAttr()},
+                             {role::kExpAvgSq, parameter.getExpAvgSqAttr()}}) {
+      plan::StateTensor *out = result.add_state();
+      out->set_name(role::stateKey(kind, parameter.getName()));
+      out->set_buffer(id(ref));
+      out->set_role(std::string(kind));
+      out->set_param(parameter.getName().str());
+      // --init-from slices full weights into the parameter; its state starts from it.
+      if (parameter.getSplitAxis() && kind == role::kParam) {
+        out->set_split_axis(parameter.getSplitAxis()->str());
+        out->set_split_dim(*parameter.getSplitDim());
+        out->set_split_count(*parameter.getSplitCount());
+      }
+      if (parameter.getShardAxis() && kind != role::kParam) {
+        out->set_shard_axis(parameter.getShardAxis()->str());
+        out->set_shard_count(*parameter.getShardCount());
+      }
     }
   }
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {

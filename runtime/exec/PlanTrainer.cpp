@@ -122,27 +122,10 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
   if (communicator.rank() == 0 && t.lossesBuffer == kNoBuffer) {
     return invalid("train_step of the plan rank 0 runs does not return the losses");
   }
-  // Parameter state: a float value and gradient, f32 master and moments, all of one shape.
-  for (const plan::Parameter &parameter : plan.parameters()) {
-    const plan::Buffer &value = plan.buffers(parameter.value());
-    bool valid = isFloat(fromPlanDType(value.dtype())) &&
-                 isFloat(fromPlanDType(plan.buffers(parameter.grad()).dtype()));
-    valid = valid && shapeOf(plan.buffers(parameter.grad())) == shapeOf(value);
-    // Whole state has the parameter's shape; a ZeRO-1 shard is 1-D (the loader checked its size).
-    std::vector<int64_t> stateShape = shapeOf(value);
-    if (parameter.shard_count() > 1) {
-      stateShape = {elementCount(stateShape) / parameter.shard_count()};
-    }
-    for (uint32_t id : {parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
-      valid = valid && shapeOf(plan.buffers(id)) == stateShape;
-    }
-    for (uint32_t id : {parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
-      valid = valid && plan.buffers(id).dtype() == plan::F32;
-    }
-    if (!valid) {
-      return invalid("parameter '" + parameter.name() +
-                     "' does not have a float value and gradient and f32 optimizer state of "
-                     "one shape");
+  // The train state: float tensors (their shapes the compiler's; the loader checked shards).
+  for (const plan::StateTensor &state : plan.state()) {
+    if (!isFloat(fromPlanDType(plan.buffers(state.buffer()).dtype()))) {
+      return invalid("state tensor '" + state.name() + "' does not hold floats");
     }
   }
   for (uint32_t id : t.evalLossBuffer != kNoBuffer
@@ -163,10 +146,10 @@ Status PlanTrainer::initialize(uint64_t seed) {
   // The plan draws the parameters (init_params) and derives the optimizer state from them
   // (init_optimizer); a parameter it does not draw must come from a file.
   const plan::Program &init = plan.programs(initParamsProgram);
-  for (const plan::Parameter &parameter : plan.parameters()) {
-    if (std::find(init.outputs().begin(), init.outputs().end(), parameter.value()) ==
-        init.outputs().end()) {
-      return invalid("parameter '" + parameter.name() +
+  for (const plan::StateTensor &state : plan.state()) {
+    if (state.role() == role::kParam && std::find(init.outputs().begin(), init.outputs().end(),
+                                                  state.buffer()) == init.outputs().end()) {
+      return invalid("parameter '" + state.param() +
                      "' is initialized from a checkpoint: give --init-from W.safetensors");
     }
   }
@@ -180,65 +163,48 @@ Status PlanTrainer::initialize(uint64_t seed) {
 }
 
 Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
-  for (const plan::Parameter &parameter : plan.parameters()) {
-    std::vector<std::pair<std::string, uint32_t>> entries{{parameter.name(), parameter.value()}};
-    if (withOptimizerState) {
-      entries.insert(entries.end(),
-                     {{role::stateKey(role::kMaster, parameter.name()), parameter.master()},
-                      {role::stateKey(role::kExpAvg, parameter.name()), parameter.exp_avg()},
-                      {role::stateKey(role::kExpAvgSq, parameter.name()), parameter.exp_avg_sq()}});
+  for (const plan::StateTensor &state : plan.state()) {
+    bool parameter = state.role() == role::kParam;
+    if (!parameter && !withOptimizerState) {
+      continue; // --init-from: the plan's init_optimizer starts the rest from the parameters
     }
-    for (const auto &[name, id] : entries) {
-      auto it = file.tensors.find(name);
-      const plan::Buffer &buffer = plan.buffers(id);
-      if (it == file.tensors.end()) {
-        return invalid("no tensor '" + name + "'" +
-                       (withOptimizerState ? " (a resume needs the optimizer state)" : ""));
-      }
-      // --init-from full (Hugging Face) weights on a tensor-parallel plan: this rank's slice.
-      HostTensor tensor = it->second;
-      if (!withOptimizerState && id == parameter.value() && parameter.split_count() > 1 &&
-          tensor.shape != shapeOf(buffer) &&
-          tensor.shape == fullShape(parameter, shapeOf(buffer))) {
-        tensor = splitSlice(parameter, tensor, shapeOf(buffer));
-      }
-      if (tensor.dtype != fromPlanDType(buffer.dtype()) || tensor.shape != shapeOf(buffer)) {
-        HostTensor expectedShape = HostTensor::zeros(fromPlanDType(buffer.dtype()), {});
-        expectedShape.shape = shapeOf(buffer);
-        return invalid("'" + name + "' is " + tensor.describe() + " but the plan holds " +
-                       expectedShape.describe());
-      }
-      for (float v : tensor.values) {
-        if (!std::isfinite(v)) {
-          return invalid("'" + name + "' holds non-finite values");
-        }
-      }
-      Status status = backend.write(id, tensor);
-      if (!status.isOk()) {
-        return status;
+    auto it = file.tensors.find(state.name());
+    const plan::Buffer &buffer = plan.buffers(state.buffer());
+    if (it == file.tensors.end()) {
+      return invalid("no tensor '" + state.name() + "'" +
+                     (withOptimizerState ? " (a resume needs the optimizer state)" : ""));
+    }
+    // --init-from full (Hugging Face) weights on a tensor-parallel plan: this rank's slice.
+    HostTensor tensor = it->second;
+    if (!withOptimizerState && parameter && state.split_count() > 1 &&
+        tensor.shape != shapeOf(buffer) && tensor.shape == fullShape(state, shapeOf(buffer))) {
+      tensor = splitSlice(state, tensor, shapeOf(buffer));
+    }
+    if (tensor.dtype != fromPlanDType(buffer.dtype()) || tensor.shape != shapeOf(buffer)) {
+      HostTensor expectedShape = HostTensor::zeros(fromPlanDType(buffer.dtype()), {});
+      expectedShape.shape = shapeOf(buffer);
+      return invalid("'" + state.name() + "' is " + tensor.describe() + " but the plan holds " +
+                     expectedShape.describe());
+    }
+    for (float v : tensor.values) {
+      if (!std::isfinite(v)) {
+        return invalid("'" + state.name() + "' holds non-finite values");
       }
     }
+    MLPERF_RETURN_IF_ERROR(backend.write(state.buffer(), tensor));
   }
   if (!withOptimizerState) {
     // A fresh optimizer from these values, as the plan starts it.
     MLPERF_RETURN_IF_ERROR(backend.execute(initOptimizerProgram));
   }
   for (const auto &[name, tensor] : file.tensors) {
-    bool optimizerEntry = role::isOptimizerStateKey(name);
-    if (optimizerEntry && !withOptimizerState) {
+    if (role::isOptimizerStateKey(name) && !withOptimizerState) {
       continue; // --init-from a train state: use its parameters only
     }
-    bool known = std::any_of(
-        plan.parameters().begin(), plan.parameters().end(), [&](const plan::Parameter &p) {
-          for (std::string_view r : {role::kParam, role::kMaster, role::kExpAvg, role::kExpAvgSq}) {
-            if (name == role::stateKey(r, p.name())) {
-              return true;
-            }
-          }
-          return false;
-        });
+    bool known = std::any_of(plan.state().begin(), plan.state().end(),
+                             [&](const plan::StateTensor &s) { return s.name() == name; });
     // A pipeline stage holds only its own parameters: the file's other tensors are other
-    // stages'; every parameter of this stage was required above.
+    // stages'; every tensor of this stage was required above.
     if (!known && plan.pipeline_stage() == 0 && communicator.mesh().pp == 1) {
       return invalid("tensor '" + name + "' is not a parameter of this model");
     }
@@ -256,13 +222,13 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
   return Status::ok();
 }
 
-int64_t PlanTrainer::splitIndex(const plan::Parameter &parameter) const {
+int64_t PlanTrainer::splitIndex(const plan::StateTensor &parameter) const {
   MeshAxis axis = MeshAxis::kTP;
   parseMeshAxis(parameter.split_axis(), axis); // the loader checked it
   return communicator.coordinates().along(axis);
 }
 
-std::vector<int64_t> PlanTrainer::fullShape(const plan::Parameter &parameter,
+std::vector<int64_t> PlanTrainer::fullShape(const plan::StateTensor &parameter,
                                             std::vector<int64_t> local) const {
   if (parameter.split_count() > 1) {
     local[parameter.split_dim()] *= parameter.split_count();
@@ -270,13 +236,13 @@ std::vector<int64_t> PlanTrainer::fullShape(const plan::Parameter &parameter,
   return local;
 }
 
-int64_t PlanTrainer::fullIndex(const plan::Parameter &parameter, const std::vector<int64_t> &local,
-                               int64_t index) const {
+int64_t PlanTrainer::fullIndex(const plan::StateTensor &parameter,
+                               const std::vector<int64_t> &local, int64_t index) const {
   return fullIndexOfPart(local, parameter.split_dim(), parameter.split_count(),
                          parameter.split_count() > 1 ? splitIndex(parameter) : 0, index);
 }
 
-HostTensor PlanTrainer::splitSlice(const plan::Parameter &parameter, const HostTensor &full,
+HostTensor PlanTrainer::splitSlice(const plan::StateTensor &parameter, const HostTensor &full,
                                    const std::vector<int64_t> &local) const {
   HostTensor slice = HostTensor::zeros(full.dtype, local);
   for (int64_t i = 0; i < slice.numElements(); ++i) {
@@ -291,17 +257,8 @@ Status PlanTrainer::save(const std::string &path,
   file.metadata = metadata;
   file.metadata["format"] = "mlperfc train state";
   file.metadata["step"] = std::to_string(steps);
-  for (const plan::Parameter &parameter : plan.parameters()) {
-    for (auto [name, id] :
-         {std::pair{parameter.name(), parameter.value()},
-          {role::stateKey(role::kMaster, parameter.name()), parameter.master()},
-          {role::stateKey(role::kExpAvg, parameter.name()), parameter.exp_avg()},
-          {role::stateKey(role::kExpAvgSq, parameter.name()), parameter.exp_avg_sq()}}) {
-      Status status = backend.read(id, file.tensors[name]);
-      if (!status.isOk()) {
-        return status;
-      }
-    }
+  for (const plan::StateTensor &state : plan.state()) {
+    MLPERF_RETURN_IF_ERROR(backend.read(state.buffer(), file.tensors[state.name()]));
   }
   return writeSafetensors(path, file);
 }

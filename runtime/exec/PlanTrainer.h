@@ -68,12 +68,12 @@ private:
       : plan(plan), backend(backend), communicator(communicator) {}
   /// Tensor parallelism: this rank's part index, the full shape of a split parameter, the
   /// full parameter's flat index of element `index` of this rank's slice, and the slice.
-  int64_t splitIndex(const plan::Parameter &parameter) const;
-  std::vector<int64_t> fullShape(const plan::Parameter &parameter,
+  int64_t splitIndex(const plan::StateTensor &parameter) const;
+  std::vector<int64_t> fullShape(const plan::StateTensor &parameter,
                                  std::vector<int64_t> local) const;
-  int64_t fullIndex(const plan::Parameter &parameter, const std::vector<int64_t> &local,
+  int64_t fullIndex(const plan::StateTensor &parameter, const std::vector<int64_t> &local,
                     int64_t index) const;
-  HostTensor splitSlice(const plan::Parameter &parameter, const HostTensor &full,
+  HostTensor splitSlice(const plan::StateTensor &parameter, const HostTensor &full,
                         const std::vector<int64_t> &local) const;
   /// Writes `shape`'s elements of `source` from `first` on into integer buffer `id` (none:
   /// the stage does not read it).

@@ -232,47 +232,57 @@ Status validatePlan(const plan::Plan &p) {
                      ", and no event orders them (a missing event_wait)");
     }
   }
-  for (const plan::Parameter &parameter : p.parameters()) {
-    for (uint32_t id : {parameter.value(), parameter.grad(), parameter.master(),
-                        parameter.exp_avg(), parameter.exp_avg_sq()}) {
-      if (!validId(id)) {
-        return invalid("parameter '" + parameter.name() + "' refers to missing buffer " +
-                       std::to_string(id));
+  std::map<std::string, const plan::StateTensor *> paramValues; // role "param", by parameter
+  std::set<std::string> stateNames;
+  for (const plan::StateTensor &state : p.state()) {
+    if (!validId(state.buffer())) {
+      return invalid("state tensor '" + state.name() + "' refers to missing buffer " +
+                     std::to_string(state.buffer()));
+    }
+    const plan::Buffer &buffer = p.buffers(state.buffer());
+    if (state.name().empty() || !stateNames.insert(state.name()).second ||
+        buffer.memory_class() != plan::PERSISTENT) {
+      return invalid("state tensor '" + state.name() +
+                     "' is unnamed, named twice or not in persistent memory");
+    }
+    if (state.role() == "param") {
+      paramValues[state.param()] = &state;
+    }
+    if (state.split_count() > 1) {
+      MeshAxis axis;
+      if (!parseMeshAxis(state.split_axis(), axis) || state.split_count() != mesh.axisSize(axis) ||
+          state.split_dim() < 0 || state.split_dim() >= buffer.shape_size()) {
+        return invalid("state tensor '" + state.name() + "' is split " +
+                       std::to_string(state.split_count()) + " ways along dim " +
+                       std::to_string(state.split_dim()) + " over axis '" + state.split_axis() +
+                       "', which the mesh or its shape does not have");
       }
     }
-    if (parameter.split_count() > 1) {
-      MeshAxis axis;
-      const plan::Buffer &value = p.buffers(parameter.value());
-      if (!parseMeshAxis(parameter.split_axis(), axis) ||
-          parameter.split_count() != mesh.axisSize(axis) || parameter.split_dim() < 0 ||
-          parameter.split_dim() >= value.shape_size()) {
-        return invalid("parameter '" + parameter.name() + "' is split " +
-                       std::to_string(parameter.split_count()) + " ways along dim " +
-                       std::to_string(parameter.split_dim()) + " over axis '" +
-                       parameter.split_axis() + "', which the mesh or its shape does not have");
-      }
+  }
+  for (const plan::StateTensor &state : p.state()) {
+    if (state.shard_count() <= 1) {
+      continue;
     }
-    if (parameter.shard_count() > 1) {
-      MeshAxis axis;
-      if (!parseMeshAxis(parameter.shard_axis(), axis) ||
-          parameter.shard_count() != mesh.axisSize(axis)) {
-        return invalid("parameter '" + parameter.name() + "' is sharded " +
-                       std::to_string(parameter.shard_count()) + " ways over axis '" +
-                       parameter.shard_axis() + "', which the mesh does not have");
-      }
-      int64_t whole = 1;
-      for (int64_t d : p.buffers(parameter.value()).shape()) {
+    MeshAxis axis;
+    if (!parseMeshAxis(state.shard_axis(), axis) || state.shard_count() != mesh.axisSize(axis)) {
+      return invalid("state tensor '" + state.name() + "' is sharded " +
+                     std::to_string(state.shard_count()) + " ways over axis '" +
+                     state.shard_axis() + "', which the mesh does not have");
+    }
+    auto value = paramValues.find(state.param());
+    int64_t whole = 0;
+    if (value != paramValues.end()) {
+      whole = 1;
+      for (int64_t d : p.buffers(value->second->buffer()).shape()) {
         whole *= d;
       }
-      for (uint32_t id : {parameter.master(), parameter.exp_avg(), parameter.exp_avg_sq()}) {
-        const plan::Buffer &state = p.buffers(id);
-        if (whole % parameter.shard_count() != 0 || state.shape_size() != 1 ||
-            state.shape(0) != whole / parameter.shard_count()) {
-          return invalid("optimizer state '" + state.name() + "' of parameter '" +
-                         parameter.name() + "' is not a 1/" +
-                         std::to_string(parameter.shard_count()) + " shard of it");
-        }
-      }
+    }
+    const plan::Buffer &shard = p.buffers(state.buffer());
+    if (whole == 0 || whole % state.shard_count() != 0 || shard.shape_size() != 1 ||
+        shard.shape(0) != whole / state.shard_count()) {
+      return invalid("state tensor '" + state.name() + "' is not a 1/" +
+                     std::to_string(state.shard_count()) + " shard of parameter '" + state.param() +
+                     "'");
     }
   }
   return Status::ok();
@@ -403,6 +413,11 @@ Status checkStageTransfers(const std::vector<plan::Plan> &stages) {
     }
   }
   return Status::ok();
+}
+
+int64_t parameterCount(const plan::Plan &plan) {
+  return std::count_if(plan.state().begin(), plan.state().end(),
+                       [](const plan::StateTensor &state) { return state.role() == "param"; });
 }
 
 std::string stagePlanPath(const std::string &path, int64_t stage) {

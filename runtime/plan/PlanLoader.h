@@ -33,6 +33,9 @@ Status validatePlan(const plan::Plan &plan);
 /// plan.pb with pp > 1 writes plan.stage0.pb, plan.stage1.pb, ...).
 std::string stagePlanPath(const std::string &path, int64_t stage);
 
+/// The parameters among the plan's train state (state tensors with role "param").
+int64_t parameterCount(const plan::Plan &plan);
+
 /// Reads `path`, parses and validates it.
 Status loadPlan(const std::string &path, plan::Plan &plan);
 

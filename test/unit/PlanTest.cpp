@@ -79,11 +79,35 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
       {[](plan::Plan &p) { p.mutable_programs(0)->add_inputs(42); }, "reads missing buffer 42"},
       {[](plan::Plan &p) { *p.add_programs() = p.programs(0); }, "appears twice"},
       {[](plan::Plan &p) {
-         plan::Parameter *param = p.add_parameters();
-         param->set_name("w");
-         param->set_value(3);
+         plan::StateTensor *state = p.add_state();
+         state->set_name("w");
+         state->set_buffer(3);
        },
-       "parameter 'w' refers to missing buffer 3"},
+       "state tensor 'w' refers to missing buffer 3"},
+      {[](plan::Plan &p) {
+         plan::StateTensor *state = p.add_state();
+         state->set_name("w");
+         state->set_buffer(1); // in the activation arena
+       },
+       "state tensor 'w' is unnamed, named twice or not in persistent memory"},
+      {[](plan::Plan &p) {
+         for (const char *role : {"param", "master"}) {
+           plan::StateTensor *state = p.add_state();
+           state->set_name(role);
+           state->set_role(role);
+           state->set_param("w");
+           state->set_buffer(0);
+         }
+         p.mutable_state(1)->set_shard_axis("dp");
+         p.mutable_state(1)->set_shard_count(1 + 1);
+         p.mutable_mesh()->set_nodes(1);
+         p.mutable_mesh()->set_gpus_per_node(2);
+         p.mutable_mesh()->set_dp(2);
+         p.mutable_mesh()->set_tp(1);
+         p.mutable_mesh()->set_pp(1);
+         p.mutable_mesh()->set_vp(1);
+       },
+       "state tensor 'master' is not a 1/2 shard of parameter 'w'"},
       // Operand and result types: a backend indexes buffers by these without further checks.
       {[](plan::Plan &p) {
          p.mutable_buffers(1)->set_shape(0, 2);
@@ -188,10 +212,10 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
        "attribute 'axis' must be one of dp, tp, pp"},
       {[](plan::Plan &p) { p.set_pipeline_stage(1); }, "pipeline stage 1 of a mesh with pp=1"},
       {[](plan::Plan &p) {
-         plan::Parameter *param = p.add_parameters();
-         param->set_name("w");
-         param->set_split_axis("tp");
-         param->set_split_count(2);
+         plan::StateTensor *state = p.add_state();
+         state->set_name("w");
+         state->set_split_axis("tp");
+         state->set_split_count(2);
        },
        "is split 2 ways along dim 0 over axis 'tp'"},
   };

@@ -463,7 +463,7 @@ int run(const Options &options) {
     std::printf("mlperf-run: %s on %s x %lld ranks (%s): %d parameter tensors, global batch "
                 "%lld x %lld tokens, up to %lld steps%s (init %.1f s)\n",
                 model.name().c_str(), backend->name(), static_cast<long long>(worldSize),
-                mesh.describe().c_str(), plan.parameters_size(),
+                mesh.describe().c_str(), static_cast<int>(parameterCount(plan)),
                 static_cast<long long>(globalBatch), static_cast<long long>(seq),
                 static_cast<long long>(maxSteps),
                 evaluating ? (", eval every " + std::to_string(evalEverySteps) +

@@ -55,8 +55,7 @@ int runShow() {
      << ": global batch " << m.global_batch_size() << " = " << m.gradient_accumulation_steps()
      << " micro-batches of " << m.micro_batch_size() << " on each of " << rt::planMesh(p).dp
      << " data-parallel ranks, seq " << m.seq_len() << "\n";
-  os << "mesh " << rt::planMesh(p).describe() << " (" << rt::planMesh(p).worldSize()
-     << " ranks)";
+  os << "mesh " << rt::planMesh(p).describe() << " (" << rt::planMesh(p).worldSize() << " ranks)";
   if (rt::planMesh(p).pp > 1) {
     os << ", pipeline stage " << p.pipeline_stage() << " of " << rt::planMesh(p).pp;
   }
@@ -75,7 +74,8 @@ int runShow() {
     }
     os << "\n";
   }
-  os << p.parameters_size() << " parameters, " << p.buffers_size() << " buffers\n";
+  os << rt::parameterCount(p) << " parameters (" << p.state_size() << " state tensors), "
+     << p.buffers_size() << " buffers\n";
   for (const plan::Program &program : p.programs()) {
     llvm::MapVector<llvm::StringRef, unsigned> ops;
     for (const plan::Command &command : program.commands()) {
