@@ -1,0 +1,516 @@
+//===- TrainingSession.cpp - One training run of a plan --------*- C++ -*-===//
+
+#include "runtime/exec/TrainingSession.h"
+
+#include "runtime/data/GPTBatches.h"
+#include "runtime/mllog/BenchmarkLog.h"
+#include "runtime/plan/PlanLoader.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+namespace mlperf::rt {
+namespace {
+
+Status invalid(const std::string &message) { return Status(StatusCode::kInvalidArgument, message); }
+
+/// Metrics lines go to a temporary file renamed into place at the end, so a reader never
+/// sees a half-written file under the final name; each line is flushed as it is written.
+class MetricsFile {
+public:
+  Status open(const std::string &path) {
+    final = path;
+    temporary = path + ".tmp." + std::to_string(getpid());
+    out.open(temporary, std::ios::trunc);
+    return out ? Status::ok()
+               : Status(StatusCode::kNotFound, "cannot write metrics file " + temporary);
+  }
+  void write(const std::string &line) {
+    if (out.is_open()) {
+      out << line << '\n';
+      out.flush();
+    }
+  }
+  Status close() {
+    if (!out.is_open()) {
+      return Status::ok();
+    }
+    out.close();
+    if (!out || std::rename(temporary.c_str(), final.c_str()) != 0) {
+      return Status(StatusCode::kInternal, "cannot finish metrics file " + final);
+    }
+    return Status::ok();
+  }
+
+private:
+  std::ofstream out;
+  std::string final, temporary;
+};
+
+/// A JSON number; non-finite values (a diverged run) as null, which JSON can represent.
+std::string jsonNumber(double value) {
+  if (!std::isfinite(value)) {
+    return "null";
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+} // namespace
+
+struct TrainingSession::Data {
+  GPTBatches train;
+  std::vector<int64_t> evalTokens, evalLabels, tokens, labels;
+};
+
+/// The leader's MLPerf log and metrics, and which log intervals are open (all are closed,
+/// also when the run fails, so a failed run's log is well formed and says `aborted`).
+struct TrainingSession::Log {
+  MLLogger logger;
+  bool logging = false, initOpen = false, runOpen = false, blockOpen = false, evalOpen = false;
+  int64_t samples = 0;
+  MetricsFile metrics;
+};
+
+TrainingSession::~TrainingSession() = default;
+
+Status TrainingSession::open(const SessionOptions &options, RankInfo rank,
+                             const CommunicatorFactory &makeCommunicator,
+                             std::unique_ptr<TrainingSession> &session) {
+  if (options.dataOrder != "shuffled" && options.dataOrder != "sequential") {
+    return invalid("--data-order must be shuffled or sequential, got '" + options.dataOrder + "'");
+  }
+  if (!options.initFrom.empty() && !options.resume.empty()) {
+    return invalid("--init-from and --resume are alternatives: give one");
+  }
+  if (options.data.empty()) {
+    return invalid("--data PREFIX (a Megatron indexed dataset PREFIX.bin/.idx) is required");
+  }
+  if (options.saveEvery < 0 || (options.saveEvery > 0 && options.save.empty())) {
+    return invalid("--save-every N needs N >= 0 and --save CKPT");
+  }
+  if (!options.target.empty() && options.evalData.empty()) {
+    return invalid("--target needs --eval-data to evaluate against");
+  }
+  auto start = std::chrono::steady_clock::now();
+  session.reset(new TrainingSession());
+  TrainingSession &s = *session;
+  s.options = options;
+  s.rank = rank;
+  s.log = std::make_unique<Log>();
+  s.data = std::make_unique<Data>();
+  MLPERF_RETURN_IF_ERROR(s.loadPlan());
+  const plan::ModelInfo &model = s.planFile.model();
+  s.targetLoss = model.target_value();
+  if (!options.target.empty()) {
+    char *end = nullptr;
+    s.targetLoss = std::strtod(options.target.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(s.targetLoss)) {
+      return invalid("--target must be a number, got '" + options.target + "'");
+    }
+  }
+  s.stepLimit = options.maxSteps >= 0 ? options.maxSteps : model.max_steps();
+  s.mesh = planMesh(s.planFile);
+  MLPERF_RETURN_IF_ERROR(makeCommunicator(s.mesh, s.communicator));
+  MLPERF_RETURN_IF_ERROR(s.checkRanksRunOneCompile());
+  MLPERF_RETURN_IF_ERROR(createBackend(options.backend, s.backend));
+  MLPERF_RETURN_IF_ERROR(s.backend->prepare(s.planFile, *s.communicator));
+  MLPERF_RETURN_IF_ERROR(PlanTrainer::create(s.planFile, *s.backend, *s.communicator, s.trainer));
+  s.globalBatch = model.global_batch_size();
+  s.seq = s.trainer->seqLen();
+  Log &log = *s.log;
+  log.logging = s.leader() && !options.mllog.empty();
+  if (log.logging) {
+    MLPERF_RETURN_IF_ERROR(log.logger.open(options.mllog));
+    MLLOG_POINT(log.logger, "cache_clear", true);
+    MLLOG_START(log.logger, "init_start", MLLogValue{});
+    log.initOpen = true;
+  }
+  Status status = s.startState();
+  if (status.isOk()) {
+    status = s.openData();
+  }
+  if (status.isOk()) {
+    status = s.openOutputs();
+  }
+  if (!status.isOk()) {
+    s.abandon();
+    return status;
+  }
+  s.firstStep = s.trainer->stepsTaken();
+  s.initSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::ok();
+}
+
+Status TrainingSession::loadPlan() {
+  // A pipeline-parallel plan is one file per stage (plan.stage<k>.pb): the first names the
+  // mesh, which says which stage this rank runs.
+  std::string path = options.plan;
+  if (!std::ifstream(path) && std::ifstream(stagePlanPath(path, 0))) {
+    MLPERF_RETURN_IF_ERROR(rt::loadPlan(stagePlanPath(path, 0), planFile));
+    MeshShape stageMesh = planMesh(planFile);
+    if (stageMesh.worldSize() != rank.size) {
+      return invalid("the plan is compiled for " + std::to_string(stageMesh.worldSize()) +
+                     " ranks (" + stageMesh.describe() + ") but " + std::to_string(rank.size) +
+                     " were started: run mpirun -np " + std::to_string(stageMesh.worldSize()));
+    }
+    path = stagePlanPath(path, rankCoordinates(stageMesh, rank.rank).pp);
+  }
+  MLPERF_RETURN_IF_ERROR(rt::loadPlan(path, planFile));
+  if (planMesh(planFile).pp > 1) {
+    // The stages' schedules must agree on every transfer before anything runs.
+    std::vector<plan::Plan> stages(planMesh(planFile).pp);
+    for (size_t k = 0; k < stages.size(); ++k) {
+      MLPERF_RETURN_IF_ERROR(
+          rt::loadPlan(stagePlanPath(options.plan, static_cast<int64_t>(k)), stages[k]));
+    }
+    MLPERF_RETURN_IF_ERROR(checkStageTransfers(stages));
+  }
+  return Status::ok();
+}
+
+Status TrainingSession::checkRanksRunOneCompile() {
+  // Every rank must run plans of one compile: mixed files would split inconsistent groups.
+  if (rank.size <= 1) {
+    return Status::ok();
+  }
+  const plan::ModelInfo &model = planFile.model();
+  std::string identity = planFile.producer() + "|" + mesh.describe() + "|" +
+                         std::to_string(model.global_batch_size()) + "|" +
+                         std::to_string(model.gradient_accumulation_steps()) + "|" +
+                         model.precision() + "|" + std::to_string(planFile.format_version());
+  // Two 16-bit pieces of a hash, each summed with its square (exact in f64 for up to 2^20
+  // ranks): the sums equal n·x and n·x² only when every rank has the same x.
+  size_t hash = std::hash<std::string>{}(identity);
+  double low = static_cast<double>(hash & 0xffff),
+         high = static_cast<double>((hash >> 16) & 0xffff);
+  std::vector<double> sums{low, low * low, high, high * high};
+  MLPERF_RETURN_IF_ERROR(communicator->allReduceWorldSum(sums));
+  double n = static_cast<double>(rank.size);
+  if (sums[0] != n * low || sums[1] != n * low * low || sums[2] != n * high ||
+      sums[3] != n * high * high) {
+    return invalid("the ranks loaded plans of different compiles (mesh, batch, precision or "
+                   "producer differ); recompile and give every rank the same plan");
+  }
+  return Status::ok();
+}
+
+/// Rank r's file of a multi-rank job: CKPT.safetensors -> CKPT.rank<r>-of-<n>.safetensors.
+static std::string rankFile(const std::string &path, RankInfo rank) {
+  if (rank.size == 1) {
+    return path;
+  }
+  std::string suffix = ".rank" + std::to_string(rank.rank) + "-of-" + std::to_string(rank.size);
+  const std::string extension = ".safetensors";
+  if (path.size() > extension.size() &&
+      path.compare(path.size() - extension.size(), extension.size(), extension) == 0) {
+    return path.substr(0, path.size() - extension.size()) + suffix + extension;
+  }
+  return path + suffix;
+}
+
+std::string TrainingSession::checkpointPath() const { return rankFile(options.save, rank); }
+
+Status TrainingSession::startState() {
+  // Parameters and optimizer state: resumed, loaded, or drawn from the seed.
+  seed = options.seed >= 0 ? static_cast<uint64_t>(options.seed) : 0;
+  if (!options.resume.empty()) {
+    std::string resumePath = rankFile(options.resume, rank);
+    TensorFile file;
+    Status status = readSafetensors(resumePath, file);
+    // A checkpoint without a mesh is a single rank's.
+    std::string savedMesh =
+        file.metadata.count("mesh") ? file.metadata["mesh"] : MeshShape().describe();
+    if (status.isOk() && savedMesh != mesh.describe()) {
+      status = invalid("saved by a run on mesh '" + savedMesh + "', this plan is for '" +
+                       mesh.describe() + "'; resume with the plan it was trained with");
+    }
+    if (status.isOk()) {
+      status = trainer->load(file, /*withOptimizerState=*/true);
+    }
+    if (status.isOk() && rank.size > 1) {
+      // Every rank's shard must be of the same step.
+      std::vector<double> steps{static_cast<double>(trainer->stepsTaken())};
+      status = communicator->allReduceWorldSum(steps);
+      if (status.isOk() && steps[0] != static_cast<double>(trainer->stepsTaken() * rank.size)) {
+        status =
+            Status(StatusCode::kDataLoss,
+                   "the ranks' checkpoint files hold different steps (this one " +
+                       std::to_string(trainer->stepsTaken()) + "): they are not one checkpoint");
+      }
+    }
+    if (!status.isOk()) {
+      return Status(status.code(), resumePath + ": " + status.message());
+    }
+    // The data stream depends on the seed, the order and the batch: a resume continues the
+    // checkpoint's stream, so all three must be the run's.
+    auto entry = [&](const char *key) {
+      auto it = file.metadata.find(key);
+      return it == file.metadata.end() ? std::string() : it->second;
+    };
+    std::string savedSeed = entry("seed"), savedOrder = entry("data_order"),
+                savedSamples = entry("samples");
+    char *end = nullptr;
+    uint64_t saved = std::strtoull(savedSeed.c_str(), &end, 10);
+    if (savedSeed.empty() || *end != '\0' || savedOrder.empty() || savedSamples.empty()) {
+      return invalid(options.resume + ": not a checkpoint of mlperf-run --save (its metadata "
+                                      "lacks seed, data_order or samples)");
+    }
+    if (options.seed >= 0 && static_cast<uint64_t>(options.seed) != saved) {
+      return invalid(options.resume + " was trained with --seed " + savedSeed +
+                     "; a resume continues that run (omit --seed or pass the same one)");
+    }
+    if (savedOrder != options.dataOrder) {
+      return invalid(options.resume + " was trained with --data-order " + savedOrder +
+                     "; a resume continues that run");
+    }
+    if (savedSamples != std::to_string(samplesAfter(trainer->stepsTaken()))) {
+      return invalid(options.resume + " stopped after " + savedSamples + " samples, which is not " +
+                     std::to_string(trainer->stepsTaken()) + " steps of this plan's global batch " +
+                     std::to_string(globalBatch) + ": a different plan?");
+    }
+    seed = saved;
+    return Status::ok();
+  }
+  if (!options.initFrom.empty()) {
+    TensorFile file;
+    Status status = readSafetensors(options.initFrom, file);
+    if (status.isOk()) {
+      status = trainer->load(file, /*withOptimizerState=*/false);
+    }
+    return status.isOk() ? status
+                         : Status(status.code(), options.initFrom + ": " + status.message());
+  }
+  return trainer->initialize(seed);
+}
+
+Status TrainingSession::openData() {
+  const plan::ModelInfo &model = planFile.model();
+  SampleOrder order =
+      options.dataOrder == "shuffled" ? SampleOrder::kShuffled : SampleOrder::kSequential;
+  MLPERF_RETURN_IF_ERROR(GPTBatches::open(options.data, seq, order, seed, data->train));
+  // The model's cadence in whole steps (rounded up: never evaluate before the samples).
+  evalEvery = std::max<int64_t>(1, (model.eval_every_samples() + globalBatch - 1) / globalBatch);
+  if (options.evalData.empty()) {
+    return Status::ok();
+  }
+  // Evaluation: the first eval_samples samples of the eval dataset in file order (fewer when
+  // the dataset is smaller), whole micro-batches.
+  GPTBatches eval;
+  MLPERF_RETURN_IF_ERROR(
+      GPTBatches::open(options.evalData, seq, SampleOrder::kSequential, 0, eval));
+  int64_t rows = trainer->microBatchRows();
+  evalSamples = std::min(model.eval_samples(), eval.samplesPerEpoch()) / rows * rows;
+  if (evalSamples == 0) {
+    return invalid(options.evalData + " holds fewer samples than one micro-batch (" +
+                   std::to_string(rows) + " x " + std::to_string(seq + 1) + " tokens)");
+  }
+  if (evalSamples < model.eval_samples() && leader()) {
+    std::fprintf(stderr,
+                 "mlperf-run: note: evaluating on %lld samples (the model asks for %lld; the eval "
+                 "dataset has %lld)\n",
+                 static_cast<long long>(evalSamples), static_cast<long long>(model.eval_samples()),
+                 static_cast<long long>(eval.samplesPerEpoch()));
+  }
+  // This rank's eval micro-batches: b = dp rank, dp rank + dp, ...
+  RankCoordinates coordinates = communicator->coordinates();
+  for (int64_t first = coordinates.dp * rows; first < evalSamples; first += mesh.dp * rows) {
+    std::vector<int64_t> batchTokens, batchLabels;
+    MLPERF_RETURN_IF_ERROR(eval.fill(first, rows, batchTokens, batchLabels));
+    data->evalTokens.insert(data->evalTokens.end(), batchTokens.begin(), batchTokens.end());
+    data->evalLabels.insert(data->evalLabels.end(), batchLabels.begin(), batchLabels.end());
+  }
+  return Status::ok();
+}
+
+Status TrainingSession::openOutputs() {
+  if (leader() && !options.metricsOut.empty()) {
+    MLPERF_RETURN_IF_ERROR(log->metrics.open(options.metricsOut));
+  }
+  if (!log->logging) {
+    return Status::ok();
+  }
+  const plan::ModelInfo &model = planFile.model();
+  BenchmarkConfig config;
+  config.platform = std::to_string(mesh.nodes) + "x" + std::to_string(mesh.gpusPerNode) + " " +
+                    backend->name() + " (mlperf-run)";
+  config.benchmark = model.benchmark();
+  config.globalBatchSize = globalBatch;
+  config.microBatchSize = model.micro_batch_size();
+  config.gradientAccumulationSteps = model.gradient_accumulation_steps();
+  config.maxSequenceLength = seq;
+  config.evalSamples = evalSamples;
+  config.trainSamples = data->train.samplesPerEpoch();
+  config.maxSteps = model.max_steps();
+  config.warmupSteps = model.warmup_steps();
+  config.decaySteps = model.decay_steps();
+  config.baseLr = model.base_lr();
+  config.endLr = model.end_lr();
+  config.beta1 = model.beta1();
+  config.beta2 = model.beta2();
+  config.epsilon = model.epsilon();
+  config.weightDecay = model.weight_decay();
+  config.gradientClipNorm = model.clip_grad_norm();
+  if (model.precision() == "fp32") {
+    config.lowestPrecisionLinear = config.lowestPrecisionAttention = "float32";
+  }
+  logBenchmarkConfig(log->logger, config);
+  MLLOG_POINT(log->logger, "seed", static_cast<int64_t>(seed));
+  MLLOG_END(log->logger, "init_stop", MLLogValue{});
+  MLLOG_START(log->logger, "run_start", MLLogValue{});
+  log->initOpen = false;
+  log->runOpen = true;
+  return Status::ok();
+}
+
+std::string TrainingSession::describe() const {
+  const plan::ModelInfo &model = planFile.model();
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s on %s x %lld ranks (%s): %lld parameter tensors, global batch %lld x %lld "
+                "tokens, up to %lld steps%s (init %.1f s)",
+                model.name().c_str(), backend->name(), static_cast<long long>(rank.size),
+                mesh.describe().c_str(), static_cast<long long>(parameterCount(planFile)),
+                static_cast<long long>(globalBatch), static_cast<long long>(seq),
+                static_cast<long long>(stepLimit),
+                evaluating() ? (", eval every " + std::to_string(evalEvery) +
+                                " steps, target eval loss " + jsonNumber(targetLoss))
+                                   .c_str()
+                             : "",
+                initSeconds);
+  return line;
+}
+
+Status TrainingSession::step(StepReport &report) {
+  int64_t step = trainer->stepsTaken();
+  if (step >= stepLimit) {
+    return invalid("the run already took its " + std::to_string(stepLimit) + " steps");
+  }
+  // Blocks follow the absolute step count, so a resumed run evaluates where an uninterrupted
+  // one does.
+  log->samples = samplesAfter(step);
+  if (log->logging && (step == firstStep || step % evalEvery == 0)) {
+    MLLOG_START(log->logger, "block_start", MLLogValue{}, {"samples_count", log->samples});
+    log->blockOpen = true;
+  }
+  // This rank's micro-batches: micro-batch a of data-parallel rank d is micro-batch a·dp + d
+  // of the global batch (Megatron's pretraining sampler).
+  int64_t rows = trainer->microBatchRows(), micro = trainer->accumulationSteps();
+  int64_t first = samplesAfter(step);
+  if (mesh.dp == 1) {
+    MLPERF_RETURN_IF_ERROR(data->train.fill(first, globalBatch, data->tokens, data->labels));
+  } else {
+    data->tokens.clear();
+    data->labels.clear();
+    std::vector<int64_t> microTokens, microLabels;
+    int64_t dpRank = communicator->coordinates().dp;
+    for (int64_t a = 0; a < micro; ++a) {
+      MLPERF_RETURN_IF_ERROR(
+          data->train.fill(first + (a * mesh.dp + dpRank) * rows, rows, microTokens, microLabels));
+      data->tokens.insert(data->tokens.end(), microTokens.begin(), microTokens.end());
+      data->labels.insert(data->labels.end(), microLabels.begin(), microLabels.end());
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
+  MLPERF_RETURN_IF_ERROR(trainer->step(data->tokens, data->labels, report.metrics));
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.samples = log->samples = samplesAfter(step + 1);
+  report.tokensPerSecond = static_cast<double>(globalBatch * seq) / report.seconds;
+  log->metrics.write("{\"step\": " + std::to_string(report.metrics.step) +
+                     ", \"samples\": " + std::to_string(report.samples) +
+                     ", \"loss\": " + jsonNumber(report.metrics.loss) +
+                     ", \"lr\": " + jsonNumber(report.metrics.lr) +
+                     ", \"grad_norm\": " + jsonNumber(report.metrics.gradNorm) +
+                     ", \"tokens_per_s\": " + jsonNumber(report.tokensPerSecond) + "}");
+  if (evaluationDue() && log->logging) {
+    MLLOG_END(log->logger, "block_stop", MLLogValue{}, {"samples_count", log->samples});
+    log->blockOpen = false;
+  }
+  return Status::ok();
+}
+
+bool TrainingSession::evaluationDue() const {
+  int64_t taken = trainer->stepsTaken();
+  return taken > firstStep && (taken % evalEvery == 0 || taken == stepLimit);
+}
+
+Status TrainingSession::evaluate(EvalReport &report) {
+  report.samples = samplesAfter(trainer->stepsTaken());
+  if (!evaluating()) {
+    return invalid("the run has no evaluation data (--eval-data)");
+  }
+  if (log->logging) {
+    MLLOG_START(log->logger, "eval_start", MLLogValue{}, {"samples_count", report.samples});
+    log->evalOpen = true;
+  }
+  MLPERF_RETURN_IF_ERROR(trainer->evalLoss(data->evalTokens, data->evalLabels, report.loss));
+  report.converged = report.loss <= targetLoss;
+  if (log->logging) {
+    MLLOG_POINT(log->logger, "eval_accuracy", report.loss, {"samples_count", report.samples});
+    MLLOG_END(log->logger, "eval_stop", MLLogValue{}, {"samples_count", report.samples});
+    log->evalOpen = false;
+  }
+  return Status::ok();
+}
+
+Status TrainingSession::agreeOnStop(int localSignal, int &stopSignal) {
+  std::vector<double> stop{static_cast<double>(localSignal)};
+  if (rank.size > 1) {
+    MLPERF_RETURN_IF_ERROR(communicator->allReduceWorldSum(stop));
+  }
+  // Another rank's signal when not this one's.
+  stopSignal = stop[0] == 0 ? 0 : localSignal != 0 ? localSignal : SIGTERM;
+  return Status::ok();
+}
+
+Status TrainingSession::saveCheckpoint() {
+  // Checkpoints carry what a resume needs to continue the same data stream.
+  return trainer->save(checkpointPath(),
+                       {{"seed", std::to_string(seed)},
+                        {"data_order", options.dataOrder},
+                        {"samples", std::to_string(samplesAfter(trainer->stepsTaken()))},
+                        {"mesh", mesh.describe()},
+                        {"rank", std::to_string(rank.rank)}});
+}
+
+Status TrainingSession::finish(bool converged) {
+  if (log->logging) {
+    MLLOG_END(log->logger, "run_stop", MLLogValue{},
+              {"status", std::string(converged || !evaluating() ? "success" : "aborted")},
+              {"samples_count", samplesAfter(trainer->stepsTaken())});
+    log->runOpen = false;
+    Status status = log->logger.status();
+    if (!status.isOk()) {
+      return Status(status.code(), options.mllog + ": " + status.message());
+    }
+  }
+  return log->metrics.close();
+}
+
+void TrainingSession::abandon() {
+  Log &l = *log;
+  if (l.logging) {
+    if (l.evalOpen) {
+      MLLOG_END(l.logger, "eval_stop", MLLogValue{}, {"samples_count", l.samples});
+    }
+    if (l.blockOpen) {
+      MLLOG_END(l.logger, "block_stop", MLLogValue{}, {"samples_count", l.samples});
+    }
+    if (l.initOpen) {
+      MLLOG_END(l.logger, "init_stop", MLLogValue{});
+    }
+    if (l.runOpen) {
+      MLLOG_END(l.logger, "run_stop", MLLogValue{}, {"status", std::string("aborted")},
+                {"samples_count", l.samples});
+    }
+    l.evalOpen = l.blockOpen = l.initOpen = l.runOpen = false;
+  }
+  (void)l.metrics.close(); // keep the steps that were taken
+}
+
+} // namespace mlperf::rt

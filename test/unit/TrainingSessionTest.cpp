@@ -1,0 +1,206 @@
+//===- TrainingSessionTest.cpp - One training run of a plan ---------------===//
+//
+// Runs on the plan and dataset that make_session_fixture.sh wrote to MLPERF_SESSION_FIXTURE
+// (the ctest fixture unit.session_fixture): the tiny Llama, fp32, 4 micro-batches per step,
+// 5 steps, evaluation every 2 steps.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/exec/TrainingSession.h"
+#include "runtime/checkpoint/Safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+using namespace mlperf::rt;
+
+namespace {
+
+std::string fixture() {
+  const char *dir = std::getenv("MLPERF_SESSION_FIXTURE");
+  return dir ? dir : "";
+}
+
+SessionOptions baseOptions() {
+  SessionOptions options;
+  options.plan = fixture() + "/plan.pb";
+  options.data = fixture() + "/text";
+  options.seed = 3;
+  return options;
+}
+
+CommunicatorFactory singleRank() {
+  return [](const MeshShape &, std::unique_ptr<Communicator> &communicator) {
+    communicator = createSingleRankCommunicator();
+    return Status::ok();
+  };
+}
+
+Status openSession(const SessionOptions &options, std::unique_ptr<TrainingSession> &session) {
+  return TrainingSession::open(options, RankInfo{}, singleRank(), session);
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class TrainingSessionTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (fixture().empty()) {
+      GTEST_SKIP() << "MLPERF_SESSION_FIXTURE is not set (run through ctest)";
+    }
+  }
+};
+
+} // namespace
+
+TEST_F(TrainingSessionTest, StepsEvaluatesAndLogs) {
+  SessionOptions options = baseOptions();
+  options.evalData = fixture() + "/text";
+  options.mllog = ::testing::TempDir() + "/session.mllog";
+  options.metricsOut = ::testing::TempDir() + "/session.jsonl";
+  std::unique_ptr<TrainingSession> session;
+  Status status = openSession(options, session);
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_TRUE(session->leader());
+  EXPECT_TRUE(session->evaluating());
+  EXPECT_EQ(session->maxSteps(), 5);
+  EXPECT_EQ(session->evalEverySteps(), 2);
+  EXPECT_NE(session->describe().find("global batch 4 x 32 tokens, up to 5 steps"),
+            std::string::npos)
+      << session->describe();
+  std::vector<bool> due;
+  double previous = 1e9;
+  while (session->stepsTaken() < session->maxSteps()) {
+    StepReport report;
+    status = session->step(report);
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    EXPECT_EQ(report.samples, session->samplesAfter(session->stepsTaken()));
+    EXPECT_TRUE(std::isfinite(report.metrics.loss));
+    due.push_back(session->evaluationDue());
+    if (session->evaluationDue()) {
+      EvalReport eval;
+      status = session->evaluate(eval);
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      EXPECT_TRUE(std::isfinite(eval.loss));
+      EXPECT_LT(eval.loss, previous); // training lowers the eval loss on this text
+      EXPECT_FALSE(eval.converged);   // the target 0.5 is out of reach in 5 steps
+      previous = eval.loss;
+    }
+  }
+  // The model's cadence (every 2 steps) and the last step.
+  EXPECT_EQ(due, (std::vector<bool>{false, true, false, true, true}));
+  EXPECT_FALSE(session->step(*std::make_unique<StepReport>()).isOk()); // past max steps
+  ASSERT_TRUE(session->finish(false).isOk());
+  std::string log = readFile(options.mllog);
+  EXPECT_NE(log.find("\"key\": \"run_stop\""), std::string::npos);
+  EXPECT_NE(log.find("\"status\": \"aborted\""), std::string::npos); // target not reached
+  // Every line is an MLPerf log line, and each block and eval interval is closed.
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_EQ(line.rfind(":::MLLOG ", 0), 0u) << line;
+  }
+  auto count = [&](const std::string &key) {
+    size_t n = 0;
+    for (size_t at = log.find(key); at != std::string::npos; at = log.find(key, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("\"key\": \"block_start\""), 3u);
+  EXPECT_EQ(count("\"key\": \"block_stop\""), 3u);
+  EXPECT_EQ(count("\"key\": \"eval_stop\""), 3u);
+  std::string metrics = readFile(options.metricsOut);
+  EXPECT_EQ(std::count(metrics.begin(), metrics.end(), '\n'), 5);
+}
+
+TEST_F(TrainingSessionTest, ResumeContinuesBitIdentically) {
+  std::string dir = ::testing::TempDir();
+  SessionOptions straight = baseOptions();
+  straight.save = dir + "/straight.safetensors";
+  std::unique_ptr<TrainingSession> session;
+  ASSERT_TRUE(openSession(straight, session).isOk());
+  std::vector<double> losses;
+  for (int i = 0; i < 4; ++i) {
+    StepReport report;
+    ASSERT_TRUE(session->step(report).isOk());
+    losses.push_back(report.metrics.loss);
+  }
+  ASSERT_TRUE(session->saveCheckpoint().isOk());
+
+  SessionOptions half = baseOptions();
+  half.save = dir + "/half.safetensors";
+  ASSERT_TRUE(openSession(half, session).isOk());
+  for (int i = 0; i < 2; ++i) {
+    StepReport report;
+    ASSERT_TRUE(session->step(report).isOk());
+  }
+  ASSERT_TRUE(session->saveCheckpoint().isOk());
+  SessionOptions resumed = baseOptions();
+  resumed.seed = -1; // the checkpoint's
+  resumed.resume = half.save;
+  resumed.save = dir + "/resumed.safetensors";
+  Status status = openSession(resumed, session);
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(session->stepsTaken(), 2);
+  for (int i = 2; i < 4; ++i) {
+    StepReport report;
+    ASSERT_TRUE(session->step(report).isOk());
+    EXPECT_EQ(report.metrics.loss, losses[i]) << "step " << i;
+  }
+  ASSERT_TRUE(session->saveCheckpoint().isOk());
+  EXPECT_EQ(readFile(straight.save), readFile(resumed.save));
+}
+
+TEST_F(TrainingSessionTest, BadOptionsAndFilesAreNamed) {
+  std::unique_ptr<TrainingSession> session;
+  SessionOptions both = baseOptions();
+  both.initFrom = "a.safetensors";
+  both.resume = "b.safetensors";
+  EXPECT_NE(openSession(both, session).message().find("--init-from and --resume are alternatives"),
+            std::string::npos);
+  SessionOptions order = baseOptions();
+  order.dataOrder = "random";
+  EXPECT_NE(
+      openSession(order, session).message().find("--data-order must be shuffled or sequential"),
+      std::string::npos);
+  SessionOptions missing = baseOptions();
+  missing.plan = fixture() + "/no-such-plan.pb";
+  EXPECT_NE(openSession(missing, session).message().find("no-such-plan.pb"), std::string::npos);
+  SessionOptions resume = baseOptions();
+  resume.resume = fixture() + "/no-such.safetensors";
+  EXPECT_NE(openSession(resume, session).message().find("no-such.safetensors"), std::string::npos);
+  SessionOptions seedMismatch = baseOptions();
+  std::string saved = ::testing::TempDir() + "/seed3.safetensors";
+  seedMismatch.save = saved;
+  ASSERT_TRUE(openSession(seedMismatch, session).isOk());
+  ASSERT_TRUE(session->saveCheckpoint().isOk());
+  SessionOptions other = baseOptions();
+  other.seed = 4;
+  other.resume = saved;
+  EXPECT_NE(openSession(other, session).message().find("was trained with --seed 3"),
+            std::string::npos);
+}
+
+TEST_F(TrainingSessionTest, AbandonClosesTheLogAsAborted) {
+  SessionOptions options = baseOptions();
+  options.mllog = ::testing::TempDir() + "/abandoned.mllog";
+  std::unique_ptr<TrainingSession> session;
+  ASSERT_TRUE(openSession(options, session).isOk());
+  StepReport report;
+  ASSERT_TRUE(session->step(report).isOk()); // opens a block that stays open
+  session->abandon();
+  std::string log = readFile(options.mllog);
+  EXPECT_NE(log.find("\"key\": \"block_stop\""), std::string::npos);
+  EXPECT_NE(log.find("\"key\": \"run_stop\""), std::string::npos);
+  EXPECT_NE(log.find("\"status\": \"aborted\""), std::string::npos);
+}
