@@ -213,6 +213,12 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
       plan::Command *emitted = out->add_commands();
       emitted->set_op(command.getKernel().str());
       emitted->set_stream(static_cast<uint32_t>(command.getStream()));
+      if (IntegerAttr event = command.getEventAttr()) {
+        emitted->set_event(event.getInt());
+      }
+      if (IntegerAttr microBatch = command.getMicroBatchAttr()) {
+        emitted->set_micro_batch(microBatch.getInt());
+      }
       for (Attribute ref : command.getOperands()) {
         emitted->add_operands(id(ref));
       }

@@ -24,6 +24,8 @@ constexpr llvm::StringLiteral kRoleParamAttr = "tg.param";
 constexpr llvm::StringLiteral kInitAttr = "tg.init";
 constexpr llvm::StringLiteral kInitFromParam = "param";
 constexpr llvm::StringLiteral kInitZeros = "zeros";
+// On the calls and transfers of @train_step: the micro-batch they work on (for readers).
+constexpr llvm::StringLiteral kMicroBatchAttr = "tg.micro_batch";
 
 /// A role and, for per-parameter state, the parameter's name.
 struct StepRole {

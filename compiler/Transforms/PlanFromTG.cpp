@@ -129,6 +129,16 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
   program.getBody().emplaceBlock();
   OpBuilder::InsertionGuard guard(builder);
   OpBuilder commands(&program.getBody().front(), program.getBody().front().end());
+  // The micro-batch of the step op being lowered (tg-train-step's tg.micro_batch), which
+  // every command it becomes carries for readers of the schedule.
+  IntegerAttr microBatch;
+  auto emit = [&](Location loc, StringRef kernel, ArrayRef<FlatSymbolRefAttr> operands,
+                  ArrayRef<FlatSymbolRefAttr> results, DictionaryAttr attributes, int64_t stream,
+                  IntegerAttr event = {}) {
+    plan_ir::CommandOp::create(commands, loc, commands.getStringAttr(kernel),
+                               refArray(commands, operands), refArray(commands, results),
+                               attributes, commands.getI64IntegerAttr(stream), event, microBatch);
+  };
   int64_t events = 0; // per program
 
   llvm::DenseMap<Value, FlatSymbolRefAttr> bufferOf;
@@ -185,10 +195,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     return key(a) < key(b);
   };
   auto copy = [&](Location loc, FlatSymbolRefAttr from, FlatSymbolRefAttr to) {
-    plan_ir::CommandOp::create(commands, loc, commands.getStringAttr("copy"),
-                               refArray(commands, {from}), refArray(commands, {to}),
-                               DictionaryAttr::get(builder.getContext()),
-                               commands.getI64IntegerAttr(0));
+    emit(loc, "copy", {from}, {to}, DictionaryAttr::get(builder.getContext()), 0);
   };
   // A value read only by a call, as a sub-program input nothing else holds until then (the
   // initial gradient sums, a received cotangent), is written straight into that input buffer.
@@ -217,6 +224,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     return input;
   };
   for (Operation &op : body.without_terminator()) {
+    microBatch = op.getAttrOfType<IntegerAttr>(kMicroBatchAttr);
     if (auto call = dyn_cast<func::CallOp>(op)) {
       // A call of a sub-program: its inputs are copied into its input buffers, and it leaves
       // its results in its output buffers. Values of this program that live in those buffers
@@ -274,11 +282,10 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
           copy(call.getLoc(), source, input);
         }
       }
-      plan_ir::CommandOp::create(commands, call.getLoc(), commands.getStringAttr("call"),
-                                 refArray(commands, {}), refArray(commands, {}),
-                                 commands.getDictionaryAttr(commands.getNamedAttr(
-                                     "program", commands.getStringAttr(call.getCallee()))),
-                                 commands.getI64IntegerAttr(0));
+      emit(call.getLoc(), "call", {}, {},
+           commands.getDictionaryAttr(
+               commands.getNamedAttr("program", commands.getStringAttr(call.getCallee()))),
+           0);
       for (auto [result, output] : llvm::zip(call.getResults(), calleeOutputs)) {
         bind(result, output);
       }
@@ -378,27 +385,20 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       }
     }
     if (!communication) {
-      plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kernel),
-                                 refArray(commands, operands), refArray(commands, results),
-                                 attributes, commands.getI64IntegerAttr(0));
+      emit(op.getLoc(), kernel, operands, results, attributes, 0);
       continue;
     }
     // A collective runs on the communication stream (1): it waits for what stream 0 computed
     // so far, and stream 0 waits for it before anything after it (the done) runs. Commands
     // that a scheduling pass moves between the two overlap with the collective.
     auto event = [&](StringRef kind, int64_t stream, int64_t id) {
-      plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kind),
-                                 refArray(commands, {}), refArray(commands, {}),
-                                 commands.getDictionaryAttr(commands.getNamedAttr(
-                                     "event", commands.getI64IntegerAttr(id))),
-                                 commands.getI64IntegerAttr(stream));
+      emit(op.getLoc(), kind, {}, {}, DictionaryAttr::get(builder.getContext()), stream,
+           commands.getI64IntegerAttr(id));
     };
     int64_t ready = events++, done = events++;
     event("event_record", 0, ready);
     event("event_wait", 1, ready);
-    plan_ir::CommandOp::create(commands, op.getLoc(), commands.getStringAttr(kernel),
-                               refArray(commands, operands), refArray(commands, results),
-                               attributes, commands.getI64IntegerAttr(1));
+    emit(op.getLoc(), kernel, operands, results, attributes, 1);
     event("event_record", 1, done);
     event("event_wait", 0, done);
     program.setStreams(2);

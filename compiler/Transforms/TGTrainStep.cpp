@@ -64,6 +64,13 @@ private:
   /// The pp shift from this rank to the rank holding `otherVirtualStage`.
   int64_t shiftTo(int64_t otherVirtualStage) const { return otherVirtualStage % pp - stage; }
 
+  /// The micro-batch the ops built next work on (tg.micro_batch), or none.
+  std::optional<int64_t> microBatch;
+  void tag(Operation *op) {
+    if (microBatch) {
+      op->setAttr(kMicroBatchAttr, builder.getI64IntegerAttr(*microBatch));
+    }
+  }
   Value receive(Location loc, Type type, int64_t shift, int64_t tag);
   void send(Location loc, Value value, int64_t shift, int64_t tag);
   /// Rows of micro-batch `index` of a [A, rows, seq] batch input.
@@ -121,6 +128,7 @@ Value StepBuilder::receive(Location loc, Type type, int64_t shift, int64_t tag) 
       dist::RecvStartOp::create(builder, loc, dist::FutureType::get(context, type),
                                 FlatSymbolRefAttr::get(context, kMesh), builder.getStringAttr("pp"),
                                 builder.getI64IntegerAttr(shift), builder.getI64IntegerAttr(tag));
+  this->tag(future);
   return dist::DoneOp::create(builder, loc, type, future).getResult();
 }
 
@@ -130,6 +138,7 @@ void StepBuilder::send(Location loc, Value value, int64_t shift, int64_t tag) {
       builder, loc, dist::FutureType::get(context, NoneType::get(context)), value,
       FlatSymbolRefAttr::get(context, kMesh), builder.getStringAttr("pp"),
       builder.getI64IntegerAttr(shift), builder.getI64IntegerAttr(tag));
+  this->tag(future);
   dist::DoneOp::create(builder, loc, Type(), future);
 }
 
@@ -301,6 +310,7 @@ LogicalResult StepBuilder::buildTrainStep() {
   for (const rt::PipelineOp &op : schedule[stage]) {
     Chunk &chunk = chunks[op.chunk];
     int64_t v = virtualStage(op.chunk), a = op.microBatch;
+    microBatch = a;
     bool first = v == 0, last = v == virtualStages - 1;
     if (op.forward) {
       if (!first) {
@@ -312,6 +322,7 @@ LogicalResult StepBuilder::buildTrainStep() {
       }
       Value input = first ? tokens[a] : stash.lookup({op.chunk, a});
       auto call = func::CallOp::create(builder, loc, chunk.forward, ValueRange{input});
+      tag(call);
       send(loc, call.getResult(0), shiftTo(v + 1), pipelineTag(v + 1, true));
       continue;
     }
@@ -336,6 +347,7 @@ LogicalResult StepBuilder::buildTrainStep() {
              << args.size();
     }
     auto call = func::CallOp::create(builder, loc, chunk.forwardBackward, args);
+    tag(call);
     if (last) {
       losses.push_back(call.getResult(0));
     }
@@ -349,6 +361,7 @@ LogicalResult StepBuilder::buildTrainStep() {
     }
   }
 
+  microBatch.reset();
   SmallVector<Value> stepArgs;
   for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
     StepRole r = *argRole(optimizerStep, i);

@@ -175,7 +175,7 @@ public:
   Status runCommand(const plan::Program &program, int c, Events &events) {
     const plan::Command &command = program.commands(c);
     if (command.op() == "event_record" || command.op() == "event_wait") {
-      int64_t event = findAttribute(command, "event")->i(); // the loader checked it
+      int64_t event = command.event(); // the loader checked it is there
       return command.op() == "event_record" ? events.record(event) : events.wait(event);
     }
     std::vector<HostTensor> operandValues;

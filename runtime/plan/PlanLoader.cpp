@@ -179,11 +179,13 @@ Status validatePlan(const plan::Plan &p) {
                      : command.op() == "event_wait" ? StreamCommand::Kind::kWait
                      : command.op() == "call"       ? StreamCommand::Kind::kCall
                                                     : StreamCommand::Kind::kCompute;
-      for (const plan::Attribute &a : command.attributes()) {
-        if (a.name() == "event" && a.value_case() == plan::Attribute::kI) {
-          ordered.event = a.i();
-        }
+      bool isEvent = ordered.kind == StreamCommand::Kind::kRecord ||
+                     ordered.kind == StreamCommand::Kind::kWait;
+      if (command.has_event() != isEvent) {
+        return invalid(where +
+                       (isEvent ? " needs an event" : " is no event command but names an event"));
       }
+      ordered.event = isEvent ? command.event() : -1;
       auto bytes = [&](uint32_t id) {
         const plan::Buffer &b = p.buffers(id);
         return ByteRange{b.memory_class(), b.offset(), b.offset() + b.size(), id};

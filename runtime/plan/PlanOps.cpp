@@ -51,7 +51,7 @@ constexpr PlanOpSignature kOps[] = {
     // Runs another program of the plan (attribute "program"): its inputs were written before,
     // its outputs are read after.
     {"call", 0, 0, 0, 0},
-    // Ordering between streams (attribute "event"): a wait on one stream holds it until the
+    // Ordering between streams (Command.event): a wait on one stream holds it until the
     // event was recorded on another.
     {"event_record", 0, 0, 0, 0},
     {"event_wait", 0, 0, 0, 0},

@@ -54,11 +54,11 @@
 // CHECK-NEXT: plan.command "reshape" [@train_step.split.0] -> [@input.tokens]
 // CHECK-NEXT: plan.command "reshape" [@train_step.split.1] -> [@train_step.view.0]
 // CHECK: plan.command "fill" [] -> [@grad.embed] {kernel_attrs = {value = 0.000000e+00 : f64}}
-// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward_backward"}}
-// CHECK-NEXT: plan.command "copy" [@loss] -> [@train_step.saved.0]
-// CHECK-NEXT: plan.command "copy" [@train_step.view.0] -> [@input.tokens]
-// CHECK-NEXT: plan.command "copy" [@train_step.view.1] -> [@input.labels]
-// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward_backward"}}
+// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward_backward"}, micro_batch = 0 : i64}
+// CHECK-NEXT: plan.command "copy" [@loss] -> [@train_step.saved.0] {micro_batch = 1 : i64}
+// CHECK-NEXT: plan.command "copy" [@train_step.view.0] -> [@input.tokens] {micro_batch = 1 : i64}
+// CHECK-NEXT: plan.command "copy" [@train_step.view.1] -> [@input.labels] {micro_batch = 1 : i64}
+// CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward_backward"}, micro_batch = 1 : i64}
 // CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "optimizer_step"}}
 // CHECK-NEXT: plan.command "reshape" [@train_step.saved.0] -> [@train_step.view.2]
 // CHECK-NEXT: plan.command "reshape" [@loss] -> [@train_step.view.3]

@@ -18,8 +18,8 @@
 // CHECK: %[[L0:.+]] = tg.reshape %[[LS]]#0
 // CHECK: %[[L1:.+]] = tg.reshape %[[LS]]#1
 // CHECK: %[[ZERO:.+]] = tg.fill {value = 0.000000e+00 : f64} : tensor<16x8xbf16>
-// CHECK: %[[R0:.+]]:2 = call @forward_backward(%[[T0]], %[[L0]], %[[ZERO]])
-// CHECK: %[[R1:.+]]:2 = call @forward_backward(%{{.+}}, %[[L1]], %[[R0]]#1)
+// CHECK: %[[R0:.+]]:2 = call @forward_backward(%[[T0]], %[[L0]], %[[ZERO]]) {tg.micro_batch = 0 : i64}
+// CHECK: %[[R1:.+]]:2 = call @forward_backward(%{{.+}}, %[[L1]], %[[R0]]#1) {tg.micro_batch = 1 : i64}
 // CHECK: %[[NEW:.+]]:6 = call @optimizer_step(%[[STEP]], %[[R1]]#1, %[[MASTER]], %[[M]], %[[V]])
 // CHECK: %[[A:.+]] = tg.reshape %[[R0]]#0 : tensor<f32> -> tensor<1xf32>
 // CHECK: %[[B:.+]] = tg.reshape %[[R1]]#0 : tensor<f32> -> tensor<1xf32>
@@ -63,18 +63,18 @@ tg.model @single {
 // CHECK: func.func @train_step(%[[TOK:[^:]+]]: tensor<2x1x4xi32> {tg.role = "tokens"}, %{{[^:]+}}: tensor<i64> {tg.role = "step"},
 // CHECK: %[[T0:.+]] = tg.reshape
 // CHECK: %[[T1:.+]] = tg.reshape
-// CHECK: %[[F0:.+]] = call @forward(%[[T0]])
-// CHECK-NEXT: %[[S0:.+]] = dist.send_start %[[F0]] to @mesh "pp" shift 1 {tag = 18 : i64}
+// CHECK: %[[F0:.+]] = call @forward(%[[T0]]) {tg.micro_batch = 0 : i64}
+// CHECK-NEXT: %[[S0:.+]] = dist.send_start %[[F0]] to @mesh "pp" shift 1 {tag = 18 : i64, tg.micro_batch = 0 : i64}
 // CHECK-NEXT: dist.done %[[S0]]
-// CHECK-NEXT: %[[F1:.+]] = call @forward(%[[T1]])
-// CHECK-NEXT: dist.send_start %[[F1]] to @mesh "pp" shift 1 {tag = 18 : i64}
+// CHECK-NEXT: %[[F1:.+]] = call @forward(%[[T1]]) {tg.micro_batch = 1 : i64}
+// CHECK-NEXT: dist.send_start %[[F1]] to @mesh "pp" shift 1 {tag = 18 : i64, tg.micro_batch = 1 : i64}
 // CHECK-NEXT: dist.done
-// CHECK-NEXT: %[[G0:.+]] = dist.recv_start from @mesh "pp" shift 1 {tag = 17 : i64} : !dist.future<tensor<1x4x8xf32>>
+// CHECK-NEXT: %[[G0:.+]] = dist.recv_start from @mesh "pp" shift 1 {tag = 17 : i64, tg.micro_batch = 0 : i64} : !dist.future<tensor<1x4x8xf32>>
 // CHECK-NEXT: %[[C0:.+]] = dist.done %[[G0]]
-// CHECK-NEXT: %[[B0:.+]]:2 = call @forward_backward(%[[T0]], %[[C0]], %{{.+}})
-// CHECK-NEXT: dist.recv_start from @mesh "pp" shift 1 {tag = 17 : i64}
+// CHECK-NEXT: %[[B0:.+]]:2 = call @forward_backward(%[[T0]], %[[C0]], %{{.+}}) {tg.micro_batch = 0 : i64}
+// CHECK-NEXT: dist.recv_start from @mesh "pp" shift 1 {tag = 17 : i64, tg.micro_batch = 1 : i64}
 // CHECK-NEXT: %[[C1:.+]] = dist.done
-// CHECK-NEXT: %[[B1:.+]]:2 = call @forward_backward(%[[T1]], %[[C1]], %[[B0]]#1)
+// CHECK-NEXT: %[[B1:.+]]:2 = call @forward_backward(%[[T1]], %[[C1]], %[[B0]]#1) {tg.micro_batch = 1 : i64}
 // CHECK-NEXT: %[[NEW:.+]]:6 = call @optimizer_step(%{{.+}}, %[[B1]]#1,
 // CHECK-NEXT: %[[LF:.+]] = dist.recv_start from @mesh "pp" shift 1 {tag = 1 : i64} : !dist.future<tensor<2xf32>>
 // CHECK-NEXT: %[[LOSSES:.+]] = dist.done %[[LF]]

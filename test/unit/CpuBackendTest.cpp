@@ -129,9 +129,7 @@ plan::Plan twoStreamPlan(int64_t n) {
       command->add_results(id);
     }
     if (event >= 0) {
-      plan::Attribute *attr = command->add_attributes();
-      attr->set_name("event");
-      attr->set_i(event);
+      command->set_event(event);
     }
   };
   add("matmul", 0, {0, 1}, {2});

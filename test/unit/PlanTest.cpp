@@ -139,16 +139,22 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          plan::Command *wait = p.mutable_programs(0)->add_commands();
          wait->set_op("event_wait");
          wait->set_stream(1);
-         plan::Attribute *event = wait->add_attributes();
-         event->set_name("event");
-         event->set_i(4);
+         wait->set_event(4);
        },
        "waits for event 4, which no other stream recorded before it"},
       {[](plan::Plan &p) {
          plan::Command *record = p.mutable_programs(0)->add_commands();
          record->set_op("event_record");
        },
+       "command 1 ('event_record') of 'forward' needs an event"},
+      {[](plan::Plan &p) {
+         plan::Command *record = p.mutable_programs(0)->add_commands();
+         record->set_op("event_record");
+         record->set_event(-2);
+       },
        "needs an integer attribute 'event' >= 0"},
+      {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->set_event(0); },
+       "command 0 ('scale') of 'forward' is no event command but names an event"},
       // A command on the communication stream reads what stream 0 writes with no event
       // between them (the scale on stream 0 writes activation b, a copy on stream 1 reads it).
       {[](plan::Plan &p) {

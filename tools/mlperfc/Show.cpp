@@ -90,6 +90,26 @@ int runShow() {
     }
     for (int c = 0; c < program.commands_size(); ++c) {
       const plan::Command &command = program.commands(c);
+      auto suffix = [&] {
+        if (command.stream() != 0) {
+          os << " (stream " << command.stream() << ")";
+        }
+        if (command.has_micro_batch()) {
+          os << " [micro-batch " << command.micro_batch() << "]";
+        }
+        os << "\n";
+      };
+      // The schedule reads as what it does: events and calls by name.
+      if (command.has_event()) {
+        os << llvm::formatv("  {0,4}: {1} {2}", c, command.op(), command.event());
+        suffix();
+        continue;
+      }
+      if (command.op() == "call" && command.attributes_size() == 1) {
+        os << llvm::formatv("  {0,4}: call @{1}", c, command.attributes(0).s());
+        suffix();
+        continue;
+      }
       os << llvm::formatv("  {0,4}: {1}(", c, command.op());
       llvm::interleaveComma(command.operands(), os,
                             [&](uint32_t id) { os << describeBuffer(p, id); });
@@ -110,10 +130,7 @@ int runShow() {
           os << "]";
         }
       }
-      if (command.stream() != 0) {
-        os << " (stream " << command.stream() << ")";
-      }
-      os << "\n";
+      suffix();
     }
   }
   return 0;

@@ -216,9 +216,11 @@ LogicalResult CommandOp::verify() {
   if (stream < 0 || stream >= streams) {
     return emitOpError() << "is on stream " << stream << " of a program with " << streams;
   }
-  if ((getKernel() == "event_record" || getKernel() == "event_wait") &&
-      !getKernelAttrs().getAs<IntegerAttr>("event")) {
-    return emitOpError() << "kernel \"" << getKernel() << "\" needs an integer 'event'";
+  bool isEvent = getKernel() == "event_record" || getKernel() == "event_wait";
+  if (isEvent != static_cast<bool>(getEventAttr())) {
+    return emitOpError() << "kernel \"" << getKernel() << "\" "
+                         << (isEvent ? "needs an integer 'event'"
+                                     : "names an event it does not use");
   }
   return success();
 }
@@ -267,7 +269,7 @@ mlperf::plan_ir::streamCommands(ProgramOp program, SymbolTableCollection &symbol
              : kernel == "call"       ? Kind::kCall
                                       : Kind::kCompute;
     c.stream = static_cast<uint32_t>(command.getStreamAttr().getInt());
-    if (auto event = command.getKernelAttrs().getAs<IntegerAttr>("event")) {
+    if (auto event = command.getEventAttr()) {
       c.event = event.getInt();
     }
     for (Attribute ref : command.getOperands()) {

@@ -117,14 +117,16 @@ def Plan_CommandOp : Plan_Op<"command", [HasParent<"ProgramOp">,
     plus `copy`, the collectives and the events); `kernel_attrs` are its attributes (the tg
     op's). `stream` (default 0) is the stream it is issued on, below the program's `streams`;
     commands of one stream run in program order, and `event_record` / `event_wait`
-    (`kernel_attrs = {event = N}`) order commands across streams: `plan-from-tg` puts each
+    (`event = N`, an attribute of the command itself) order commands across streams;
+    `micro_batch` (informative) is the micro-batch of the step a command works on: `plan-from-tg` puts each
     collective on stream 1 between a wait for stream 0's inputs and a record that stream 0
     waits for before it reads the result.
   }];
   let arguments = (ins StrAttr:$kernel, FlatSymbolRefArrayAttr:$operands,
                        FlatSymbolRefArrayAttr:$results,
                        DefaultValuedAttr<DictionaryAttr, "{}">:$kernel_attrs,
-                       DefaultValuedAttr<I64Attr, "0">:$stream);
+                       DefaultValuedAttr<I64Attr, "0">:$stream,
+                       OptionalAttr<I64Attr>:$event, OptionalAttr<I64Attr>:$micro_batch);
   let assemblyFormat = "$kernel $operands `->` $results attr-dict";
   let hasVerifier = 1;
 }

@@ -181,8 +181,8 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
     // expected-error @below {{'plan.command' op waits for event 3, which no other stream recorded before it}}
-    plan.command "event_wait" [] -> [] {kernel_attrs = {event = 3 : i64}, stream = 1 : i64}
-    plan.command "event_record" [] -> [] {kernel_attrs = {event = 3 : i64}}
+    plan.command "event_wait" [] -> [] {event = 3 : i64, stream = 1 : i64}
+    plan.command "event_record" [] -> [] {event = 3 : i64}
   }
 }
 
@@ -207,13 +207,13 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.buffer @y : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
-    plan.command "event_record" [] -> [] {kernel_attrs = {event = 0 : i64}}
-    plan.command "event_wait" [] -> [] {kernel_attrs = {event = 0 : i64}, stream = 1 : i64}
+    plan.command "event_record" [] -> [] {event = 0 : i64}
+    plan.command "event_wait" [] -> [] {event = 0 : i64, stream = 1 : i64}
     plan.command "copy" [@x] -> [@y] {stream = 1 : i64}
-    plan.command "event_record" [] -> [] {kernel_attrs = {event = 1 : i64}, stream = 1 : i64}
+    plan.command "event_record" [] -> [] {event = 1 : i64, stream = 1 : i64}
     // expected-error @below {{'plan.command' op on stream 0 reads buffer @y while command 2 ("copy") on stream 1 writes buffer @y, and no event orders them (a missing event_wait)}}
     plan.command "copy" [@y] -> [@x]
-    plan.command "event_wait" [] -> [] {kernel_attrs = {event = 1 : i64}}
+    plan.command "event_wait" [] -> [] {event = 1 : i64}
   }
 }
 
