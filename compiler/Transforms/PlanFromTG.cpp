@@ -199,7 +199,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
   };
   // A value read only by a call, as a sub-program input nothing else holds until then (the
   // initial gradient sums, a received cotangent), is written straight into that input buffer.
-  auto directCallInput = [&](Value value) -> FlatSymbolRefAttr {
+  auto directCallInput = [&](Value value, Operation *producer) -> FlatSymbolRefAttr {
     if (!value.hasOneUse()) {
       return {};
     }
@@ -213,7 +213,6 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     if (bufferOps.lookup(input.getValue()).getType() != value.getType()) {
       return {};
     }
-    Operation *producer = value.getDefiningOp();
     for (Value other : valuesIn(input.getValue())) {
       for (Operation *user : other.getUsers()) {
         if (producer->isBeforeInBlock(user) || user == producer) {
@@ -248,7 +247,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         if (!clobbered.insert(callee.getValue()).second) {
           continue;
         }
-        for (Value value : valuesIn(callee.getValue())) {
+        for (Value value : valuesIn(rootOf(callee))) {
           if (!seen.insert(value).second) {
             continue;
           }
@@ -361,7 +360,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       FlatSymbolRefAttr ref;
       if (auto it = outputOf.find(value); it != outputOf.end()) {
         ref = it->second;
-      } else if (FlatSymbolRefAttr input = directCallInput(value)) {
+      } else if (FlatSymbolRefAttr input = directCallInput(value, &op)) {
         ref = input; // produced straight into the buffer the call reads it from
       } else if (isa<tg::ReshapeOp>(op)) {
         // A view of its input's bytes; a view of a view is a view of the first one.
@@ -389,8 +388,8 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       continue;
     }
     // A collective runs on the communication stream (1): it waits for what stream 0 computed
-    // so far, and stream 0 waits for it before anything after it (the done) runs. Commands
-    // that a scheduling pass moves between the two overlap with the collective.
+    // so far, and stream 0 waits for it right after (where the dist.done was). A scheduling
+    // pass (plan-schedule, not written yet) would move stream 0's wait later to overlap.
     auto event = [&](StringRef kind, int64_t stream, int64_t id) {
       emit(op.getLoc(), kind, {}, {}, DictionaryAttr::get(builder.getContext()), stream,
            commands.getI64IntegerAttr(id));
@@ -729,8 +728,8 @@ FailureOr<FlatSymbolRefAttr> PlanBuilder::stepBuffer(func::FuncOp func, const St
   if (!ref || bufferOps.lookup(ref.getValue()).getType() != type) {
     return func.emitError() << "plan-from-tg: @" << func.getSymName() << " has an "
                             << (input ? "argument" : "result") << " with role '" << role.role
-                            << (role.param.empty() ? "" : "' of @" + role.param) << "' of type "
-                            << type << " that no buffer of the plan holds";
+                            << "' " << (role.param.empty() ? "" : "of @" + role.param + " ")
+                            << "of type " << type << " that no buffer of the plan holds";
   }
   return ref;
 }

@@ -126,8 +126,9 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
       auto callee = command.getKernelAttrs().getAs<StringAttr>("program");
       auto extent = callee ? extentOf.find(callee.getValue()) : extentOf.end();
       if (extent == extentOf.end()) {
-        return command.emitError() << "plan-memory: @" << program.getSymName()
-                                   << " calls a program that does not come before it";
+        return command.emitError() << "plan-memory: @" << program.getSymName() << " calls "
+                                   << (callee ? "@" + callee.str() : "no 'program'")
+                                   << ", which does not come before it in the plan";
       }
       base = std::max(base, extent->second);
       calleeBound[i] = boundOf.lookup(callee.getValue());

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -52,7 +53,7 @@ public:
   }
   Status wait(int64_t event) {
     std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return recorded.count(event) || failed; });
+    changed.wait(lock, [&] { return recorded.count(event) || failedFlag; });
     if (!recorded.count(event)) {
       return Status(StatusCode::kInternal, kStopped);
     }
@@ -61,18 +62,22 @@ public:
   void fail() {
     {
       std::lock_guard<std::mutex> lock(mutex);
-      failed = true;
+      failedFlag = true;
     }
     changed.notify_all();
   }
+  bool failed() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return failedFlag;
+  }
   static bool isStop(const Status &status) { return status.message() == kStopped; }
+  static constexpr const char *kStopped = "stopped: the program's other stream failed";
 
 private:
-  static constexpr const char *kStopped = "stopped: the program's other stream failed";
   std::mutex mutex;
   std::condition_variable changed;
   std::set<int64_t> recorded;
-  bool failed = false;
+  bool failedFlag = false;
 };
 
 class CpuBackend final : public Backend {
@@ -100,9 +105,11 @@ public:
 
   Status execute(int index) override {
     Status status = run(index);
+    if (!status.isOk()) {
+      return status; // the job ends (MPI_Abort): no point waiting for sends
+    }
     // Sends complete in the background; the step is over when they have.
-    Status sent = communicator->waitForSends();
-    return status.isOk() ? sent : status;
+    return communicator->waitForSends();
   }
 
   ~CpuBackend() override {
@@ -134,9 +141,18 @@ public:
       for (int c = begin; c < end; ++c) {
         onStream[program.commands(c).stream() == 1 ? 1 : 0].push_back(c);
       }
-      auto runAll = [&](const std::vector<int> &list) {
+      auto runAll = [&](const std::vector<int> &list) -> Status {
         for (int c : list) {
-          Status status = runCommand(program, c, events);
+          if (events.failed()) {
+            return Status(StatusCode::kInternal, Events::kStopped); // the other stream failed
+          }
+          Status status = Status::ok();
+          try {
+            status = runCommand(program, c, events);
+          } catch (const std::exception &error) { // out of memory in a kernel, say
+            status = Status(StatusCode::kInternal, "program '" + program.name() + "', command " +
+                                                       std::to_string(c) + ": " + error.what());
+          }
           if (!status.isOk()) {
             events.fail(); // the other stream must not wait for what will never come
             return status;
@@ -164,7 +180,13 @@ public:
       }
       if (end < n) {
         const plan::Attribute *callee = findAttribute(program.commands(end), "program");
-        MLPERF_RETURN_IF_ERROR(run(programIndex.at(callee->s()))); // the loader checked it
+        auto it = callee ? programIndex.find(callee->s()) : programIndex.end();
+        if (it == programIndex.end() || it->second >= index) {
+          return Status(StatusCode::kInvalidArgument, "program '" + program.name() + "', command " +
+                                                          std::to_string(end) +
+                                                          ": calls no earlier program of the plan");
+        }
+        MLPERF_RETURN_IF_ERROR(run(it->second));
       }
       begin = end + 1;
     }

@@ -33,18 +33,19 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                            std::unique_ptr<PlanTrainer> &trainer) {
   trainer.reset(new PlanTrainer(plan, backend, communicator));
   PlanTrainer &t = *trainer;
-  for (int i = 0; i < plan.programs_size(); ++i) {
-    const std::string &name = plan.programs(i).name();
-    (name == "train_step"       ? t.trainProgram
-     : name == "eval_step"      ? t.evalProgram
-     : name == "init_params"    ? t.initParamsProgram
-     : name == "init_optimizer" ? t.initOptimizerProgram
-                                : t.unusedProgram) = i;
-  }
-  if (t.trainProgram < 0 || t.evalProgram < 0 || t.initParamsProgram < 0 ||
-      t.initOptimizerProgram < 0) {
-    return invalid("the plan lacks one of the programs train_step, eval_step, init_params and "
-                   "init_optimizer: it is not a train-step plan");
+  for (auto [name, index] : {std::pair{"train_step", &t.trainProgram},
+                             {"eval_step", &t.evalProgram},
+                             {"init_params", &t.initParamsProgram},
+                             {"init_optimizer", &t.initOptimizerProgram}}) {
+    for (int i = 0; i < plan.programs_size(); ++i) {
+      if (plan.programs(i).name() == name) {
+        *index = i;
+      }
+    }
+    if (*index < 0) {
+      return invalid(std::string("the plan has no program ") + name +
+                     ": it is not a train-step plan of this runtime's format");
+    }
   }
   MeshShape mesh = communicator.mesh();
   int64_t stage = plan.pipeline_stage();

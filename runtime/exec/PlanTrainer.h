@@ -28,9 +28,8 @@ struct TrainStepMetrics {
 
 class PlanTrainer {
 public:
-  /// Finds the programs and buffers a train step needs; fails on a plan that lacks them.
-  /// With more than one rank, `communicator` sums the loss over the data-parallel ranks and
-  /// places this rank's ZeRO-1 shard of the optimizer state.
+  /// Finds the programs and buffers (by role) a train step needs; fails on a plan that lacks
+  /// them. `communicator` places this rank in the mesh (slices, evaluation sums).
   static Status create(const plan::Plan &plan, Backend &backend, Communicator &communicator,
                        std::unique_ptr<PlanTrainer> &trainer);
 
@@ -51,7 +50,7 @@ public:
   Status step(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
               TrainStepMetrics &metrics);
 
-  /// Mean loss of @forward over every rank's micro-batches of `tokens`/`labels` (a whole
+  /// Mean loss of eval_step over every rank's micro-batches of `tokens`/`labels` (a whole
   /// number of them; a rank may have none when there are fewer micro-batches than ranks).
   Status evalLoss(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
                   double &loss);
@@ -84,8 +83,7 @@ private:
   const plan::Plan &plan;
   Backend &backend;
   Communicator &communicator;
-  int trainProgram = -1, evalProgram = -1, initParamsProgram = -1, initOptimizerProgram = -1,
-      unusedProgram = -1;
+  int trainProgram = -1, evalProgram = -1, initParamsProgram = -1, initOptimizerProgram = -1;
   // Inputs and outputs by role; kNoBuffer where this stage's programs have none.
   uint32_t trainTokens = kNoBuffer, trainLabels = kNoBuffer, stepBuffer = kNoBuffer,
            lrBuffer = kNoBuffer, normBuffer = kNoBuffer, lossesBuffer = kNoBuffer,

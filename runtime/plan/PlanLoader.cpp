@@ -15,6 +15,9 @@
 namespace mlperf::rt {
 namespace {
 
+/// Unordered command pairs across a program's streams the loader checks for conflicts.
+constexpr uint64_t kMaxConcurrentPairs = 50'000'000;
+
 // Plans are small (the 405B train step is a few MB); a larger file is not a plan.
 constexpr uint64_t kMaxPlanBytes = uint64_t{1} << 30;
 
@@ -172,13 +175,18 @@ Status validatePlan(const plan::Plan &p) {
       if (!problem.empty()) {
         return invalid(where + ": " + problem);
       }
+      bool vocabSplit =
+          std::any_of(command.attributes().begin(), command.attributes().end(),
+                      [](const plan::Attribute &a) { return a.name() == "vocab_shard_axis"; });
+      if (streams == 2 && command.stream() != 1 && communicates(command.op(), vocabSplit)) {
+        return invalid(where + " communicates with other ranks on stream " +
+                       std::to_string(command.stream()) +
+                       "; in a program with a communication stream only stream 1 does");
+      }
       // What the stream rules need: kind, stream, event and the bytes it touches.
       StreamCommand ordered;
       ordered.stream = command.stream();
-      ordered.kind = command.op() == "event_record" ? StreamCommand::Kind::kRecord
-                     : command.op() == "event_wait" ? StreamCommand::Kind::kWait
-                     : command.op() == "call"       ? StreamCommand::Kind::kCall
-                                                    : StreamCommand::Kind::kCompute;
+      ordered.kind = StreamCommand::kindOf(command.op());
       bool isEvent = ordered.kind == StreamCommand::Kind::kRecord ||
                      ordered.kind == StreamCommand::Kind::kWait;
       if (command.has_event() != isEvent) {
@@ -219,6 +227,14 @@ Status validatePlan(const plan::Plan &p) {
     };
     if (auto broken = StreamOrder::analyze(order, streams, streamOrder)) {
       return invalid(describe(broken->command) + " " + broken->message);
+    }
+    // A hostile plan could leave every pair of its streams' commands unordered.
+    if (streamOrder.concurrentPairs() > kMaxConcurrentPairs) {
+      return invalid("program '" + program.name() + "' leaves " +
+                     std::to_string(streamOrder.concurrentPairs()) +
+                     " pairs of commands of its two streams unordered, more than this runtime "
+                     "checks (" +
+                     std::to_string(kMaxConcurrentPairs) + "): add events");
     }
     if (auto conflict = streamOrder.findConflict(order)) {
       auto access = [&](bool writes, const ByteRange &range) {
@@ -298,9 +314,20 @@ struct Message {
   std::string where; // "command N ('send') of 'train_step'"
 };
 
-/// The pp sends and receives of program `index` in execution order, following calls.
-void collectTransfers(const plan::Plan &plan, int64_t stage, int index, std::vector<Message> &sends,
-                      std::vector<Message> &receives, int depth = 0) {
+/// The pp sends and receives of program `index` in execution order, following calls; each
+/// program's own list is computed once, so calls fanning out cannot blow up the work.
+struct Transfers {
+  std::vector<Message> sends, receives;
+  bool tooMany = false; // more than kMaxTransfers: refused
+};
+constexpr size_t kMaxTransfers = size_t{1} << 24;
+const Transfers &collectTransfers(const plan::Plan &plan, int64_t stage, int index,
+                                  std::map<int, Transfers> &memo) {
+  if (auto done = memo.find(index); done != memo.end()) {
+    return done->second;
+  }
+  Transfers transfers;
+  std::vector<Message> &sends = transfers.sends, &receives = transfers.receives;
   const plan::Program &program = plan.programs(index);
   for (int c = 0; c < program.commands_size(); ++c) {
     const plan::Command &command = program.commands(c);
@@ -317,10 +344,17 @@ void collectTransfers(const plan::Plan &plan, int64_t stage, int index, std::vec
         callee = a.s();
       }
     }
-    if (command.op() == "call" && depth < plan.programs_size()) {
+    if (command.op() == "call") {
       for (int p = 0; p < index; ++p) { // the loader allows earlier programs only
         if (plan.programs(p).name() == callee) {
-          collectTransfers(plan, stage, p, sends, receives, depth + 1);
+          const Transfers &inner = collectTransfers(plan, stage, p, memo);
+          transfers.tooMany |= inner.tooMany || sends.size() + inner.sends.size() +
+                                                        receives.size() + inner.receives.size() >
+                                                    kMaxTransfers;
+          if (!transfers.tooMany) {
+            sends.insert(sends.end(), inner.sends.begin(), inner.sends.end());
+            receives.insert(receives.end(), inner.receives.begin(), inner.receives.end());
+          }
         }
       }
       continue;
@@ -338,6 +372,7 @@ void collectTransfers(const plan::Plan &plan, int64_t stage, int index, std::vec
                         program.name() + "'"};
     (command.op() == "send" ? sends : receives).push_back(std::move(message));
   }
+  return memo[index] = std::move(transfers);
 }
 
 } // namespace
@@ -350,7 +385,15 @@ Status checkStageTransfers(const std::vector<plan::Plan> &stages) {
     for (int64_t k = 0; k < count; ++k) {
       for (int i = 0; i < stages[k].programs_size(); ++i) {
         if (stages[k].programs(i).name() == name) {
-          collectTransfers(stages[k], k, i, sends[k], receives[k]);
+          std::map<int, Transfers> memo;
+          const Transfers &all = collectTransfers(stages[k], k, i, memo);
+          if (all.tooMany) {
+            return Status(StatusCode::kInvalidArgument,
+                          "stage " + std::to_string(k) + "'s " + name + " makes more than " +
+                              std::to_string(kMaxTransfers) + " transfers (calls fanning out)");
+          }
+          sends[k] = all.sends;
+          receives[k] = all.receives;
         }
       }
     }

@@ -68,4 +68,9 @@ const PlanOpSignature *findPlanOp(std::string_view op) {
   return nullptr;
 }
 
+bool communicates(std::string_view op, bool vocabSplit) {
+  return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "send" ||
+         op == "recv" || (vocabSplit && (op == "cross_entropy" || op == "cross_entropy_grad"));
+}
+
 } // namespace mlperf::rt

@@ -26,6 +26,12 @@ struct PlanOpSignature {
 /// The signature of `op`, or null for an op this runtime does not execute.
 const PlanOpSignature *findPlanOp(std::string_view op);
 
+/// Whether a command talks to other ranks: the collectives, send and recv, and the loss ops
+/// on a vocabulary split over ranks (`vocabSplit`: they combine maxima and sums inside). In a
+/// program with a communication stream these run on it alone, so that every rank issues its
+/// communication in one order.
+bool communicates(std::string_view op, bool vocabSplit);
+
 } // namespace mlperf::rt
 
 #endif // MLPERFC_RUNTIME_PLAN_PLANOPS_H

@@ -37,12 +37,12 @@ std::optional<StreamProblem> StreamOrder::analyze(const std::vector<StreamComman
     uint32_t s = command.stream;
     if (s >= streams) {
       return StreamProblem{i, "is on stream " + std::to_string(s) + " of a program with " +
-                                  std::to_string(streams)};
+                                  std::to_string(streams) + " stream" + (streams == 1 ? "" : "s")};
     }
     using Kind = StreamCommand::Kind;
     if (command.kind == Kind::kRecord || command.kind == Kind::kWait) {
       if (command.event < 0) {
-        return StreamProblem{i, "needs an integer attribute 'event' >= 0"};
+        return StreamProblem{i, "needs an event >= 0"};
       }
       auto it = recorded.find(command.event);
       if (command.kind == Kind::kRecord && it != recorded.end()) {
@@ -101,6 +101,15 @@ std::pair<int64_t, int64_t> StreamOrder::window(size_t index) const {
     return {1, 0};
   }
   return {static_cast<int64_t>(*first), static_cast<int64_t>(*(last - 1))};
+}
+
+uint64_t StreamOrder::concurrentPairs() const {
+  uint64_t pairs = 0;
+  for (size_t i : ofStream.size() < 2 ? std::vector<size_t>() : ofStream[1]) {
+    auto [first, last] = window(i);
+    pairs += first <= last ? static_cast<uint64_t>(last - first + 1) : 0;
+  }
+  return pairs;
 }
 
 std::optional<StreamConflict>

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mlperf::rt {
@@ -37,6 +38,13 @@ struct ByteRange {
 
 struct StreamCommand {
   enum class Kind { kCompute, kRecord, kWait, kCall };
+  /// The kind of a plan command op.
+  static Kind kindOf(std::string_view op) {
+    return op == "event_record" ? Kind::kRecord
+           : op == "event_wait" ? Kind::kWait
+           : op == "call"       ? Kind::kCall
+                                : Kind::kCompute;
+  }
   Kind kind = Kind::kCompute;
   uint32_t stream = 0;
   int64_t event = -1; // records and waits
@@ -70,6 +78,10 @@ public:
   /// The program positions [first, last] of the commands of the other stream that may run at
   /// the same time as command `index`; first > last when there are none.
   std::pair<int64_t, int64_t> window(size_t index) const;
+
+  /// How many pairs of commands of different streams may run at the same time (the work
+  /// findConflict does).
+  uint64_t concurrentPairs() const;
 
   /// The first pair of commands in a conflict (see above), if any.
   std::optional<StreamConflict> findConflict(const std::vector<StreamCommand> &commands) const;

@@ -152,7 +152,7 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          record->set_op("event_record");
          record->set_event(-2);
        },
-       "needs an integer attribute 'event' >= 0"},
+       "needs an event >= 0"},
       {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->set_event(0); },
        "command 0 ('scale') of 'forward' is no event command but names an event"},
       // A command on the communication stream reads what stream 0 writes with no event
@@ -168,6 +168,17 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
        },
        "command 1 ('copy') of 'forward' on stream 1 reads buffer 'b' while command 0 ('scale') "
        "of 'forward' on stream 0 writes buffer 'b', and no event orders them"},
+      // With a communication stream, only it talks to other ranks (one order on every rank).
+      {[](plan::Plan &p) {
+         p.mutable_programs(0)->set_streams(2);
+         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+         command->set_op("all_reduce");
+         plan::Attribute *axis = command->add_attributes();
+         axis->set_name("axis");
+         axis->set_s("dp");
+       },
+       "command 0 ('all_reduce') of 'forward' communicates with other ranks on stream 0; in a "
+       "program with a communication stream only stream 1 does"},
       // Programs call earlier programs only; roles pair with inputs and outputs.
       {[](plan::Plan &p) {
          plan::Command *call = p.mutable_programs(0)->add_commands();

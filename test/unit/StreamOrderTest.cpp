@@ -54,6 +54,9 @@ TEST(StreamOrder, EventsOrderCommandsAcrossStreams) {
   // Command 4 may run alongside all of stream 1 between its wait and its record.
   EXPECT_EQ(order.window(4), (std::pair<int64_t, int64_t>{2, 5}));
   EXPECT_FALSE(order.findConflict(commands));
+  // The pairs findConflict looks at: each stream-1 command with the stream-0 commands of its
+  // window (the wait 2 and the record 5 also run alongside command 4).
+  EXPECT_EQ(order.concurrentPairs(), 3u);
 }
 
 TEST(StreamOrder, AMissingWaitIsAConflictNamingBothCommands) {
@@ -107,5 +110,5 @@ TEST(StreamOrder, BrokenEventsAreNamed) {
   EXPECT_EQ(problem->message, "records event 1 a second time");
   problem = StreamOrder::analyze({compute(2, {}, {})}, 2, order);
   ASSERT_TRUE(problem);
-  EXPECT_EQ(problem->message, "is on stream 2 of a program with 2");
+  EXPECT_EQ(problem->message, "is on stream 2 of a program with 2 streams");
 }

@@ -61,7 +61,8 @@ static cl::opt<std::string> compileCluster(
     cl::desc("The cluster the plan runs on: nodes x GPUs (ranks) per node, e.g. 8x8"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileParallel(
-    "parallel", cl::sub(compileCommand), cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1,micro_batch=.."),
+    "parallel", cl::sub(compileCommand),
+    cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1,micro_batch=.."),
     cl::desc("Parallel strategy; dp defaults to the ranks left after tp and pp. Every degree "
              "is checked against the cluster and the model"),
     cl::cat(mlperfcCategory()));
@@ -225,7 +226,7 @@ int runCompile() {
                                 : std::to_string(mesh.pp) + " plans, one per pipeline stage")
                << llvm::format(" (compiled in %.2f s)\n", seconds);
   if (mesh.pp > 1) {
-    // The 1F1B order the runtime replays, and the bubble it leaves (backward = 2 forwards).
+    // The order each stage's @train_step runs, and the bubble it leaves (backward = 2 forwards).
     std::vector<std::vector<rt::PipelineOp>> schedule;
     rt::PipelineTiming timing;
     if (rt::pipelineSchedule(mesh.pp, mesh.vp, options.accumulationSteps, schedule).isOk() &&
@@ -290,8 +291,8 @@ int runCompile() {
     if (!plan->SerializeToString(&bytes)) {
       return fail("could not serialize the plan");
     }
-    std::string path = plans.size() == 1 ? std::string(compileOutput)
-                                         : rt::stagePlanPath(compileOutput, stage);
+    std::string path =
+        plans.size() == 1 ? std::string(compileOutput) : rt::stagePlanPath(compileOutput, stage);
     if (llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
           os << bytes;
           return llvm::Error::success();

@@ -1,6 +1,7 @@
 //===- Schedule.cpp - mlperfc schedule -------------------------*- C++ -*-===//
 //
-// The static pipeline schedule the runtime replays (runtime/dist/PipelineSchedule.h) for a
+// The static pipeline schedule each stage's step is built in (runtime/dist/PipelineSchedule.h,
+// tg-train-step) for a
 // number of stages, virtual stages and micro-batches: each rank's order of passes and the
 // bubble fraction it leaves, against the textbook formula.
 //
@@ -26,9 +27,10 @@ static cl::opt<int64_t> schedulePP("pp", cl::sub(scheduleCommand), cl::Required,
 static cl::opt<int64_t> scheduleVP("vp", cl::sub(scheduleCommand), cl::init(1),
                                    cl::desc("Model chunks per rank (1: 1F1B, more: interleaved)"),
                                    cl::cat(mlperfcCategory()));
-static cl::opt<int64_t> scheduleMicroBatches(
-    "micro-batches", cl::sub(scheduleCommand), cl::Required,
-    cl::desc("Micro-batches per step on one data-parallel rank"), cl::cat(mlperfcCategory()));
+static cl::opt<int64_t>
+    scheduleMicroBatches("micro-batches", cl::sub(scheduleCommand), cl::Required,
+                         cl::desc("Micro-batches per step on one data-parallel rank"),
+                         cl::cat(mlperfcCategory()));
 static cl::opt<double> scheduleBackwardCost(
     "backward-cost", cl::sub(scheduleCommand), cl::init(2.0),
     cl::desc("A backward pass's time in forward passes (2; 3 with full recomputation)"),

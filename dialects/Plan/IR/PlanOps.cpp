@@ -237,9 +237,10 @@ LogicalResult CommandOp::verifySymbolUses(SymbolTableCollection &symbols) {
         callee ? symbols.lookupSymbolIn<ProgramOp>(program->getParentOp(),
                                                    StringAttr::get(getContext(), callee.getValue()))
                : ProgramOp();
-    if (!target || target == program) {
+    // Earlier programs only, as the loader requires: no cycles, callees placed first.
+    if (!target || target == program || !target->isBeforeInBlock(program)) {
       return emitOpError() << "calls " << (callee ? "@" + callee.str() : "no 'program'")
-                           << ", which is no other program of the plan";
+                           << ", which is no earlier program of the plan";
     }
   }
   return success();
@@ -261,13 +262,9 @@ mlperf::plan_ir::streamCommands(ProgramOp program, SymbolTableCollection &symbol
   };
   std::vector<mlperf::rt::StreamCommand> ordered;
   for (CommandOp command : program.getBody().front().getOps<CommandOp>()) {
-    using Kind = mlperf::rt::StreamCommand::Kind;
     mlperf::rt::StreamCommand c;
     StringRef kernel = command.getKernel();
-    c.kind = kernel == "event_record" ? Kind::kRecord
-             : kernel == "event_wait" ? Kind::kWait
-             : kernel == "call"       ? Kind::kCall
-                                      : Kind::kCompute;
+    c.kind = mlperf::rt::StreamCommand::kindOf(kernel);
     c.stream = static_cast<uint32_t>(command.getStreamAttr().getInt());
     if (auto event = command.getEventAttr()) {
       c.event = event.getInt();

@@ -91,7 +91,7 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
 def Plan_ProgramOp : Plan_Op<"program", [Symbol, HasParent<"PlanOp">, SingleBlock,
                                          NoTerminator, NoRegionArguments,
                                          DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "Commands run in order on one stream";
+  let summary = "Commands run in order on their streams";
   let description = [{
     `inputs` are the buffers filled before the program runs, `outputs` those holding its
     results afterwards. `train_step` and `eval_step` are what the runtime runs; they state

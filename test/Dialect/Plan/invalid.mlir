@@ -219,12 +219,12 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // -----
 
-// Tests that a call names another program of the plan.
+// Tests that a call names an earlier program of the plan (so calls never recurse).
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
   plan.arena @persistent "persistent"
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
-    // expected-error @below {{'plan.command' op calls @g, which is no other program of the plan}}
+    // expected-error @below {{'plan.command' op calls @g, which is no earlier program of the plan}}
     plan.command "call" [] -> [] {kernel_attrs = {program = "g"}}
   }
 }
