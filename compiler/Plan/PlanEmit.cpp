@@ -132,8 +132,9 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
   Block &body = planOp.getBody().front();
   llvm::StringMap<plan::MemoryClass> classOf;
   for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
-    plan::MemoryClass cls =
-        arena.getMemoryClass() == "persistent" ? plan::PERSISTENT : plan::ACTIVATIONS;
+    plan::MemoryClass cls = arena.getMemoryClass() == plan_ir::MemoryClass::persistent
+                                ? plan::PERSISTENT
+                                : plan::ACTIVATIONS;
     classOf[arena.getSymName()] = cls;
     plan::Arena *out = result.add_arenas();
     out->set_memory_class(cls);

@@ -469,10 +469,12 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     plan->setAttr("stage", stage); // one plan per pipeline stage
   }
   MLIRContext *context = builder.getContext();
-  for (StringRef memoryClass : {"persistent", "activations"}) {
-    plan_ir::ArenaOp::create(builder, model.getLoc(), builder.getStringAttr(memoryClass),
-                             builder.getStringAttr(memoryClass), builder.getI64IntegerAttr(0),
-                             builder.getI64IntegerAttr(0));
+  for (plan_ir::MemoryClass memoryClass :
+       {plan_ir::MemoryClass::persistent, plan_ir::MemoryClass::activations}) {
+    plan_ir::ArenaOp::create(builder, model.getLoc(),
+                             builder.getStringAttr(plan_ir::stringifyMemoryClass(memoryClass)),
+                             plan_ir::MemoryClassAttr::get(context, memoryClass),
+                             builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(0));
   }
   persistent = FlatSymbolRefAttr::get(context, "persistent");
   activations = FlatSymbolRefAttr::get(context, "activations");

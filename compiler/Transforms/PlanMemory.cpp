@@ -34,7 +34,7 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     if (auto buffer = dyn_cast<plan_ir::BufferOp>(op)) {
       buffers[buffer.getSymName()] = buffer;
     } else if (auto arena = dyn_cast<plan_ir::ArenaOp>(op)) {
-      arenas[arena.getMemoryClass()] = arena;
+      arenas[plan_ir::stringifyMemoryClass(arena.getMemoryClass())] = arena;
     }
   }
   plan_ir::ArenaOp persistent = arenas.lookup("persistent"),

@@ -7,8 +7,8 @@
 // CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 3 : i64, model = {
 // CHECK-SAME: global_batch_size = 2 : i64, gradient_accumulation_steps = 2 : i64
 // CHECK-SAME: precision = "fp32"
-// CHECK: plan.arena @persistent "persistent"
-// CHECK: plan.arena @activations "activations"
+// CHECK: plan.arena @persistent persistent
+// CHECK: plan.arena @activations activations
 // CHECK: plan.buffer @embed : tensor<16x8xf32> in @persistent{{$}}
 // CHECK: plan.buffer @grad.embed : tensor<16x8xf32> in @persistent{{$}}
 // CHECK: plan.buffer @optimizer.master.embed : tensor<16x8xf32> in @persistent{{$}}

@@ -4,8 +4,8 @@
 // whose lives do not overlap share bytes (@a dies before @c is written), overlapping ones
 // do not; a view takes its source's offset and keeps it alive; programs share the arena;
 // sizes and the lower bound (the most bytes alive at once) are recorded.
-// CHECK: plan.arena @persistent "persistent" {size = 1024 : i64}
-// CHECK: plan.arena @activations "activations" {lower_bound = 2048 : i64, size = 2048 : i64}
+// CHECK: plan.arena @persistent persistent {size = 1024 : i64}
+// CHECK: plan.arena @activations activations {lower_bound = 2048 : i64, size = 2048 : i64}
 // CHECK: plan.buffer @x : tensor<4xf32> in @persistent at 0
 // CHECK: plan.buffer @y : tensor<100xf32> in @persistent at 256
 // CHECK: plan.buffer @z : tensor<4xf32> in @persistent at 768
@@ -15,8 +15,8 @@
 // CHECK: plan.buffer @bview : tensor<16x16xf32> in @activations at [[B]] view of @b
 // CHECK: plan.buffer @other : tensor<512xf32> in @activations at 0
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
-  plan.arena @activations "activations"
+  plan.arena @persistent persistent
+  plan.arena @activations activations
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.buffer @y : tensor<100xf32> in @persistent
   plan.buffer @z : tensor<4xf32> in @persistent

@@ -151,7 +151,8 @@ static void describeRankMemory(plan_ir::PlanOp planOp) {
              bufferBytes.lookup(parameter.getExpAvgSq());
   }
   for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
-    (arena.getMemoryClass() == "persistent" ? persistent : activations) = arena.getSize();
+    (arena.getMemoryClass() == plan_ir::MemoryClass::persistent ? persistent : activations) =
+        arena.getSize();
   }
   llvm::outs() << "  per-rank memory: parameters " << rt::humanBytes(params) << ", gradients "
                << rt::humanBytes(grads) << ", optimizer state " << rt::humanBytes(state)
@@ -260,13 +261,13 @@ int runCompile() {
     planOp.walk([&](plan_ir::CommandOp) { ++commands; });
     planOp.walk([&](plan_ir::BufferOp) { ++buffers; });
     for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
-      if (arena.getMemoryClass() == "persistent") {
+      if (arena.getMemoryClass() == plan_ir::MemoryClass::persistent) {
         llvm::outs() << "  placed plan: " << commands << " commands, " << buffers
                      << " buffers; persistent arena " << rt::humanBytes(arena.getSize());
       }
     }
     for (auto arena : planOp.getBody().front().getOps<plan_ir::ArenaOp>()) {
-      if (arena.getMemoryClass() == "activations") {
+      if (arena.getMemoryClass() == plan_ir::MemoryClass::activations) {
         int64_t bound = arena.getLowerBound();
         llvm::outs() << llvm::format(
             ", activation arena %s against a lower bound of %s (%.3fx)\n",

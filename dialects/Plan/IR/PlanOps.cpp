@@ -14,6 +14,7 @@ using namespace mlir;
 using namespace mlperf::plan_ir;
 
 #include "dialects/Plan/IR/PlanOpsDialect.cpp.inc"
+#include "dialects/Plan/IR/PlanOpsEnums.cpp.inc"
 
 void PlanDialect::initialize() {
   addOperations<
@@ -61,8 +62,9 @@ LogicalResult PlanOp::verify() {
   }
   llvm::StringSet<> classes;
   for (auto arena : getBody().front().getOps<ArenaOp>()) {
-    if (!classes.insert(arena.getMemoryClass()).second) {
-      return arena.emitOpError() << "is a second arena of memory class \"" << arena.getMemoryClass()
+    if (!classes.insert(stringifyMemoryClass(arena.getMemoryClass())).second) {
+      return arena.emitOpError() << "is a second arena of memory class \""
+                                 << stringifyMemoryClass(arena.getMemoryClass())
                                  << "\": one per class";
     }
   }
@@ -70,10 +72,6 @@ LogicalResult PlanOp::verify() {
 }
 
 LogicalResult ArenaOp::verify() {
-  if (getMemoryClass() != "persistent" && getMemoryClass() != "activations") {
-    return emitOpError() << "memory class must be \"persistent\" or \"activations\", got \""
-                         << getMemoryClass() << "\"";
-  }
   if (getSizeAttr().getInt() < 0 || getLowerBoundAttr().getInt() < 0) {
     return emitOpError() << "size and lower bound must be non-negative";
   }
@@ -127,7 +125,7 @@ LogicalResult BufferOp::verifySymbolUses(SymbolTableCollection &symbols) {
 static LogicalResult requirePersistent(Operation *user, SymbolTableCollection &symbols,
                                        BufferOp buffer, StringRef role) {
   auto arena = symbols.lookupNearestSymbolFrom<ArenaOp>(buffer, buffer.getArenaAttr());
-  if (arena && arena.getMemoryClass() != "persistent") {
+  if (arena && arena.getMemoryClass() != MemoryClass::persistent) {
     return user->emitOpError() << role << " @" << buffer.getSymName()
                                << " must be in the persistent arena";
   }

@@ -13,6 +13,7 @@
 #include "runtime/plan/StreamOrder.h"
 
 #include "dialects/Plan/IR/PlanOpsDialect.h.inc"
+#include "dialects/Plan/IR/PlanOpsEnums.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/Plan/IR/PlanOps.h.inc"

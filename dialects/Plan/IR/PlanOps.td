@@ -4,6 +4,7 @@
 #define MLPERFC_DIALECTS_PLAN_IR_PLANOPS_TD
 
 include "dialects/Plan/IR/PlanBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 
@@ -34,6 +35,13 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, Symbol, SingleBlock, NoTerminato
   let hasVerifier = 1;
 }
 
+def Plan_MemoryClass : I32EnumAttr<"MemoryClass", "a memory class of the plan", [
+    I32EnumAttrCase<"persistent", 1>, // the whole run (plan.proto MemoryClass PERSISTENT)
+    I32EnumAttrCase<"activations", 2> // temporaries of programs (ACTIVATIONS)
+  ]> {
+  let cppNamespace = "::mlperf::plan_ir";
+}
+
 def Plan_ArenaOp : Plan_Op<"arena", [Symbol, HasParent<"PlanOp">]> {
   let summary = "One arena per memory class";
   let description = [{
@@ -41,7 +49,7 @@ def Plan_ArenaOp : Plan_Op<"arena", [Symbol, HasParent<"PlanOp">]> {
     whole run) or `activations` (temporaries of one program; programs share it). `size` and
     `lower_bound` (most bytes alive at once) are set by `plan-memory`.
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$memory_class,
+  let arguments = (ins SymbolNameAttr:$sym_name, Plan_MemoryClass:$memory_class,
                        DefaultValuedAttr<I64Attr, "0">:$size,
                        DefaultValuedAttr<I64Attr, "0">:$lower_bound);
   let assemblyFormat = "$sym_name $memory_class attr-dict";

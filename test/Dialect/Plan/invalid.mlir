@@ -7,17 +7,17 @@ plan.plan @p attributes {format_version = 7 : i64, model = {}} {
 
 // -----
 
-// Tests that arenas name a known memory class.
+// Tests that arenas name a known memory class (an enum: persistent or activations).
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  // expected-error @below {{memory class must be "persistent" or "activations", got "scratch"}}
-  plan.arena @s "scratch"
+  // expected-error @below {{expected string or keyword containing one of the following enum values for attribute 'memory_class' [persistent, activations]}}
+  plan.arena @s scratch
 }
 
 // -----
 
 // Tests that buffers have a static tensor type the runtime stores.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   // expected-error @below {{type must be a static tensor (no empty dims) of f32, bf16, f8E4M3FN, f8E5M2, i32 or i64, got 'tensor<4xf16>'}}
   plan.buffer @x : tensor<4xf16> in @persistent
 }
@@ -34,7 +34,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that offsets are non-negative.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   // expected-error @below {{offset must be non-negative}}
   plan.buffer @x : tensor<4xf32> in @persistent at -256
 }
@@ -43,7 +43,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that a view has its source's arena and byte size.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{must view a buffer of the same arena and byte size}}
   plan.buffer @v : tensor<8xf32> in @persistent view of @x
@@ -53,7 +53,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that commands name kernels of the runtime's table.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
     // expected-error @below {{kernel "launch_rocket" is not an op the runtime executes}}
@@ -65,7 +65,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that commands have their kernel's arity.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
     // expected-error @below {{kernel "add" cannot take 1 operands and 1 results}}
@@ -77,7 +77,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that commands read and write buffers.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
     // expected-error @below {{operand @y is not a plan.buffer}}
@@ -89,7 +89,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that program inputs are buffers.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{input @persistent is not a plan.buffer}}
   plan.program @f inputs [@persistent] outputs [@x] {
@@ -100,7 +100,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that parameters name buffers.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{gradient @g is not a plan.buffer}}
   plan.parameter "w" {value = @x, grad = @g, master = @x, exp_avg = @x, exp_avg_sq = @x, init = "zeros"}
@@ -110,7 +110,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that a view views a buffer, not another view (placement follows one level).
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.buffer @v : tensor<2x2xf32> in @persistent view of @x
   // expected-error @below {{views @v, itself a view: view the source buffer instead}}
@@ -121,16 +121,16 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that there is one arena per memory class.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @a "activations"
+  plan.arena @a activations
   // expected-error @below {{is a second arena of memory class "activations": one per class}}
-  plan.arena @b "activations"
+  plan.arena @b activations
 }
 
 // -----
 
 // Tests that buffers have no empty dims (the runtime refuses them).
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   // expected-error @below {{type must be a static tensor (no empty dims)}}
   plan.buffer @x : tensor<0x4xf32> in @persistent
 }
@@ -139,8 +139,8 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that program outputs outlive the program: persistent, not activation bytes.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
-  plan.arena @activations "activations"
+  plan.arena @persistent persistent
+  plan.arena @activations activations
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.buffer @t : tensor<4xf32> in @activations
   // expected-error @below {{output @t must be in the persistent arena}}
@@ -153,7 +153,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that a command runs on one of its program's streams.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
     // expected-error @below {{'plan.command' op is on stream 1 of a program with 1}}
@@ -165,7 +165,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that an event command names its event.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
     // expected-error @below {{kernel "event_record" needs an integer 'event'}}
@@ -177,7 +177,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that a wait follows another stream's record of its event.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
     // expected-error @below {{'plan.command' op waits for event 3, which no other stream recorded before it}}
@@ -190,7 +190,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that programs have one or two streams.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{'plan.program' op has 3 streams; plans have a compute and a communication stream}}
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 3 : i64} {
@@ -203,7 +203,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 // Tests that a command never reads what another stream writes without an event between them:
 // the collective's result is read on stream 0 before stream 0 waits for it.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.buffer @y : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
@@ -221,7 +221,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that a call names an earlier program of the plan (so calls never recurse).
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
     // expected-error @below {{'plan.command' op calls @g, which is no earlier program of the plan}}
@@ -233,7 +233,7 @@ plan.plan @p attributes {format_version = 3 : i64, model = {}} {
 
 // Tests that a program with roles gives one per input and output.
 plan.plan @p attributes {format_version = 3 : i64, model = {}} {
-  plan.arena @persistent "persistent"
+  plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{'plan.program' op needs one role per input and per output}}
   plan.program @f inputs [@x] outputs [@x] attributes {input_roles = ["tokens", "labels"]} {
