@@ -30,9 +30,9 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   const rt::MeshShape &mesh = options.mesh;
   if (mesh.worldSize() > 1) {
     // The mesh, and @forward split over tp before autodiff (Megatron's parallel layers).
-    pm.addPass(createDistTensorParallelPass(DistTensorParallelPassOptions{
-        mesh.nodes, mesh.gpusPerNode, mesh.dp, mesh.tp, mesh.pp, mesh.vp, mesh.sequenceParallel,
-        mesh.zero}));
+    pm.addPass(createDistTensorParallelPass(
+        DistTensorParallelPassOptions{mesh.nodes, mesh.gpusPerNode, mesh.dp, mesh.tp, mesh.pp,
+                                      mesh.vp, mesh.sequenceParallel, mesh.zero}));
     // One model per pipeline stage (pp > 1).
     pm.addPass(createDistPipelinePass());
     buildTGCleanupPipeline(pm);

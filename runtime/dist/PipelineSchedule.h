@@ -3,8 +3,8 @@
 // The order in which each pipeline rank runs the forward and backward passes of its
 // micro-batches: Megatron-LM's 1F1B (one model chunk per rank) and its interleaved variant
 // (vp chunks per rank, virtual stage c·pp + r on rank r). tg-train-step builds each stage's
-// step program in these orders, and `simulatePipeline` computes the bubble of a schedule from op costs and
-// the data dependencies between stages, to compare against the textbook fractions.
+// step program in these orders, and `simulatePipeline` computes the bubble of a schedule from op
+// costs and the data dependencies between stages, to compare against the textbook fractions.
 //
 //===----------------------------------------------------------------------===//
 
