@@ -164,6 +164,9 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     out->set_memory_class(classOf.lookup(buffer.getArena()));
     out->set_offset(buffer.getOffsetAttr().getInt());
     out->set_size(buffer.getStorageBytes());
+    if (buffer.getViewOf()) {
+      out->set_view_of(idOf.lookup(*buffer.getViewOf())); // views follow their source
+    }
   }
   auto id = [&](Attribute ref) { return idOf.lookup(cast<FlatSymbolRefAttr>(ref).getValue()); };
   // The train state: per parameter its value and its optimizer state, by checkpoint name.

@@ -93,7 +93,7 @@ public:
     for (const plan::Arena &arena : plan.arenas()) {
       try {
         arenas[arena.memory_class()].assign(arena.size(), 0);
-      } catch (const std::bad_alloc &) {
+      } catch (const std::exception &) { // bad_alloc, or length_error beyond what a vector holds
         return Status(StatusCode::kUnavailable,
                       "cannot allocate the " + std::to_string(arena.size()) +
                           "-byte arena of memory class " +

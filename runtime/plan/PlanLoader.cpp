@@ -15,6 +15,9 @@
 namespace mlperf::rt {
 namespace {
 
+/// Where plan-memory starts every buffer that is not a view.
+constexpr uint64_t kBufferAlignment = 256;
+
 /// Unordered command pairs across a program's streams the loader checks for conflicts.
 constexpr uint64_t kMaxConcurrentPairs = 50'000'000;
 
@@ -116,6 +119,55 @@ Status validatePlan(const plan::Plan &p) {
       return invalid(where + " at offset " + std::to_string(b.offset()) + " (" +
                      std::to_string(b.size()) + " bytes) lies outside its " +
                      std::to_string(arenaSize[cls]) + "-byte arena");
+    }
+  }
+  // Persistent bytes hold state for the whole run: only a declared view may share them, and
+  // each buffer starts where plan-memory puts it (aligned), so a plan that moves one buffer
+  // onto another's bytes is refused instead of training on wrong numbers.
+  std::vector<std::pair<uint64_t, int64_t>> persistentSlots; // (offset, buffer)
+  for (int64_t i = 0; i < buffers; ++i) {
+    const plan::Buffer &b = p.buffers(static_cast<int>(i));
+    std::string where = "buffer " + std::to_string(i) + " ('" + b.name() + "')";
+    if (b.has_view_of()) {
+      const plan::Buffer *source = b.view_of() < static_cast<uint64_t>(i)
+                                       ? &p.buffers(static_cast<int>(b.view_of()))
+                                       : nullptr;
+      if (!source || source->has_view_of() || source->memory_class() != b.memory_class() ||
+          source->offset() != b.offset() || source->size() != b.size()) {
+        return invalid(where + " is a view of buffer " + std::to_string(b.view_of()) +
+                       ", which is no earlier buffer with its bytes");
+      }
+      continue;
+    }
+    if (b.offset() % kBufferAlignment != 0) {
+      return invalid(where + " at offset " + std::to_string(b.offset()) + " is not " +
+                     std::to_string(kBufferAlignment) + "-byte aligned");
+    }
+    if (b.memory_class() == plan::PERSISTENT) {
+      persistentSlots.push_back({b.offset(), i});
+    }
+  }
+  // Arenas as large as their buffers need (plus the last slot's alignment), not more: a
+  // hostile size would only make the backend allocate what no buffer uses.
+  uint64_t needed[3] = {0, 0, 0};
+  for (const plan::Buffer &b : p.buffers()) {
+    needed[b.memory_class()] = std::max<uint64_t>(needed[b.memory_class()], b.offset() + b.size());
+  }
+  for (int cls : {plan::PERSISTENT, plan::ACTIVATIONS}) {
+    uint64_t bound = (needed[cls] + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    if (hasArena[cls] && arenaSize[cls] > bound) {
+      return invalid("the arena of memory class " + std::to_string(cls) + " has " +
+                     std::to_string(arenaSize[cls]) + " bytes, but its buffers need " +
+                     std::to_string(bound));
+    }
+  }
+  std::sort(persistentSlots.begin(), persistentSlots.end());
+  for (size_t k = 1; k < persistentSlots.size(); ++k) {
+    const plan::Buffer &before = p.buffers(static_cast<int>(persistentSlots[k - 1].second));
+    const plan::Buffer &after = p.buffers(static_cast<int>(persistentSlots[k].second));
+    if (before.offset() + before.size() > after.offset()) {
+      return invalid("persistent buffers '" + before.name() + "' and '" + after.name() +
+                     "' share bytes, and neither is a view of the other");
     }
   }
   auto validId = [&](uint32_t id) { return static_cast<int64_t>(id) < buffers; };
@@ -252,6 +304,7 @@ Status validatePlan(const plan::Plan &p) {
   }
   std::map<std::string, const plan::StateTensor *> paramValues; // role "param", by parameter
   std::set<std::string> stateNames;
+  std::set<uint32_t> stateBuffers;
   for (const plan::StateTensor &state : p.state()) {
     if (!validId(state.buffer())) {
       return invalid("state tensor '" + state.name() + "' refers to missing buffer " +
@@ -259,9 +312,13 @@ Status validatePlan(const plan::Plan &p) {
     }
     const plan::Buffer &buffer = p.buffers(state.buffer());
     if (state.name().empty() || !stateNames.insert(state.name()).second ||
-        buffer.memory_class() != plan::PERSISTENT) {
+        buffer.memory_class() != plan::PERSISTENT || buffer.has_view_of()) {
       return invalid("state tensor '" + state.name() +
-                     "' is unnamed, named twice or not in persistent memory");
+                     "' is unnamed, named twice or not in persistent memory of its own");
+    }
+    if (!stateBuffers.insert(state.buffer()).second) {
+      return invalid("state tensor '" + state.name() + "' shares buffer '" + buffer.name() +
+                     "' with another state tensor");
     }
     if (state.role() == "param") {
       paramValues[state.param()] = &state;

@@ -109,7 +109,7 @@ plan::Plan twoStreamPlan(int64_t n) {
     b->set_memory_class(plan::PERSISTENT);
     b->set_offset(offset);
     b->set_size(bytes);
-    offset += bytes;
+    offset += (bytes + 255) / 256 * 256; // plan-memory's alignment
   }
   plan::Arena *arena = p.add_arenas();
   arena->set_memory_class(plan::PERSISTENT);

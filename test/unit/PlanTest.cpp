@@ -47,6 +47,14 @@ plan::Plan validPlan() {
 TEST(Plan, ValidPlanPasses) {
   rt::Status status = rt::validatePlan(validPlan());
   EXPECT_TRUE(status.isOk()) << status.toString();
+  // A declared view shares its source's bytes.
+  plan::Plan withView = validPlan();
+  plan::Buffer *view = withView.add_buffers();
+  *view = withView.buffers(0);
+  view->set_id(2);
+  view->set_view_of(0);
+  status = rt::validatePlan(withView);
+  EXPECT_TRUE(status.isOk()) << status.toString();
 }
 
 TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
@@ -91,12 +99,17 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
        },
        "state tensor 'w' is unnamed, named twice or not in persistent memory"},
       {[](plan::Plan &p) {
+         plan::Buffer *master = p.add_buffers();
+         *master = p.buffers(0);
+         master->set_id(2);
+         master->set_offset(256);
+         p.mutable_arenas(0)->set_size(512);
          for (const char *role : {"param", "master"}) {
            plan::StateTensor *state = p.add_state();
            state->set_name(role);
            state->set_role(role);
            state->set_param("w");
-           state->set_buffer(0);
+           state->set_buffer(role == std::string("param") ? 0 : 2);
          }
          p.mutable_state(1)->set_shard_axis("dp");
          p.mutable_state(1)->set_shard_count(1 + 1);
@@ -168,6 +181,35 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
        },
        "command 1 ('copy') of 'forward' on stream 1 reads buffer 'b' while command 0 ('scale') "
        "of 'forward' on stream 0 writes buffer 'b', and no event orders them"},
+      // Persistent bytes: no two buffers share them unless one is a declared view, aligned.
+      {[](plan::Plan &p) {
+         plan::Buffer *other = p.add_buffers();
+         *other = p.buffers(0);
+         other->set_id(2);
+         other->set_name("lm_head.weight");
+         other->set_offset(0);
+       },
+       "persistent buffers 'b' and 'lm_head.weight' share bytes, and neither is a view of the "
+       "other"},
+      {[](plan::Plan &p) {
+         plan::Buffer *view = p.add_buffers();
+         *view = p.buffers(0);
+         view->set_id(2);
+         view->set_view_of(1); // in the other arena
+       },
+       "buffer 2 ('b') is a view of buffer 1, which is no earlier buffer with its bytes"},
+      {[](plan::Plan &p) { p.mutable_buffers(1)->set_offset(16); },
+       "buffer 1 ('b') at offset 16 is not 256-byte aligned"},
+      {[](plan::Plan &p) { p.mutable_arenas(0)->set_size(uint64_t{1} << 63); },
+       "the arena of memory class 1 has 9223372036854775808 bytes, but its buffers need 256"},
+      {[](plan::Plan &p) {
+         for (const char *name : {"w", "optimizer.exp_avg.w"}) {
+           plan::StateTensor *state = p.add_state();
+           state->set_name(name);
+           state->set_buffer(0);
+         }
+       },
+       "state tensor 'optimizer.exp_avg.w' shares buffer 'b' with another state tensor"},
       // With a communication stream, only it talks to other ranks (one order on every rank).
       {[](plan::Plan &p) {
          p.mutable_programs(0)->set_streams(2);
