@@ -172,6 +172,12 @@ LogicalResult ParamOp::verify() {
   if (getRepeat() && getRepeatAttr().getInt() < 1) {
     return fieldError(*this, "repeat", ">= 1", getRepeatAttr().getInt());
   }
+  // An empty dimension (ffn = 0, vocab = 0) has nothing to train and would reach passes and
+  // kernels that divide by row sizes.
+  if (llvm::is_contained(getTensorType().getShape(), 0)) {
+    return emitOpError() << "declares a tensor with an empty dimension (" << getTensorType()
+                         << "): every dimension of a parameter must be at least 1";
+  }
   std::optional<int64_t> elements = checkedNumElements(getTensorType().getShape());
   if (!elements || !llvm::checkedMul(*elements, getCopies())) {
     return emitOpError() << "declares more than 2^63 elements";
@@ -284,22 +290,23 @@ LogicalResult ModelOp::verifyRegions() {
     return success();
   };
   for (Operation &op : getBody().front()) {
-    LogicalResult result =
-        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
-            .Case([&](BenchmarkOp o) { return takeUnique(benchmark, o); })
-            .Case([&](BatchOp o) { return takeUnique(batch, o); })
-            .Case([&](OptimizerOp o) { return takeUnique(optimizer, o); })
-            .Case([&](LRScheduleOp o) { return takeUnique(schedule, o); })
-            .Case<ParamOp, func::FuncOp>([](Operation *) { return success(); })
-            .Default([&](Operation *other) -> LogicalResult {
-              // The device mesh dist-partition adds (by name: tg does not depend on dist).
-              if (other->getName().getStringRef() == "dist.mesh") {
-                return success();
-              }
-              return other->emitOpError()
-                     << "is not allowed directly in a tg.model (metadata ops, tg.param, dist.mesh and "
-                        "func.func only)";
-            });
+    LogicalResult result = llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+                               .Case([&](BenchmarkOp o) { return takeUnique(benchmark, o); })
+                               .Case([&](BatchOp o) { return takeUnique(batch, o); })
+                               .Case([&](OptimizerOp o) { return takeUnique(optimizer, o); })
+                               .Case([&](LRScheduleOp o) { return takeUnique(schedule, o); })
+                               .Case<ParamOp, func::FuncOp>([](Operation *) { return success(); })
+                               .Default([&](Operation *other) -> LogicalResult {
+                                 // The device mesh dist-partition adds (by name: tg does not depend
+                                 // on dist).
+                                 if (other->getName().getStringRef() == "dist.mesh") {
+                                   return success();
+                                 }
+                                 return other->emitOpError()
+                                        << "is not allowed directly in a tg.model (metadata ops, "
+                                           "tg.param, dist.mesh and "
+                                           "func.func only)";
+                               });
     if (failed(result)) {
       return failure();
     }
