@@ -64,10 +64,9 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       using StartOp = typename decltype(tag)::type;
       OpBuilder builder(region);
       auto type = cast<RankedTensorType>(region.getType());
-      auto future = StartOp::create(builder, region.getLoc(),
-                                    dist::FutureType::get(builder.getContext(), type),
-                                    region.getInput(), region.getMeshAttr(), region.getAxesAttr(),
-                                    region.getDimAttr());
+      auto future = StartOp::create(
+          builder, region.getLoc(), dist::FutureType::get(builder.getContext(), type),
+          region.getInput(), region.getMeshAttr(), region.getAxesAttr(), region.getDimAttr());
       region.getResult().replaceAllUsesWith(
           dist::DoneOp::create(builder, region.getLoc(), type, future).getResult());
       region.erase();
@@ -98,10 +97,9 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
   template <typename StartOp>
   Value collective(OpBuilder &builder, Location loc, Value value, RankedTensorType resultType,
                    StringRef axis) {
-    auto future = StartOp::create(builder, loc,
-                                  dist::FutureType::get(builder.getContext(), resultType), value,
-                                  FlatSymbolRefAttr::get(builder.getContext(), kMesh),
-                                  builder.getStrArrayAttr({axis}));
+    auto future = StartOp::create(
+        builder, loc, dist::FutureType::get(builder.getContext(), resultType), value,
+        FlatSymbolRefAttr::get(builder.getContext(), kMesh), builder.getStrArrayAttr({axis}));
     return dist::DoneOp::create(builder, loc, resultType, future).getResult();
   }
 
@@ -131,8 +129,8 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       auto param = SymbolTable::lookupSymbolIn(model, cast<FlatSymbolRefAttr>(names[i]).getAttr());
       if (tp > 1 && param && param->hasAttr("dist.sequence_parallel")) {
         Value sum = collective<dist::AllReduceStartOp>(builder, grad.getLoc(), grad, type, "tp");
-        grad.replaceAllUsesExcept(
-            sum, sum.getDefiningOp<dist::DoneOp>().getFuture().getDefiningOp());
+        grad.replaceAllUsesExcept(sum,
+                                  sum.getDefiningOp<dist::DoneOp>().getFuture().getDefiningOp());
         grad = sum;
       }
       gradIndex[grad] = i;
@@ -142,22 +140,22 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       }
       if (!zero) {
         Value sum = collective<dist::AllReduceStartOp>(builder, grad.getLoc(), grad, type, "dp");
-        grad.replaceAllUsesExcept(
-            sum, sum.getDefiningOp<dist::DoneOp>().getFuture().getDefiningOp());
+        grad.replaceAllUsesExcept(sum,
+                                  sum.getDefiningOp<dist::DoneOp>().getFuture().getDefiningOp());
         grads.push_back(sum);
         continue;
       }
       int64_t elements = type.getNumElements();
       if (elements % dp != 0) {
-        return step.emitError() << "dist-partition: zero=1 shards every parameter over dp="
-                                << dp << ", but " << names[i] << " has " << elements
+        return step.emitError() << "dist-partition: zero=1 shards every parameter over dp=" << dp
+                                << ", but " << names[i] << " has " << elements
                                 << " elements on each rank";
       }
       auto flatType = RankedTensorType::get({elements}, type.getElementType());
       auto shardType = RankedTensorType::get({elements / dp}, type.getElementType());
       Value flat = tg::ReshapeOp::create(builder, grad.getLoc(), flatType, grad);
-      grads.push_back(collective<dist::ReduceScatterStartOp>(builder, grad.getLoc(), flat,
-                                                             shardType, "dp"));
+      grads.push_back(
+          collective<dist::ReduceScatterStartOp>(builder, grad.getLoc(), flat, shardType, "dp"));
       auto stateShard = RankedTensorType::get({elements / dp}, builder.getF32Type());
       for (size_t group = 1; group <= 3; ++group) {
         unsigned index = 1 + group * count + i;
@@ -176,7 +174,8 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       builder.setInsertionPoint(norm);
       SmallVector<Value> split, replicated;
       for (size_t i = 0; i < count; ++i) {
-        auto param = SymbolTable::lookupSymbolIn(model, cast<FlatSymbolRefAttr>(names[i]).getAttr());
+        auto param =
+            SymbolTable::lookupSymbolIn(model, cast<FlatSymbolRefAttr>(names[i]).getAttr());
         (param && param->hasAttr("dist.sharding") ? split : replicated).push_back(grads[i]);
       }
       Location loc = norm.getLoc();
@@ -219,8 +218,8 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       auto sharded = tg::AdamWOp::create(
           builder, update.getLoc(), stateShard, stateShard, stateShard, update.getMaster(),
           update.getM(), update.getV(), grads[i], update.getLr(), update.getClip(),
-          update.getStep(), update.getBeta1Attr(), update.getBeta2Attr(),
-          update.getEpsilonAttr(), update.getWeightDecayAttr());
+          update.getStep(), update.getBeta1Attr(), update.getBeta2Attr(), update.getEpsilonAttr(),
+          update.getWeightDecayAttr());
       RankedTensorType paramType = paramTypes[i];
       Value shard = sharded.getNewMaster();
       auto shardType = cast<RankedTensorType>(shard.getType());

@@ -70,8 +70,8 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       layers = std::max(layers, layerOf(param.getSymName()) + 1);
     }
     if (layers < stages) {
-      return model.emitError() << "dist-pipeline: " << stages << " (virtual) stages for "
-                               << layers << " layers";
+      return model.emitError() << "dist-pipeline: " << stages << " (virtual) stages for " << layers
+                               << " layers";
     }
     // Layer -> stage by the shared split (even, or Megatron's uneven one).
     std::vector<int64_t> split = rt::pipelineLayerSplit(layers, stages);
@@ -134,8 +134,8 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
     }
     for (auto [stage, value] : llvm::enumerate(boundary)) {
       if (!value) {
-        return forward.emitError() << "dist-pipeline: nothing flows from stage " << stage
-                                   << " to stage " << stage + 1;
+        return forward.emitError()
+               << "dist-pipeline: nothing flows from stage " << stage << " to stage " << stage + 1;
       }
     }
     auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -156,42 +156,43 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       llvm::StringSet<> usedParams;
       SmallVector<func::FuncOp> chunkFunctions;
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      int64_t stage = chunk * ranks + rank;
-      SmallVector<Type> inputs;
-      inputs.push_back(stage == 0 ? forward.getArgumentTypes()[0] : boundary[stage - 1].getType());
-      if (stage == stages - 1) {
-        inputs.push_back(forward.getArgumentTypes()[1]); // labels
-      }
-      Value output = stage == stages - 1 ? ret.getOperand(0) : boundary[stage];
-      OpBuilder inModel(oldForward);
-      auto newForward = func::FuncOp::create(
-          inModel, forward.getLoc(), ("forward_stage" + Twine(chunk)).str(),
-          inModel.getFunctionType(inputs, {output.getType()}));
-      Block *entry = newForward.addEntryBlock();
-      OpBuilder inBody = OpBuilder::atBlockEnd(entry);
-      IRMapping mapping;
-      if (stage == 0) {
-        mapping.map(body.getArgument(0), entry->getArgument(0));
-      } else {
-        mapping.map(boundary[stage - 1], entry->getArgument(0));
-      }
-      if (stage == stages - 1) {
-        mapping.map(body.getArgument(1), entry->getArgument(inputs.size() - 1));
-      }
-      for (Operation *op : ops) {
-        // Constants (and ops of constants only, stage -1) go to every stage; the clean-up
-        // after this pass removes those a stage does not use.
-        int64_t opStage = stageOf.lookup(op);
-        if (opStage >= 0 && opStage != stage) {
-          continue;
+        int64_t stage = chunk * ranks + rank;
+        SmallVector<Type> inputs;
+        inputs.push_back(stage == 0 ? forward.getArgumentTypes()[0]
+                                    : boundary[stage - 1].getType());
+        if (stage == stages - 1) {
+          inputs.push_back(forward.getArgumentTypes()[1]); // labels
         }
-        if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
-          usedParams.insert(ref.getName());
+        Value output = stage == stages - 1 ? ret.getOperand(0) : boundary[stage];
+        OpBuilder inModel(oldForward);
+        auto newForward =
+            func::FuncOp::create(inModel, forward.getLoc(), ("forward_stage" + Twine(chunk)).str(),
+                                 inModel.getFunctionType(inputs, {output.getType()}));
+        Block *entry = newForward.addEntryBlock();
+        OpBuilder inBody = OpBuilder::atBlockEnd(entry);
+        IRMapping mapping;
+        if (stage == 0) {
+          mapping.map(body.getArgument(0), entry->getArgument(0));
+        } else {
+          mapping.map(boundary[stage - 1], entry->getArgument(0));
         }
-        inBody.clone(*op, mapping);
-      }
-      func::ReturnOp::create(inBody, ret.getLoc(), mapping.lookup(output));
-      chunkFunctions.push_back(newForward);
+        if (stage == stages - 1) {
+          mapping.map(body.getArgument(1), entry->getArgument(inputs.size() - 1));
+        }
+        for (Operation *op : ops) {
+          // Constants (and ops of constants only, stage -1) go to every stage; the clean-up
+          // after this pass removes those a stage does not use.
+          int64_t opStage = stageOf.lookup(op);
+          if (opStage >= 0 && opStage != stage) {
+            continue;
+          }
+          if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
+            usedParams.insert(ref.getName());
+          }
+          inBody.clone(*op, mapping);
+        }
+        func::ReturnOp::create(inBody, ret.getLoc(), mapping.lookup(output));
+        chunkFunctions.push_back(newForward);
       }
       oldForward.erase();
       for (auto [chunk, function] : llvm::enumerate(chunkFunctions)) {

@@ -34,8 +34,8 @@ constexpr int64_t kSequenceDim = 1;
 enum class WeightKind { kReplicated, kColumn, kRow, kVocab };
 
 WeightKind classify(StringRef name) {
-  for (StringRef suffix : {"q_proj.weight", "k_proj.weight", "v_proj.weight",
-                           "gate_proj.weight", "up_proj.weight", "lm_head.weight"}) {
+  for (StringRef suffix : {"q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight",
+                           "up_proj.weight", "lm_head.weight"}) {
     if (name.ends_with(suffix)) {
       return WeightKind::kColumn; // output features split: [out / tp, in]
     }
@@ -77,12 +77,11 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
     }
     OpBuilder builder(model.getContext());
     builder.setInsertionPointToStart(&model.getBody().front());
-    dist::MeshOp::create(builder, model.getLoc(), builder.getStringAttr(kMesh),
-                         builder.getStrArrayAttr({"dp", "tp", "pp"}),
-                         builder.getDenseI64ArrayAttr({dp, tp, pp}),
-                         builder.getI64IntegerAttr(nodes), builder.getI64IntegerAttr(gpusPerNode),
-                         builder.getI64IntegerAttr(vp), builder.getBoolAttr(sp),
-                         builder.getI64IntegerAttr(zero));
+    dist::MeshOp::create(
+        builder, model.getLoc(), builder.getStringAttr(kMesh),
+        builder.getStrArrayAttr({"dp", "tp", "pp"}), builder.getDenseI64ArrayAttr({dp, tp, pp}),
+        builder.getI64IntegerAttr(nodes), builder.getI64IntegerAttr(gpusPerNode),
+        builder.getI64IntegerAttr(vp), builder.getBoolAttr(sp), builder.getI64IntegerAttr(zero));
     if (tp == 1) {
       return success();
     }
@@ -121,10 +120,10 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
                                  << " ways along dim " << dim;
       }
       param.setTypeAttr(TypeAttr::get(withDim(type, dim, type.getDimSize(dim) / tp)));
-      param->setAttr("dist.sharding",
-                     dist::ShardingAttr::get(context, FlatSymbolRefAttr::get(context, kMesh),
-                                             ArrayAttr::get(context, {axis(dim == 0),
-                                                                      axis(dim == 1)})));
+      param->setAttr(
+          "dist.sharding",
+          dist::ShardingAttr::get(context, FlatSymbolRefAttr::get(context, kMesh),
+                                  ArrayAttr::get(context, {axis(dim == 0), axis(dim == 1)})));
       kinds[param.getSymName()] = kind;
     }
     return success();
@@ -147,15 +146,15 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       if (!entered) {
         builder.setInsertionPoint(user);
         auto type = cast<RankedTensorType>(value.getType());
-        entered = sequenceSplit.contains(value)
-                      ? dist::AllGatherRegionOp::create(
-                            builder, user->getLoc(),
-                            withDim(type, kSequenceDim, type.getDimSize(kSequenceDim) * tp),
-                            value, meshRef, tpAxes, seqDimAttr)
-                            .getResult()
-                      : dist::CopyToRegionOp::create(builder, user->getLoc(), value, meshRef,
-                                                     tpAxes)
-                            .getResult();
+        entered =
+            sequenceSplit.contains(value)
+                ? dist::AllGatherRegionOp::create(
+                      builder, user->getLoc(),
+                      withDim(type, kSequenceDim, type.getDimSize(kSequenceDim) * tp), value,
+                      meshRef, tpAxes, seqDimAttr)
+                      .getResult()
+                : dist::CopyToRegionOp::create(builder, user->getLoc(), value, meshRef, tpAxes)
+                      .getResult();
       }
       return entered;
     };
@@ -170,15 +169,15 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
                    withDim(type, kSequenceDim, type.getDimSize(kSequenceDim) / tp), partial,
                    meshRef, tpAxes, seqDimAttr)
                    .getResult()
-             : dist::ReduceFromRegionOp::create(builder, partial.getLoc(), partial, meshRef,
-                                                tpAxes)
+             : dist::ReduceFromRegionOp::create(builder, partial.getLoc(), partial, meshRef, tpAxes)
                    .getResult();
       partial.replaceAllUsesExcept(reduced, reduced.getDefiningOp());
       if (sp) {
         sequenceSplit.insert(reduced);
       }
     };
-    for (Operation &op : llvm::make_early_inc_range(forward.getBody().front().without_terminator())) {
+    for (Operation &op :
+         llvm::make_early_inc_range(forward.getBody().front().without_terminator())) {
       if (isa<dist::CopyToRegionOp, dist::ReduceFromRegionOp, dist::AllGatherRegionOp,
               dist::ReduceScatterRegionOp>(op)) {
         continue;
@@ -250,8 +249,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
             out[dim] * out[dim + 1] == whole && out[dim] % tp == 0) {
           moved = dim; // [.., H·d / tp] -> [.., H / tp, d]
         } else if (out.size() + 1 == in.size() && dim + 1 < static_cast<int64_t>(in.size()) &&
-                   out.take_front(dim) == in.take_front(dim) &&
-                   out[dim] == whole * in[dim + 1]) {
+                   out.take_front(dim) == in.take_front(dim) && out[dim] == whole * in[dim + 1]) {
           moved = dim; // [.., H / tp, d] -> [.., H·d / tp]
         }
         if (moved < 0) {

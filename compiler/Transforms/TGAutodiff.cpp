@@ -62,8 +62,8 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
     }
     for (int chunk = 1;; ++chunk) {
       std::string suffix = ".chunk" + std::to_string(chunk);
-      auto next = dyn_cast_or_null<func::FuncOp>(
-          SymbolTable::lookupSymbolIn(model, "forward" + suffix));
+      auto next =
+          dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward" + suffix));
       if (!next) {
         return success();
       }
@@ -113,13 +113,12 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
     }
     builder.setInsertionPoint(ret);
     GradientMap grads(builder);
-    grads.accumulate(
-        loss,
-        cotangentSeed
-            ? Value(body.addArgument(lossType, loc))
-            : tg::FillOp::create(builder, loc, loss.getType(), builder.getF64FloatAttr(lossScale))
-                  .getResult(),
-        loc);
+    grads.accumulate(loss,
+                     cotangentSeed ? Value(body.addArgument(lossType, loc))
+                                   : tg::FillOp::create(builder, loc, loss.getType(),
+                                                        builder.getF64FloatAttr(lossScale))
+                                         .getResult(),
+                     loc);
     llvm::StringMap<Value> paramGrads;
 
     for (Operation *op : llvm::reverse(forwardOps)) {

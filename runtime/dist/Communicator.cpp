@@ -18,8 +18,7 @@ public:
     shard = input;
     return Status::ok();
   }
-  Status allGather(MeshAxis, const std::vector<float> &shard,
-                   std::vector<float> &output) override {
+  Status allGather(MeshAxis, const std::vector<float> &shard, std::vector<float> &output) override {
     output = shard;
     return Status::ok();
   }

@@ -185,8 +185,8 @@ std::string describeLayerSplit(const std::vector<int64_t> &split) {
 
 Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
   int64_t world = mesh.worldSize();
-  std::string cluster = "--cluster " + str(mesh.nodes) + "x" + str(mesh.gpusPerNode) + " (" +
-                        str(world) + " ranks)";
+  std::string cluster =
+      "--cluster " + str(mesh.nodes) + "x" + str(mesh.gpusPerNode) + " (" + str(world) + " ranks)";
   if (!dpGiven) {
     if (world % (mesh.tp * mesh.pp) != 0) {
       return invalid("tp × pp = " + str(mesh.tp) + " × " + str(mesh.pp) + " does not divide " +
@@ -195,9 +195,8 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
     mesh.dp = world / (mesh.tp * mesh.pp);
   }
   if (mesh.dp * mesh.tp * mesh.pp != world) {
-    return invalid("dp × tp × pp = " + str(mesh.dp) + " × " + str(mesh.tp) + " × " +
-                   str(mesh.pp) + " = " + str(mesh.dp * mesh.tp * mesh.pp) + " ranks, but " +
-                   cluster);
+    return invalid("dp × tp × pp = " + str(mesh.dp) + " × " + str(mesh.tp) + " × " + str(mesh.pp) +
+                   " = " + str(mesh.dp * mesh.tp * mesh.pp) + " ranks, but " + cluster);
   }
   auto divides = [&](int64_t degree, const char *name, int64_t count,
                      const std::string &what) -> Status {
@@ -220,8 +219,8 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
     int64_t micro = mesh.microBatch > 0 ? mesh.microBatch : model.microBatch;
     if (micro != 1) {
       return invalid("sp=on splits [micro_batch, seq, hidden] activations along the sequence "
-                     "into contiguous slices, which needs micro_batch=1 (got " + str(micro) +
-                     ")");
+                     "into contiguous slices, which needs micro_batch=1 (got " +
+                     str(micro) + ")");
     }
   }
   if (mesh.vp > 1 && mesh.pp == 1) {
@@ -248,8 +247,8 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
   }
   if (mesh.vp > 1 && microBatches % mesh.pp != 0) {
     return invalid("the interleaved schedule (vp=" + str(mesh.vp) + ") needs the " +
-                   str(microBatches) + " micro-batches per rank to be a multiple of pp=" +
-                   str(mesh.pp));
+                   str(microBatches) +
+                   " micro-batches per rank to be a multiple of pp=" + str(mesh.pp));
   }
   return Status::ok();
 }

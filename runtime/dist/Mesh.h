@@ -30,10 +30,10 @@ bool parseMeshAxis(std::string_view name, MeshAxis &axis);
 struct MeshShape {
   int64_t nodes = 1, gpusPerNode = 1;
   int64_t dp = 1, tp = 1, pp = 1;
-  int64_t vp = 1;                 // virtual pipeline stages per rank (interleaved 1F1B)
-  bool sequenceParallel = false;  // sp=on
-  int64_t zero = 0;               // 1: optimizer state and master weights sharded over dp
-  int64_t microBatch = 0;         // 0: the declaration's micro_batch_size
+  int64_t vp = 1;                // virtual pipeline stages per rank (interleaved 1F1B)
+  bool sequenceParallel = false; // sp=on
+  int64_t zero = 0;              // 1: optimizer state and master weights sharded over dp
+  int64_t microBatch = 0;        // 0: the declaration's micro_batch_size
 
   int64_t worldSize() const { return nodes * gpusPerNode; }
   int64_t axisSize(MeshAxis axis) const;
@@ -58,8 +58,7 @@ std::vector<int64_t> axisGroup(const MeshShape &mesh, int64_t rank, MeshAxis axi
 int64_t axisGroupColor(const MeshShape &mesh, int64_t rank, MeshAxis axis);
 /// The index within its group along `axis` of the rank `shift` steps from `rank`; an error
 /// when that leaves the group (pipeline point-to-point).
-Status axisNeighbour(const MeshShape &mesh, int64_t rank, MeshAxis axis, int64_t shift,
-                     int &index);
+Status axisNeighbour(const MeshShape &mesh, int64_t rank, MeshAxis axis, int64_t shift, int &index);
 
 /// "8x8": nodes x GPUs per node, both positive.
 Status parseCluster(std::string_view text, MeshShape &mesh);

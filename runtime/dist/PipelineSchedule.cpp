@@ -37,8 +37,7 @@ Status pipelineSchedule(int64_t pp, int64_t vp, int64_t microBatches,
   }
   if (microBatches % pp != 0) {
     return invalid("the interleaved schedule needs the micro-batches (" +
-                   std::to_string(microBatches) + ") to be a multiple of pp=" +
-                   std::to_string(pp));
+                   std::to_string(microBatches) + ") to be a multiple of pp=" + std::to_string(pp));
   }
   // Megatron-LM's interleaved order: the k-th forward of a rank is chunk (k / pp) mod vp of
   // micro-batch (k / (pp·vp))·pp + k mod pp; backwards visit the chunks in reverse.
@@ -49,8 +48,8 @@ Status pipelineSchedule(int64_t pp, int64_t vp, int64_t microBatches,
   };
   for (int64_t rank = 0; rank < pp; ++rank) {
     std::vector<PipelineOp> &ops = schedule[rank];
-    int64_t warmup = microBatches == pp ? total
-                                        : std::min(total, (pp - rank - 1) * 2 + (vp - 1) * pp);
+    int64_t warmup =
+        microBatches == pp ? total : std::min(total, (pp - rank - 1) * 2 + (vp - 1) * pp);
     for (int64_t k = 0; k < warmup; ++k) {
       ops.push_back(op(k, true));
     }

@@ -43,8 +43,8 @@ Status statusFromNcclResult(ncclResult_t result, const char *expr, const char *f
   if (result == ncclSuccess) {
     return Status::ok();
   }
-  return Status(StatusCode::kInternal,
-                std::string(expr) + " failed: " + ncclGetErrorString(result), file, line);
+  return Status(StatusCode::kInternal, std::string(expr) + " failed: " + ncclGetErrorString(result),
+                file, line);
 }
 
 Status NcclCommunicator::create(const MeshShape &mesh, int64_t worldRank, int device,
@@ -60,15 +60,14 @@ Status NcclCommunicator::create(const MeshShape &mesh, int64_t worldRank, int de
   if (mesh.worldSize() > 1) {
     MLPERF_RETURN_IF_ERROR(broadcastFromRankZero(&id, sizeof id));
   }
-  MLPERF_NCCL_RETURN_IF_ERROR(ncclCommInitRank(&nccl->world, static_cast<int>(mesh.worldSize()),
-                                               id, static_cast<int>(worldRank)));
+  MLPERF_NCCL_RETURN_IF_ERROR(ncclCommInitRank(&nccl->world, static_cast<int>(mesh.worldSize()), id,
+                                               static_cast<int>(worldRank)));
   RankCoordinates c = rankCoordinates(mesh, worldRank);
   for (MeshAxis axis : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
     // The ranks that agree on the other coordinates form the group, ordered along the axis.
-    MLPERF_NCCL_RETURN_IF_ERROR(ncclCommSplit(nccl->world,
-                                              static_cast<int>(axisGroupColor(mesh, worldRank, axis)),
-                                              static_cast<int>(c.along(axis)),
-                                              &nccl->axisComms[static_cast<int>(axis)], nullptr));
+    MLPERF_NCCL_RETURN_IF_ERROR(ncclCommSplit(
+        nccl->world, static_cast<int>(axisGroupColor(mesh, worldRank, axis)),
+        static_cast<int>(c.along(axis)), &nccl->axisComms[static_cast<int>(axis)], nullptr));
   }
   communicator = std::move(nccl);
   return Status::ok();

@@ -50,9 +50,9 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter(printVersion);
   // Only our options in --help: libLLVM registers hundreds of its own at load time.
   cl::HideUnrelatedOptions(mlperfcCategory());
-  for (cl::SubCommand *sub : {&checkCommand, &summaryCommand, &emitModelCommand,
-                              &runReferenceCommand, &compileCommand, &showCommand,
-                              &scheduleCommand}) {
+  for (cl::SubCommand *sub :
+       {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand, &compileCommand,
+        &showCommand, &scheduleCommand}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 

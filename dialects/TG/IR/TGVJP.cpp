@@ -75,9 +75,8 @@ LogicalResult ConvertOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
 
 LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(
-      EmbeddingGradOp::create(b, getLoc(), getTable().getType(), getIds(), grads[0],
-                              getVocabShardAxisAttr()));
+  operandGrads.push_back(EmbeddingGradOp::create(b, getLoc(), getTable().getType(), getIds(),
+                                                 grads[0], getVocabShardAxisAttr()));
   operandGrads.push_back(nullptr); // token ids
   return success();
 }
