@@ -62,13 +62,17 @@ int64_t assignOffsets(std::vector<LiveRange> &ranges, int64_t &lowerBoundBytes) 
   for (const LiveRange &range : ranges) {
     positions = std::max(positions, range.lastUse + 1);
   }
-  std::vector<int64_t> live(positions, 0);
+  // A difference array: linear in ranges and positions, not in their product.
+  std::vector<int64_t> change(positions + 1, 0);
   for (const LiveRange &range : ranges) {
-    for (int64_t i = range.firstUse; i <= range.lastUse; ++i) {
-      live[i] += range.bytes;
-    }
+    change[range.firstUse] += range.bytes;
+    change[range.lastUse + 1] -= range.bytes;
   }
-  lowerBoundBytes = *std::max_element(live.begin(), live.end());
+  int64_t live = 0;
+  for (int64_t i = 0; i < positions; ++i) {
+    live += change[i];
+    lowerBoundBytes = std::max(lowerBoundBytes, live);
+  }
 
   // Two greedy orders (largest first; longest-lived first), keeping the smaller arena.
   std::vector<size_t> bySize(ranges.size()), byLifetime;
