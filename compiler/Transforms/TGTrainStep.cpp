@@ -199,7 +199,13 @@ void StepBuilder::accumulateInPlace(Chunk &chunk) {
   for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
     Value grad = results[1 + index];
     BlockArgument sum = entry.addArgument(grad.getType(), func.getLoc());
-    // The sum so far plus this micro-batch's gradient, rounded once in the gradient's type.
+    // The sum so far plus this micro-batch's gradient, rounded once in the gradient's type,
+    // right where the gradient is complete: it lives no longer than one op.
+    if (Operation *producer = grad.getDefiningOp()) {
+      builder.setInsertionPointAfter(producer);
+    } else {
+      builder.setInsertionPoint(ret);
+    }
     results[1 + index] = tg::AddOp::create(builder, func.getLoc(), sum, grad);
   }
   ret->setOperands(results);

@@ -8,7 +8,7 @@
 // CHECK-LABEL: tg.model @single
 // CHECK: func.func @forward_backward(%{{[^:]+}}: tensor<1x4xi32>, %{{[^:]+}}: tensor<1x4xi32>, %[[SOFAR:[^:]+]]: tensor<16x8xbf16> {tg.param = @embed, tg.role = "grad"})
 // CHECK: %[[G:.+]] = tg.add %{{.+}}, %{{.+}} : tensor<16x8xbf16>
-// CHECK: %[[NEWSUM:.+]] = tg.add %[[SOFAR]], %[[G]] : tensor<16x8xbf16>
+// CHECK-NEXT: %[[NEWSUM:.+]] = tg.add %[[SOFAR]], %[[G]] : tensor<16x8xbf16>
 // CHECK: return %{{.+}}, %[[NEWSUM]]
 // CHECK: func.func @train_step(%[[TOK:[^:]+]]: tensor<2x1x4xi32> {tg.role = "tokens"}, %[[LAB:[^:]+]]: tensor<2x1x4xi32> {tg.role = "labels"}, %[[STEP:[^:]+]]: tensor<i64> {tg.role = "step"}, %[[MASTER:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "master"}, %[[M:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg"}, %[[V:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "exp_avg_sq"})
 // CHECK-SAME: -> (tensor<16x8xbf16> {tg.param = @embed, tg.role = "param"}, {{.*}}, tensor<f32> {tg.role = "lr"}, tensor<f32> {tg.role = "grad_norm"}, tensor<2xf32> {tg.role = "losses"})
