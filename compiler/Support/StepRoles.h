@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 
@@ -48,12 +49,27 @@ inline mlir::DictionaryAttr roleAttrs(mlir::MLIRContext *context, const StepRole
   return attrs.getDictionary(context);
 }
 
-inline void setArgRole(mlir::func::FuncOp func, unsigned index, const StepRole &role) {
-  func.setArgAttrs(index, roleAttrs(func.getContext(), role, func.getArgAttrDict(index)));
-}
-
-inline void setResultRole(mlir::func::FuncOp func, unsigned index, const StepRole &role) {
-  func.setResultAttrs(index, roleAttrs(func.getContext(), role, func.getResultAttrDict(index)));
+/// Sets the roles of every argument (or result; none: left as it is) in one step: setting
+/// them one by one rebuilds the function's whole attribute array each time, quadratic in the
+/// 9,000 arguments of a 405B stage's optimizer. `more` may add attributes per index.
+inline void setAllRoles(mlir::func::FuncOp func, bool arguments,
+                        llvm::ArrayRef<std::optional<StepRole>> roles,
+                        llvm::function_ref<void(unsigned, mlir::NamedAttrList &)> more = {}) {
+  mlir::MLIRContext *context = func.getContext();
+  llvm::SmallVector<mlir::DictionaryAttr> dicts;
+  for (unsigned i = 0; i < roles.size(); ++i) {
+    mlir::DictionaryAttr old = arguments ? func.getArgAttrDict(i) : func.getResultAttrDict(i);
+    mlir::NamedAttrList attrs(roles[i] ? roleAttrs(context, *roles[i], old) : old);
+    if (more) {
+      more(i, attrs);
+    }
+    dicts.push_back(attrs.getDictionary(context));
+  }
+  if (arguments) {
+    func.setAllArgAttrs(dicts);
+  } else {
+    func.setAllResultAttrs(dicts);
+  }
 }
 
 inline std::optional<StepRole> roleFrom(mlir::DictionaryAttr attrs) {

@@ -121,26 +121,30 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
     func->setAttr("tg.parameters", builder.getArrayAttr(names));
     // What each argument and result is, so later passes find them by role.
     namespace role = rt::role;
-    setArgRole(func, 0, {std::string(role::kStep), ""});
+    SmallVector<std::optional<StepRole>> argRoles(func.getNumArguments()),
+        resultRoles(func.getNumResults());
+    argRoles[0] = StepRole{std::string(role::kStep), ""};
     for (size_t i = 0; i < n; ++i) {
       std::string name = params[i].getSymName().str();
       for (auto [group, kind] : llvm::enumerate(
                std::array{role::kGrad, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {
-        setArgRole(func, 1 + group * n + i, {std::string(kind), name});
-        // How the state starts (tg-train-step's @init_optimizer): the master weight as the
-        // parameter, the moments at zero.
-        if (group > 0) {
-          func.setArgAttr(1 + group * n + i, kInitAttr,
-                          builder.getStringAttr(group == 1 ? kInitFromParam : kInitZeros));
-        }
+        argRoles[1 + group * n + i] = StepRole{std::string(kind), name};
       }
       for (auto [group, kind] : llvm::enumerate(
                std::array{role::kParam, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {
-        setResultRole(func, group * n + i, {std::string(kind), name});
+        resultRoles[group * n + i] = StepRole{std::string(kind), name};
       }
     }
-    setResultRole(func, 4 * n, {std::string(role::kLr), ""});
-    setResultRole(func, 4 * n + 1, {std::string(role::kGradNorm), ""});
+    resultRoles[4 * n] = StepRole{std::string(role::kLr), ""};
+    resultRoles[4 * n + 1] = StepRole{std::string(role::kGradNorm), ""};
+    // How the state starts (tg-train-step's @init_optimizer): the master weight as the
+    // parameter, the moments at zero.
+    setAllRoles(func, /*arguments=*/true, argRoles, [&](unsigned i, NamedAttrList &attrs) {
+      if (i > n) {
+        attrs.set(kInitAttr, builder.getStringAttr(i <= 2 * n ? kInitFromParam : kInitZeros));
+      }
+    });
+    setAllRoles(func, /*arguments=*/false, resultRoles);
     return success();
   }
 };

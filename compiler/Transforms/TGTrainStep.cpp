@@ -210,9 +210,11 @@ void StepBuilder::accumulateInPlace(Chunk &chunk) {
   }
   ret->setOperands(results);
   func.setFunctionType(builder.getFunctionType(entry.getArgumentTypes(), func.getResultTypes()));
+  SmallVector<std::optional<StepRole>> roles(func.getNumArguments());
   for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
-    setArgRole(func, first + index, {std::string(role::kGrad), name});
+    roles[first + index] = StepRole{std::string(role::kGrad), name};
   }
+  setAllRoles(func, /*arguments=*/true, roles);
 }
 
 LogicalResult StepBuilder::buildTrainStep() {
@@ -415,12 +417,10 @@ LogicalResult StepBuilder::buildTrainStep() {
   }
   func::ReturnOp::create(builder, loc, results);
   func.setFunctionType(builder.getFunctionType(inputs, ValueRange(results).getTypes()));
-  for (auto [index, r] : llvm::enumerate(inputRoles)) {
-    setArgRole(func, index, r);
-  }
-  for (auto [index, r] : llvm::enumerate(resultRoles)) {
-    setResultRole(func, index, r);
-  }
+  setAllRoles(func, /*arguments=*/true,
+              SmallVector<std::optional<StepRole>>(inputRoles.begin(), inputRoles.end()));
+  setAllRoles(func, /*arguments=*/false,
+              SmallVector<std::optional<StepRole>>(resultRoles.begin(), resultRoles.end()));
   return success();
 }
 
@@ -466,11 +466,10 @@ LogicalResult StepBuilder::buildEvalStep() {
   }
   func::ReturnOp::create(builder, loc, results);
   func.setFunctionType(builder.getFunctionType(inputs, ValueRange(results).getTypes()));
-  for (auto [index, r] : llvm::enumerate(inputRoles)) {
-    setArgRole(func, index, r);
-  }
+  setAllRoles(func, /*arguments=*/true,
+              SmallVector<std::optional<StepRole>>(inputRoles.begin(), inputRoles.end()));
   if (!results.empty()) {
-    setResultRole(func, 0, {std::string(role::kLoss), ""});
+    setAllRoles(func, /*arguments=*/false, {StepRole{std::string(role::kLoss), ""}});
   }
   return success();
 }
@@ -517,10 +516,9 @@ LogicalResult StepBuilder::buildInitParams() {
   }
   func::ReturnOp::create(builder, loc, values);
   func.setFunctionType(builder.getFunctionType({seedType}, ValueRange(values).getTypes()));
-  setArgRole(func, 0, {std::string(role::kSeed), ""});
-  for (auto [index, r] : llvm::enumerate(roles)) {
-    setResultRole(func, index, r);
-  }
+  setAllRoles(func, /*arguments=*/true, {StepRole{std::string(role::kSeed), ""}});
+  setAllRoles(func, /*arguments=*/false,
+              SmallVector<std::optional<StepRole>>(roles.begin(), roles.end()));
   return success();
 }
 
@@ -602,12 +600,13 @@ LogicalResult StepBuilder::buildInitOptimizer() {
   }
   func::ReturnOp::create(builder, loc, values);
   func.setFunctionType(builder.getFunctionType(inputs, ValueRange(values).getTypes()));
-  for (auto [index, param] : llvm::enumerate(params)) {
-    setArgRole(func, index, {std::string(role::kParam), param.getSymName().str()});
+  SmallVector<std::optional<StepRole>> paramRoles;
+  for (tg::ParamOp param : params) {
+    paramRoles.push_back(StepRole{std::string(role::kParam), param.getSymName().str()});
   }
-  for (auto [index, r] : llvm::enumerate(roles)) {
-    setResultRole(func, index, r);
-  }
+  setAllRoles(func, /*arguments=*/true, paramRoles);
+  setAllRoles(func, /*arguments=*/false,
+              SmallVector<std::optional<StepRole>>(roles.begin(), roles.end()));
   return success();
 }
 
