@@ -10,6 +10,19 @@ using namespace mlperf;
 
 namespace {
 
+/// A CPU backend prepared on `plan` for one rank (the communicator outlives the backend).
+struct PreparedBackend {
+  explicit PreparedBackend(const plan::Plan &plan) : single(rt::createSingleRankCommunicator()) {
+    status = rt::createBackend("cpu", backend);
+    if (status.isOk()) {
+      status = backend->prepare(plan, *single);
+    }
+  }
+  std::unique_ptr<rt::Communicator> single;
+  std::unique_ptr<rt::Backend> backend;
+  rt::Status status = rt::Status::ok();
+};
+
 /// x: bf16[3] (persistent) -> scale by 3 -> y: bf16[3] (activations).
 plan::Plan scalePlan() {
   plan::Plan p;
@@ -41,10 +54,9 @@ plan::Plan scalePlan() {
 TEST(CpuBackend, StoresPlanDTypesAndRoundsResultsToNearestEven) {
   plan::Plan p = scalePlan();
   ASSERT_TRUE(rt::validatePlan(p).isOk());
-  std::unique_ptr<rt::Backend> backend;
-  ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
-  ASSERT_TRUE(backend->prepare(p, *single).isOk());
+  PreparedBackend prepared(p);
+  ASSERT_TRUE(prepared.status.isOk()) << prepared.status.toString();
+  rt::Backend *backend = prepared.backend.get();
   rt::HostTensor x = rt::HostTensor::zeros(rt::DType::kF32, {3});
   x.values = {1.0f, 1.00390625f /* 1 + 2^-8: a bf16 tie, rounds to 1 */, -2.5f};
   ASSERT_TRUE(backend->write(0, x).isOk());
@@ -63,10 +75,9 @@ TEST(CpuBackend, StoresPlanDTypesAndRoundsResultsToNearestEven) {
 
 TEST(CpuBackend, RejectsTensorsThatDoNotFitABuffer) {
   plan::Plan p = scalePlan();
-  std::unique_ptr<rt::Backend> backend;
-  ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
-  ASSERT_TRUE(backend->prepare(p, *single).isOk());
+  PreparedBackend prepared(p);
+  ASSERT_TRUE(prepared.status.isOk()) << prepared.status.toString();
+  rt::Backend *backend = prepared.backend.get();
   rt::Status status = backend->write(0, rt::HostTensor::zeros(rt::DType::kF32, {4}));
   EXPECT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("buffer 'x' cannot hold f32[4]"), std::string::npos)
@@ -78,10 +89,9 @@ TEST(CpuBackend, RejectsTensorsThatDoNotFitABuffer) {
 TEST(CpuBackend, KernelErrorsNameTheProgramAndCommand) {
   plan::Plan p = scalePlan();
   p.mutable_programs(0)->mutable_commands(0)->clear_attributes();
-  std::unique_ptr<rt::Backend> backend;
-  ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
-  ASSERT_TRUE(backend->prepare(p, *single).isOk());
+  PreparedBackend prepared(p);
+  ASSERT_TRUE(prepared.status.isOk()) << prepared.status.toString();
+  rt::Backend *backend = prepared.backend.get();
   rt::Status status = backend->execute(0);
   EXPECT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("program 'forward', command 0 (scale): scale: missing float "
@@ -150,10 +160,9 @@ TEST(CpuBackend, StreamsRunConcurrentlyAndEventsOrderThem) {
   plan::Plan p = twoStreamPlan(n);
   rt::Status valid = rt::validatePlan(p);
   ASSERT_TRUE(valid.isOk()) << valid.toString();
-  std::unique_ptr<rt::Backend> backend;
-  ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
-  ASSERT_TRUE(backend->prepare(p, *single).isOk());
+  PreparedBackend prepared(p);
+  ASSERT_TRUE(prepared.status.isOk()) << prepared.status.toString();
+  rt::Backend *backend = prepared.backend.get();
   rt::HostTensor a = rt::HostTensor::zeros(rt::DType::kF32, {n, n});
   rt::HostTensor b = a;
   for (int64_t i = 0; i < n * n; ++i) {
@@ -199,10 +208,9 @@ TEST(CpuBackend, AFailingStreamStopsTheOther) {
   plan::Plan p = twoStreamPlan(4);
   plan::Command *copy = p.mutable_programs(0)->mutable_commands(3);
   copy->set_op("softmax"); // without its 'dim': fails at run time (not validated here)
-  std::unique_ptr<rt::Backend> backend;
-  ASSERT_TRUE(rt::createBackend("cpu", backend).isOk());
-  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
-  ASSERT_TRUE(backend->prepare(p, *single).isOk());
+  PreparedBackend prepared(p);
+  ASSERT_TRUE(prepared.status.isOk()) << prepared.status.toString();
+  rt::Backend *backend = prepared.backend.get();
   rt::Status status = backend->execute(0);
   EXPECT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("command 3 (softmax)"), std::string::npos) << status.toString();
