@@ -11,21 +11,23 @@ tg.model @llama31_405b {
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 8.0e-05, end_lr = 8.0e-07,
                   warmup_steps = 8000, decay_steps = 1192000, max_steps = 1200000}
 
-  tg.param @"model.embed_tokens.weight" : tensor<128256x16384xbf16> {init = "checkpoint"}
+  tg.param @"model.embed_tokens.weight" : tensor<128256x16384xbf16> {init = "checkpoint", shard = [["tp"], []]}
   tg.param @"model.layers.{i}.input_layernorm.weight" : tensor<16384xbf16> {init = "checkpoint", repeat = 126}
-  tg.param @"model.layers.{i}.self_attn.q_proj.weight" : tensor<16384x16384xbf16> {init = "checkpoint", repeat = 126}
-  tg.param @"model.layers.{i}.self_attn.k_proj.weight" : tensor<1024x16384xbf16> {init = "checkpoint", repeat = 126}
-  tg.param @"model.layers.{i}.self_attn.v_proj.weight" : tensor<1024x16384xbf16> {init = "checkpoint", repeat = 126}
-  tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<16384x16384xbf16> {init = "checkpoint", repeat = 126}
+  tg.param @"model.layers.{i}.self_attn.q_proj.weight" : tensor<16384x16384xbf16> {init = "checkpoint", repeat = 126, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.self_attn.k_proj.weight" : tensor<1024x16384xbf16> {init = "checkpoint", repeat = 126, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.self_attn.v_proj.weight" : tensor<1024x16384xbf16> {init = "checkpoint", repeat = 126, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<16384x16384xbf16> {init = "checkpoint", repeat = 126, shard = [[], ["tp"]]}
   tg.param @"model.layers.{i}.post_attention_layernorm.weight" : tensor<16384xbf16> {init = "checkpoint", repeat = 126}
-  tg.param @"model.layers.{i}.mlp.gate_proj.weight" : tensor<53248x16384xbf16> {init = "checkpoint", repeat = 126}
-  tg.param @"model.layers.{i}.mlp.up_proj.weight" : tensor<53248x16384xbf16> {init = "checkpoint", repeat = 126}
-  tg.param @"model.layers.{i}.mlp.down_proj.weight" : tensor<16384x53248xbf16> {init = "checkpoint", repeat = 126}
+  tg.param @"model.layers.{i}.mlp.gate_proj.weight" : tensor<53248x16384xbf16> {init = "checkpoint", repeat = 126, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.mlp.up_proj.weight" : tensor<53248x16384xbf16> {init = "checkpoint", repeat = 126, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.mlp.down_proj.weight" : tensor<16384x53248xbf16> {init = "checkpoint", repeat = 126, shard = [[], ["tp"]]}
   tg.param @"model.norm.weight" : tensor<16384xbf16> {init = "checkpoint"}
-  tg.param @"lm_head.weight" : tensor<128256x16384xbf16> {init = "checkpoint"}
+  tg.param @"lm_head.weight" : tensor<128256x16384xbf16> {init = "checkpoint", shard = [["tp"], []]}
 
   // One micro-batch: token ids and next-token labels to the mean token cross-entropy.
-  func.func @forward(%tokens: tensor<1x8192xi32>, %labels: tensor<1x8192xi32>) -> tensor<f32> {
+  // Activations are [micro_batch, seq, ...]: sequence parallelism splits dim 1.
+  func.func @forward(%tokens: tensor<1x8192xi32>, %labels: tensor<1x8192xi32>) -> tensor<f32>
+      attributes {tg.sequence_dim = 1 : i64} {
     %embed = tg.param_ref @"model.embed_tokens.weight" : tensor<128256x16384xbf16>
     %h0 = tg.embedding %embed, %tokens : tensor<128256x16384xbf16>, tensor<1x8192xi32> -> tensor<1x8192x16384xbf16>
     %h = tg.repeat_layers @decoder_layer(%h0) count 126 params [

@@ -11,21 +11,23 @@ tg.model @llama31_8b_tiny {
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 0.0008, end_lr = 8.0e-05,
                   warmup_steps = 128, decay_steps = 1199872, max_steps = 1200000}
 
-  tg.param @"model.embed_tokens.weight" : tensor<256x64xbf16> {init = "normal", std = 0.02}
+  tg.param @"model.embed_tokens.weight" : tensor<256x64xbf16> {init = "normal", std = 0.02, shard = [["tp"], []]}
   tg.param @"model.layers.{i}.input_layernorm.weight" : tensor<64xbf16> {init = "ones", repeat = 2}
-  tg.param @"model.layers.{i}.self_attn.q_proj.weight" : tensor<64x64xbf16> {init = "normal", std = 0.02, repeat = 2}
-  tg.param @"model.layers.{i}.self_attn.k_proj.weight" : tensor<32x64xbf16> {init = "normal", std = 0.02, repeat = 2}
-  tg.param @"model.layers.{i}.self_attn.v_proj.weight" : tensor<32x64xbf16> {init = "normal", std = 0.02, repeat = 2}
-  tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<64x64xbf16> {init = "scaled_normal", std = 0.02, repeat = 2}
+  tg.param @"model.layers.{i}.self_attn.q_proj.weight" : tensor<64x64xbf16> {init = "normal", std = 0.02, repeat = 2, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.self_attn.k_proj.weight" : tensor<32x64xbf16> {init = "normal", std = 0.02, repeat = 2, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.self_attn.v_proj.weight" : tensor<32x64xbf16> {init = "normal", std = 0.02, repeat = 2, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<64x64xbf16> {init = "scaled_normal", std = 0.02, repeat = 2, shard = [[], ["tp"]]}
   tg.param @"model.layers.{i}.post_attention_layernorm.weight" : tensor<64xbf16> {init = "ones", repeat = 2}
-  tg.param @"model.layers.{i}.mlp.gate_proj.weight" : tensor<160x64xbf16> {init = "normal", std = 0.02, repeat = 2}
-  tg.param @"model.layers.{i}.mlp.up_proj.weight" : tensor<160x64xbf16> {init = "normal", std = 0.02, repeat = 2}
-  tg.param @"model.layers.{i}.mlp.down_proj.weight" : tensor<64x160xbf16> {init = "scaled_normal", std = 0.02, repeat = 2}
+  tg.param @"model.layers.{i}.mlp.gate_proj.weight" : tensor<160x64xbf16> {init = "normal", std = 0.02, repeat = 2, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.mlp.up_proj.weight" : tensor<160x64xbf16> {init = "normal", std = 0.02, repeat = 2, shard = [["tp"], []]}
+  tg.param @"model.layers.{i}.mlp.down_proj.weight" : tensor<64x160xbf16> {init = "scaled_normal", std = 0.02, repeat = 2, shard = [[], ["tp"]]}
   tg.param @"model.norm.weight" : tensor<64xbf16> {init = "ones"}
-  tg.param @"lm_head.weight" : tensor<256x64xbf16> {init = "normal", std = 0.02}
+  tg.param @"lm_head.weight" : tensor<256x64xbf16> {init = "normal", std = 0.02, shard = [["tp"], []]}
 
   // One micro-batch: token ids and next-token labels to the mean token cross-entropy.
-  func.func @forward(%tokens: tensor<1x32xi32>, %labels: tensor<1x32xi32>) -> tensor<f32> {
+  // Activations are [micro_batch, seq, ...]: sequence parallelism splits dim 1.
+  func.func @forward(%tokens: tensor<1x32xi32>, %labels: tensor<1x32xi32>) -> tensor<f32>
+      attributes {tg.sequence_dim = 1 : i64} {
     %embed = tg.param_ref @"model.embed_tokens.weight" : tensor<256x64xbf16>
     %h0 = tg.embedding %embed, %tokens : tensor<256x64xbf16>, tensor<1x32xi32> -> tensor<1x32x64xbf16>
     %h = tg.repeat_layers @decoder_layer(%h0) count 2 params [

@@ -414,42 +414,56 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
     }
     return "init = \"" + kind.str() + "\"";
   };
+  // How each parameter may be split over tp, as Megatron-LM's layer classes say: the
+  // column-parallel projections and the vocab-parallel embedding and head split their rows,
+  // the row-parallel projections their columns; norms are replicated.
+  const std::string rows = "[[\"tp\"], []]", columns = "[[], [\"tp\"]]", whole;
   struct Param {
     std::string name, type, init;
     bool perLayer;
+    std::string shard;
   };
   const std::string prefix = "model.layers.{i}.";
   std::vector<Param> layerParams = {
-      {prefix + "input_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true},
-      {prefix + "self_attn.q_proj.weight", tensor({H * HD, D}, dt), initAttrs("normal"), true},
-      {prefix + "self_attn.k_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true},
-      {prefix + "self_attn.v_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true},
+      {prefix + "input_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true, whole},
+      {prefix + "self_attn.q_proj.weight", tensor({H * HD, D}, dt), initAttrs("normal"), true,
+       rows},
+      {prefix + "self_attn.k_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true,
+       rows},
+      {prefix + "self_attn.v_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true,
+       rows},
       {prefix + "self_attn.o_proj.weight", tensor({D, H * HD}, dt), initAttrs("scaled_normal"),
-       true},
-      {prefix + "post_attention_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true},
-      {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true},
-      {prefix + "mlp.up_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true},
-      {prefix + "mlp.down_proj.weight", tensor({D, F}, dt), initAttrs("scaled_normal"), true},
+       true, columns},
+      {prefix + "post_attention_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true, whole},
+      {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows},
+      {prefix + "mlp.up_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows},
+      {prefix + "mlp.down_proj.weight", tensor({D, F}, dt), initAttrs("scaled_normal"), true,
+       columns},
   };
   auto declare = [&](const Param &p) {
     os << "  tg.param @\"" << p.name << "\" : " << p.type << " {" << p.init;
     if (p.perLayer) {
       os << ", repeat = " << L;
     }
+    if (!p.shard.empty()) {
+      os << ", shard = " << p.shard;
+    }
     os << "}\n";
   };
-  declare({"model.embed_tokens.weight", tensor({V, D}, dt), initAttrs("normal"), false});
+  declare({"model.embed_tokens.weight", tensor({V, D}, dt), initAttrs("normal"), false, rows});
   for (const Param &p : layerParams) {
     declare(p);
   }
-  declare({"model.norm.weight", tensor({D}, dt), initAttrs("ones"), false});
-  declare({"lm_head.weight", tensor({V, D}, dt), initAttrs("normal"), false});
+  declare({"model.norm.weight", tensor({D}, dt), initAttrs("ones"), false, whole});
+  declare({"lm_head.weight", tensor({V, D}, dt), initAttrs("normal"), false, rows});
   os << "\n";
 
   // forward: one micro-batch to its mean token loss.
-  os << "  // One micro-batch: token ids and next-token labels to the mean token cross-entropy.\n";
+  os << "  // One micro-batch: token ids and next-token labels to the mean token cross-entropy.\n"
+     << "  // Activations are [micro_batch, seq, ...]: sequence parallelism splits dim 1.\n";
   os << "  func.func @forward(%tokens: " << tokens << ", %labels: " << tokens
-     << ") -> tensor<f32> {\n";
+     << ") -> tensor<f32>\n"
+     << "      attributes {tg.sequence_dim = 1 : i64} {\n";
   os << "    %embed = tg.param_ref @\"model.embed_tokens.weight\" : " << tensor({V, D}, dt) << "\n";
   os << "    %h0 = tg.embedding %embed, %tokens : " << tensor({V, D}, dt) << ", " << tokens
      << " -> " << x << "\n";

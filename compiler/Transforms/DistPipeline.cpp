@@ -1,9 +1,11 @@
 //===- DistPipeline.cpp - One model per pipeline stage ---------*- C++ -*-===//
 //
-// Splits a model's @forward into pipeline stages by layer (Megatron-LM's even split: stage k
-// holds layers [k·L/pp, (k+1)·L/pp), the embedding goes to the first stage, the final norm,
-// lm_head and loss to the last). Each stage becomes its own tg.model, so autodiff, the
-// optimizer, partitioning and plan building run per stage unchanged and every stage gets its
+// Splits a model's @forward into pipeline stages on its declared layer stack (the `layer` that
+// tg-inline-layers gives each copy of a tg.repeat_layers parameter; Megatron-LM's even split:
+// stage k holds layers [k·L/pp, (k+1)·L/pp)). Every other parameter goes to the stage of the
+// ops that use it: those before the stack (the embedding) to the first, those after it (the
+// final norm, the head and the loss) to the last. Each stage becomes its own tg.model, so autodiff,
+// the optimizer, partitioning and plan building run per stage unchanged and every stage gets its
 // own plan (SPMD over dp and tp within the stage).
 //
 //===----------------------------------------------------------------------===//
@@ -29,16 +31,6 @@ using namespace mlir;
 
 namespace mlperf {
 namespace {
-
-/// The layer index N of "model.layers.N.<...>", or -1.
-int64_t layerOf(StringRef name) {
-  if (!name.consume_front("model.layers.")) {
-    return -1;
-  }
-  int64_t layer = -1;
-  StringRef digits = name.take_until([](char c) { return c == '.'; });
-  return digits.getAsInteger(10, layer) ? -1 : layer;
-}
 
 struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
   void runOnOperation() override {
@@ -66,8 +58,17 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       return model.emitError() << "dist-pipeline needs @forward(tokens, labels) -> loss";
     }
     int64_t layers = 0;
+    llvm::StringMap<int64_t> layerOf;
     for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
-      layers = std::max(layers, layerOf(param.getSymName()) + 1);
+      if (IntegerAttr layer = param.getLayerAttr()) {
+        layerOf[param.getSymName()] = layer.getInt();
+        layers = std::max(layers, layer.getInt() + 1);
+      }
+    }
+    if (layers == 0) {
+      return model.emitError() << "dist-pipeline cuts stages on the layer stack, but no "
+                                  "parameter has a layer index: declare the layers with "
+                                  "tg.repeat_layers and run tg-inline-layers first";
     }
     if (layers < stages) {
       return model.emitError() << "dist-pipeline: " << stages << " (virtual) stages for " << layers
@@ -79,16 +80,10 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
     for (auto [stage, count] : llvm::enumerate(split)) {
       stageOfLayer.append(count, static_cast<int64_t>(stage));
     }
-    auto stageOfParam = [&](StringRef name) -> int64_t {
-      int64_t layer = layerOf(name);
-      if (layer >= 0) {
-        return stageOfLayer[layer];
-      }
-      return name.contains("embed_tokens") ? 0 : stages - 1; // final norm, lm_head
-    };
-
-    // Stage of every op: its parameters' stage, at least its operands'. Constants (no
-    // operands) are copied into every stage that uses them (stage -1).
+    // Stage of every op: a layer parameter's stage, else at least its operands'. Constants
+    // (no operands) are copied into every stage that uses them (stage -1); so are, for now,
+    // the references to parameters outside the layer stack, which then go to the stage of
+    // their users below.
     Block &body = forward.getBody().front();
     SmallVector<Operation *> ops;
     llvm::DenseMap<Operation *, int64_t> stageOf;
@@ -96,11 +91,17 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       Operation *def = value.getDefiningOp();
       return def ? stageOf.lookup(def) : 0;
     };
+    SmallVector<tg::ParamRefOp> outsideStack;
     for (Operation &op : body.without_terminator()) {
       ops.push_back(&op);
       int64_t stage = -1;
       if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
-        stage = stageOfParam(ref.getName());
+        auto layer = layerOf.find(ref.getName());
+        if (layer != layerOf.end()) {
+          stage = stageOfLayer[layer->second];
+        } else {
+          outsideStack.push_back(ref);
+        }
       } else {
         for (Value operand : op.getOperands()) {
           stage = std::max(stage, valueStage(operand));
@@ -110,6 +111,24 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
         }
       }
       stageOf[&op] = stage;
+    }
+    // A parameter outside the stack lives on the first stage that uses it (a tied weight
+    // used by two stages is refused below); the ops after it then follow their operands again.
+    for (tg::ParamRefOp ref : outsideStack) {
+      int64_t stage = stages - 1;
+      for (Operation *user : ref->getUsers()) {
+        stage = std::min(stage, std::max<int64_t>(stageOf.lookup(user), 0));
+      }
+      stageOf[ref] = stage;
+    }
+    for (Operation *op : ops) {
+      if (!isa<tg::ParamRefOp>(op) && op->getNumOperands() > 0) {
+        int64_t stage = -1;
+        for (Value operand : op->getOperands()) {
+          stage = std::max(stage, valueStage(operand));
+        }
+        stageOf[op] = stage;
+      }
     }
     // The one activation each stage hands to the next.
     SmallVector<Value> boundary(stages - 1);

@@ -1,9 +1,11 @@
 //===- DistTensorParallel.cpp - Megatron tensor parallelism ----*- C++ -*-===//
 //
 // Places the device mesh and splits @forward over its tp axis before autodiff, the way
-// Megatron-LM's parallel layers do: autodiff then differentiates through the region ops
-// (dist.copy_to_region / dist.reduce_from_region) exactly as PyTorch autograd runs Megatron's
-// f and g functions. See the pass description in Passes.td.
+// Megatron-LM's parallel layers do: the parameters as their declaration says (`shard`), every
+// other value by its op's sharding rule (tg::ShardingRuleOpInterface); no parameter name is
+// read. Autodiff then differentiates through the region ops (dist.copy_to_region /
+// dist.reduce_from_region) exactly as PyTorch autograd runs Megatron's f and g functions. See
+// the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,26 +29,28 @@ namespace mlperf {
 namespace {
 
 constexpr StringLiteral kMesh = "mesh";
-/// Activations are [micro_batch, seq, ...]: sequence parallelism splits dim 1.
-constexpr int64_t kSequenceDim = 1;
+constexpr StringLiteral kTensorAxis = "tp";
+/// Where the declaration says which dim of the activations is the sequence (sp splits it).
+constexpr StringLiteral kSequenceDimAttr = "tg.sequence_dim";
 
-/// How a parameter is split over tp (Megatron-LM's layer specification for Llama).
-enum class WeightKind { kReplicated, kColumn, kRow, kVocab };
-
-WeightKind classify(StringRef name) {
-  for (StringRef suffix : {"q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight",
-                           "up_proj.weight", "lm_head.weight"}) {
-    if (name.ends_with(suffix)) {
-      return WeightKind::kColumn; // output features split: [out / tp, in]
+/// The dim `param`'s declaration splits over tp (`shard`), or -1.
+int64_t declaredTensorSplit(tg::ParamOp param) {
+  ArrayAttr shard = param.getShardAttr();
+  if (!shard) {
+    return -1;
+  }
+  for (auto [dim, axes] : llvm::enumerate(shard)) {
+    if (llvm::is_contained(cast<ArrayAttr>(axes).getValue(),
+                           StringAttr::get(param.getContext(), kTensorAxis))) {
+      return static_cast<int64_t>(dim);
     }
   }
-  if (name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight")) {
-    return WeightKind::kRow; // input features split: [out, in / tp]
-  }
-  if (name.ends_with("embed_tokens.weight")) {
-    return WeightKind::kVocab; // vocabulary rows split: [vocab / tp, hidden]
-  }
-  return WeightKind::kReplicated;
+  return -1;
+}
+
+bool isFloatTensor(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
 }
 
 RankedTensorType withDim(RankedTensorType type, int64_t dim, int64_t size) {
@@ -92,39 +96,44 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
     if (!forward) {
       return model.emitError() << "dist-tensor-parallel needs @forward";
     }
+    if (sp) {
+      auto seqDim = forward->getAttrOfType<IntegerAttr>(kSequenceDimAttr);
+      if (!seqDim || seqDim.getInt() < 0) {
+        return forward.emitError() << "dist-tensor-parallel: sp=on splits the activations' "
+                                      "sequence dim, which @forward must declare ("
+                                   << kSequenceDimAttr << " = <dim>)";
+      }
+      sequenceDim = seqDim.getInt();
+    }
     if (failed(shardParameters(model))) {
       return failure();
     }
     return shardForward(forward);
   }
 
+  /// Applies each parameter's declared tp split: its type becomes this rank's slice.
   LogicalResult shardParameters(tg::ModelOp model) {
     MLIRContext *context = model.getContext();
-    auto axis = [&](bool split) {
-      return split ? ArrayAttr::get(context, {StringAttr::get(context, "tp")})
-                   : ArrayAttr::get(context, {});
-    };
     for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
       if (param.getRepeat()) {
         return param.emitError() << "dist-tensor-parallel needs concrete parameters: run "
                                     "tg-inline-layers first";
       }
-      WeightKind kind = classify(param.getSymName());
-      if (kind == WeightKind::kReplicated) {
+      int64_t dim = declaredTensorSplit(param);
+      if (dim < 0) {
         continue;
       }
       RankedTensorType type = param.getTensorType();
-      int64_t dim = kind == WeightKind::kRow ? 1 : 0;
-      if (type.getRank() != 2 || type.getDimSize(dim) % tp != 0) {
-        return param.emitError() << "dist-tensor-parallel: " << type << " cannot be split " << tp
-                                 << " ways along dim " << dim;
+      if (type.getDimSize(dim) % tp != 0) {
+        return param.emitError() << "dist-tensor-parallel: tp=" << tp << " does not divide dim "
+                                 << dim << " (" << type.getDimSize(dim) << ") of " << type
+                                 << ", which the declaration splits over tp";
       }
       param.setTypeAttr(TypeAttr::get(withDim(type, dim, type.getDimSize(dim) / tp)));
-      param->setAttr(
-          "dist.sharding",
-          dist::ShardingAttr::get(context, FlatSymbolRefAttr::get(context, kMesh),
-                                  ArrayAttr::get(context, {axis(dim == 0), axis(dim == 1)})));
-      kinds[param.getSymName()] = kind;
+      param->setAttr("dist.sharding",
+                     dist::ShardingAttr::get(context, FlatSymbolRefAttr::get(context, kMesh),
+                                             param.getShardAttr()));
+      splitDims[param.getSymName()] = dim;
     }
     return success();
   }
@@ -138,7 +147,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       auto it = shardDim.find(value);
       return it == shardDim.end() ? int64_t(-1) : it->second;
     };
-    auto seqDimAttr = builder.getI64IntegerAttr(kSequenceDim);
+    auto seqDimAttr = builder.getI64IntegerAttr(sequenceDim);
     // The region entry of a replicated value, shared by every column-parallel consumer: with
     // sequence parallelism the all-gather of the sequence slices, else the identity.
     auto enter = [&](Value value, Operation *user) {
@@ -150,8 +159,8 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
             sequenceSplit.contains(value)
                 ? dist::AllGatherRegionOp::create(
                       builder, user->getLoc(),
-                      withDim(type, kSequenceDim, type.getDimSize(kSequenceDim) * tp), value,
-                      meshRef, tpAxes, seqDimAttr)
+                      withDim(type, sequenceDim, type.getDimSize(sequenceDim) * tp), value, meshRef,
+                      tpAxes, seqDimAttr)
                       .getResult()
                 : dist::CopyToRegionOp::create(builder, user->getLoc(), value, meshRef, tpAxes)
                       .getResult();
@@ -166,8 +175,8 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       Value reduced =
           sp ? dist::ReduceScatterRegionOp::create(
                    builder, partial.getLoc(),
-                   withDim(type, kSequenceDim, type.getDimSize(kSequenceDim) / tp), partial,
-                   meshRef, tpAxes, seqDimAttr)
+                   withDim(type, sequenceDim, type.getDimSize(sequenceDim) / tp), partial, meshRef,
+                   tpAxes, seqDimAttr)
                    .getResult()
              : dist::ReduceFromRegionOp::create(builder, partial.getLoc(), partial, meshRef, tpAxes)
                    .getResult();
@@ -176,6 +185,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
         sequenceSplit.insert(reduced);
       }
     };
+    auto tpAxis = builder.getStringAttr(kTensorAxis);
     for (Operation &op :
          llvm::make_early_inc_range(forward.getBody().front().without_terminator())) {
       if (isa<dist::CopyToRegionOp, dist::ReduceFromRegionOp, dist::AllGatherRegionOp,
@@ -188,193 +198,108 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
         auto param = dyn_cast_or_null<tg::ParamOp>(
             SymbolTable::lookupNearestSymbolFrom(&op, ref.getNameAttr()));
-        auto kind = kinds.find(ref.getName());
-        if (param && kind != kinds.end()) {
+        auto dim = splitDims.find(ref.getName());
+        if (param && dim != splitDims.end()) {
           ref.getResult().setType(param.getTensorType());
-          shardDim[ref.getResult()] = kind->second == WeightKind::kRow ? 1 : 0;
-          weightKind[ref.getResult()] = kind->second;
+          shardDim[ref.getResult()] = dim->second;
         }
         continue;
       }
-      if (auto matmul = dyn_cast<tg::MatmulOp>(op)) {
-        if (failed(shardMatmul(matmul, shardOf, enter, leave))) {
-          return failure();
-        }
-        continue;
-      }
-      if (auto embedding = dyn_cast<tg::EmbeddingOp>(op)) {
-        if (shardOf(embedding.getTable()) == 0) {
-          embedding.setVocabShardAxisAttr(builder.getStringAttr("tp"));
-          leave(embedding.getResult()); // other ranks' rows are zero here
-        }
-        continue;
-      }
-      if (auto loss = dyn_cast<tg::CrossEntropyOp>(op)) {
-        auto logits = cast<RankedTensorType>(loss.getLogits().getType());
-        if (shardOf(loss.getLogits()) == logits.getRank() - 1) {
-          loss.setVocabShardAxisAttr(builder.getStringAttr("tp"));
-        } else if (shardOf(loss.getLogits()) >= 0) {
-          return op.emitError() << "dist-tensor-parallel: logits split along a dim other than "
-                                   "the vocabulary";
-        }
-        continue;
-      }
-      SmallVector<Value> sharded;
+      SmallVector<int64_t> operandDims;
       for (Value operand : op.getOperands()) {
-        if (shardOf(operand) >= 0) {
-          sharded.push_back(operand);
-        }
+        operandDims.push_back(shardOf(operand));
       }
-      if (sharded.empty()) {
+      if (llvm::all_of(operandDims, [](int64_t dim) { return dim < 0; })) {
         continue;
       }
-      int64_t dim = shardOf(sharded.front());
-      auto input = cast<RankedTensorType>(sharded.front().getType());
-      auto result = cast<RankedTensorType>(op.getResult(0).getType());
-      if (op.getNumResults() != 1) {
-        return op.emitError() << "dist-tensor-parallel: cannot split an op with several results";
+      auto rule = dyn_cast<tg::ShardingRuleOpInterface>(op);
+      if (!rule) {
+        return op.emitError() << "dist-tensor-parallel: " << op.getName()
+                              << " has no sharding rule (ShardingRuleOpInterface) for an "
+                                 "operand split over tp";
       }
-      if (auto transpose = dyn_cast<tg::TransposeOp>(op)) {
-        ArrayRef<int64_t> permutation = transpose.getPermutation();
-        int64_t moved = llvm::find(permutation, dim) - permutation.begin();
-        op.getResult(0).setType(withDim(result, moved, input.getDimSize(dim)));
-        shardDim[op.getResult(0)] = moved;
-        continue;
+      FailureOr<tg::SplitRule> split = rule.inferSplit(operandDims, tp);
+      if (failed(split)) {
+        return op.emitError() << "dist-tensor-parallel: cannot split this op over tp="
+                              << static_cast<int64_t>(tp);
       }
-      if (auto reshape = dyn_cast<tg::ReshapeOp>(op)) {
-        int64_t moved = -1;
-        int64_t whole = input.getDimSize(dim) * tp;
-        ArrayRef<int64_t> out = result.getShape(), in = input.getShape();
-        if (out.size() == in.size() + 1 && out.take_front(dim) == in.take_front(dim) &&
-            out[dim] * out[dim + 1] == whole && out[dim] % tp == 0) {
-          moved = dim; // [.., H·d / tp] -> [.., H / tp, d]
-        } else if (out.size() + 1 == in.size() && dim + 1 < static_cast<int64_t>(in.size()) &&
-                   out.take_front(dim) == in.take_front(dim) && out[dim] == whole * in[dim + 1]) {
-          moved = dim; // [.., H / tp, d] -> [.., H·d / tp]
-        }
-        if (moved < 0) {
-          return op.emitError() << "dist-tensor-parallel: cannot split this reshape of a tensor "
-                                   "split along dim "
-                                << dim;
-        }
-        op.getResult(0).setType(withDim(result, moved, out[moved] / tp));
-        shardDim[op.getResult(0)] = moved;
-        continue;
-      }
-      if (auto repeat = dyn_cast<tg::RepeatOp>(op)) {
-        int64_t times = static_cast<int64_t>(repeat.getDim()) == dim ? repeat.getTimes() : 1;
-        op.getResult(0).setType(withDim(result, dim, input.getDimSize(dim) * times));
-        shardDim[op.getResult(0)] = dim;
-        continue;
-      }
-      // Element-wise and shape-preserving ops (add, mul, scale, silu, convert, rope,
-      // causal_mask, softmax): every tensor operand split the same way.
-      if (!isa<tg::AddOp, tg::MulOp, tg::ScaleOp, tg::SiluOp, tg::ConvertOp, tg::RopeOp,
-               tg::CausalMaskOp, tg::SoftmaxOp>(op)) {
-        return op.emitError() << "dist-tensor-parallel: no tensor-parallel rule for "
-                              << op.getName() << " on a tensor split along dim " << dim;
-      }
-      for (Value operand : op.getOperands()) {
-        if (shardOf(operand) != dim ||
-            cast<RankedTensorType>(operand.getType()).getShape() != input.getShape()) {
-          return op.emitError() << "dist-tensor-parallel: operands split differently";
+      // A whole (replicated) activation used by a split op enters the tensor-parallel region:
+      // Megatron's f, whose backward sums the partial gradients over tp.
+      for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
+        if (operandDims[index] < 0 && isFloatTensor(operand)) {
+          op.setOperand(index, enter(operand, &op));
         }
       }
-      if (auto softmax = dyn_cast<tg::SoftmaxOp>(op);
-          softmax && static_cast<int64_t>(softmax.getDim()) == dim) {
-        return op.emitError() << "dist-tensor-parallel: softmax over the split dim";
+      rule.applySplit(tpAxis, operandDims);
+      if (split->partialSum) {
+        leave(op.getResult(0)); // Megatron's g: the sum over tp of the partial results
+        continue;
       }
-      op.getResult(0).setType(RankedTensorType::get(input.getShape(), result.getElementType()));
-      shardDim[op.getResult(0)] = dim;
+      if (split->resultDim < 0) {
+        continue;
+      }
+      for (Value result : op.getResults()) {
+        auto type = cast<RankedTensorType>(result.getType());
+        result.setType(withDim(type, split->resultDim, type.getDimSize(split->resultDim) / tp));
+        shardDim[result] = split->resultDim;
+      }
     }
     return success();
   }
 
   /// Sequence parallelism outside the tensor-parallel regions: norms, residual adds and other
-  /// per-token ops run on this rank's slice of the sequence. A norm's weight then receives
-  /// only this slice's gradient contribution (`dist.sequence_parallel`: dist-partition sums it
-  /// over tp, as Megatron-LM does for sequence-parallel parameters).
+  /// per-token ops run on this rank's slice of the sequence, by the same sharding rules. A
+  /// whole parameter (a norm's weight) then receives only this slice's gradient contribution
+  /// (`dist.sequence_parallel`: dist-partition sums it over tp, as Megatron-LM does for
+  /// sequence-parallel parameters).
   LogicalResult splitSequenceOp(Operation &op) {
     if (!llvm::any_of(op.getOperands(), [&](Value v) { return sequenceSplit.contains(v); }) ||
         isa<tg::MatmulOp>(op)) {
       return success(); // matmuls enter a region through `enter`
     }
-    if (auto norm = dyn_cast<tg::RMSNormOp>(op)) {
-      if (auto ref = norm.getWeight().getDefiningOp<tg::ParamRefOp>()) {
-        if (Operation *param = SymbolTable::lookupNearestSymbolFrom(ref, ref.getNameAttr())) {
-          param->setAttr("dist.sequence_parallel", UnitAttr::get(op.getContext()));
-        }
-      }
-      norm.getResult().setType(norm.getInput().getType());
-      sequenceSplit.insert(norm.getResult());
-      return success();
+    auto rule = dyn_cast<tg::ShardingRuleOpInterface>(op);
+    if (!rule) {
+      return op.emitError() << "dist-tensor-parallel: " << op.getName()
+                            << " has no sharding rule for a sequence slice (sp=on)";
     }
-    if (!isa<tg::AddOp, tg::MulOp, tg::ScaleOp, tg::SiluOp, tg::ConvertOp>(op)) {
-      return op.emitError() << "dist-tensor-parallel: no sequence-parallel rule for "
-                            << op.getName();
-    }
-    auto input = cast<RankedTensorType>(op.getOperand(0).getType());
+    SmallVector<int64_t> operandDims;
     for (Value operand : op.getOperands()) {
-      if (!sequenceSplit.contains(operand) ||
-          cast<RankedTensorType>(operand.getType()).getShape() != input.getShape()) {
+      operandDims.push_back(sequenceSplit.contains(operand) ? sequenceDim : -1);
+    }
+    FailureOr<tg::SplitRule> split = rule.inferSplit(operandDims, tp);
+    if (failed(split)) {
+      return op.emitError() << "dist-tensor-parallel: cannot run this op on a sequence slice "
+                               "(sp=on)";
+    }
+    if (split->partialSum || split->resultDim != sequenceDim) {
+      return op.emitError() << "dist-tensor-parallel: sequence parallelism keeps the "
+                               "sequence split along dim "
+                            << sequenceDim << "; this op would not";
+    }
+    for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
+      if (operandDims[index] >= 0) {
+        continue;
+      }
+      auto ref = operand.getDefiningOp<tg::ParamRefOp>();
+      Operation *param =
+          ref ? SymbolTable::lookupNearestSymbolFrom(ref, ref.getNameAttr()) : nullptr;
+      if (!param) {
         return op.emitError() << "dist-tensor-parallel: mixes sequence slices with whole "
                                  "sequences";
       }
+      param->setAttr("dist.sequence_parallel", UnitAttr::get(op.getContext()));
     }
     auto result = cast<RankedTensorType>(op.getResult(0).getType());
-    op.getResult(0).setType(RankedTensorType::get(input.getShape(), result.getElementType()));
+    op.getResult(0).setType(withDim(result, sequenceDim, result.getDimSize(sequenceDim) / tp));
     sequenceSplit.insert(op.getResult(0));
     return success();
   }
 
-  template <typename ShardOf, typename Enter, typename Leave>
-  LogicalResult shardMatmul(tg::MatmulOp matmul, ShardOf shardOf, Enter enter, Leave leave) {
-    Value lhs = matmul.getLhs(), rhs = matmul.getRhs();
-    int64_t ls = shardOf(lhs), rs = shardOf(rhs);
-    if (ls < 0 && rs < 0) {
-      return success();
-    }
-    auto result = cast<RankedTensorType>(matmul.getType());
-    int64_t last = result.getRank() - 1;
-    auto kind = weightKind.find(rhs);
-    if (kind != weightKind.end()) {
-      if (!matmul.getTransposeRhs() || matmul.getTransposeLhs()) {
-        return matmul.emitError() << "dist-tensor-parallel: a linear layer is x · Wᵀ "
-                                     "(transpose_rhs) with W [out, in]";
-      }
-      if (kind->second == WeightKind::kColumn || kind->second == WeightKind::kVocab) {
-        if (ls >= 0) {
-          return matmul.emitError() << "dist-tensor-parallel: a column-parallel linear needs a "
-                                       "replicated input";
-        }
-        matmul->setOperand(0, enter(lhs, matmul));
-        matmul.getResult().setType(withDim(result, last, result.getDimSize(last) / tp));
-        shardDim[matmul.getResult()] = last;
-        return success();
-      }
-      // Row-parallel: the input's features are split like the weight's; partial sums.
-      if (ls != cast<RankedTensorType>(lhs.getType()).getRank() - 1) {
-        return matmul.emitError() << "dist-tensor-parallel: a row-parallel linear needs its "
-                                     "input split along the features";
-      }
-      leave(matmul.getResult());
-      return success();
-    }
-    // Two activations (attention): split along the same batch (head) dim.
-    if (ls != rs || ls >= last - 1) {
-      return matmul.emitError() << "dist-tensor-parallel: a matmul of activations needs both "
-                                   "operands split along the same batch dim";
-    }
-    matmul.getResult().setType(withDim(result, ls, result.getDimSize(ls) / tp));
-    shardDim[matmul.getResult()] = ls;
-    return success();
-  }
-
-  llvm::StringMap<WeightKind> kinds;
+  llvm::StringMap<int64_t> splitDims; // declared tp split dim by parameter
   llvm::DenseMap<Value, int64_t> shardDim;
-  llvm::DenseMap<Value, WeightKind> weightKind;
   llvm::DenseMap<Value, Value> enteredValues;
   llvm::DenseSet<Value> sequenceSplit; // [batch, seq / tp, ...] slices (sp=on)
+  int64_t sequenceDim = -1;
 };
 
 } // namespace

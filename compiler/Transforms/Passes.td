@@ -171,16 +171,22 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
     Adds `dist.mesh @mesh` (dp × tp × pp ranks) to each `tg.model`. With tp > 1 it splits the
     inlined `@forward` the way Megatron-LM's parallel layers do, before `tg-autodiff`, so
     that the backward pass follows from the region ops' VJPs (autograd through Megatron's
-    `f` and `g`):
+    `f` and `g`). It reads no parameter name: each parameter is split as its declaration's
+    `shard` says (`[["tp"], []]` rows, `[[], ["tp"]]` columns), and every other value as its
+    op's sharding rule (`tg::ShardingRuleOpInterface`, dialects/TG/IR/TGSharding.cpp) says
+    given how the op's operands are split. From those rules follow:
 
-    - column-parallel (q, k, v, gate, up, lm_head: `W [out, in]` keeps `out / tp` rows): the
-      replicated input enters the region through `dist.copy_to_region` (identity; its
-      gradient is summed over tp), the output keeps `out / tp` features, and every op after it
-      (reshape to heads, rope, transposes, GQA repeat, attention matmuls, mask, softmax, SwiGLU)
-      runs on this rank's heads or FFN channels;
-    - row-parallel (o, down: `W [out, in / tp]`): partial products are summed by
-      `dist.reduce_from_region` (an all-reduce; its gradient is copied);
-    - vocab-parallel embedding (`[vocab / tp, hidden]`): `tg.embedding {vocab_shard_axis}`
+    - column-parallel (a weight `W [out, in]` split by rows): the replicated input enters the
+      region through `dist.copy_to_region` (identity; its gradient is summed over tp) — every
+      whole floating-point operand of a split op does — and the output keeps `out / tp`
+      features; every op after it (reshape to heads, rope, transposes, GQA repeat, attention
+      matmuls, mask, softmax, SwiGLU) runs on this rank's heads or FFN channels, each
+      refusing a split it cannot compute locally (a softmax over the split dim, a rope over
+      positions, a reshape that would split a head);
+    - row-parallel (`W [out, in]` split by columns, its input split along the features):
+      partial products (the rule's `partialSum`) are summed by `dist.reduce_from_region` (an
+      all-reduce; its gradient is copied);
+    - vocab-parallel embedding (table split by rows): `tg.embedding {vocab_shard_axis}`
       yields zero rows for other ranks' ids, summed by `dist.reduce_from_region`;
     - vocab-parallel cross-entropy: `tg.cross_entropy {vocab_shard_axis}` on `vocab / tp`
       logits combines maxima, exponential sums and label logits over tp.
@@ -197,8 +203,10 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
     ```
 
     Pipeline parallelism is `dist-pipeline`'s, after this pass; with sp=on, norms and
-    residual adds run on sequence slices between `dist.all_gather_region` and
-    `dist.reduce_scatter_region`.
+    residual adds run on sequence slices (along the dim `@forward` declares as
+    `tg.sequence_dim`, by the same sharding rules) between `dist.all_gather_region` and
+    `dist.reduce_scatter_region`; a whole parameter they read (a norm weight) is marked
+    `dist.sequence_parallel`.
   }];
   let options = [
     Option<"nodes", "nodes", "int64_t", /*default=*/"1", "Nodes in the cluster">,
@@ -221,11 +229,14 @@ def DistPipelinePass : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
 
     With `pp > 1` on the model's `dist.mesh` (and vp model chunks per rank, the interleaved
     schedule: virtual stage c·pp + r is chunk c of rank r, `@"forward.chunk<c>"`), stage k
-    keeps layers [k·L/S, (k+1)·L/S) of S = pp·vp virtual stages
-    (Megatron-LM's even split; when pp does not divide L, runtime/dist/Mesh.h
+    keeps layers [k·L/S, (k+1)·L/S) of S = pp·vp virtual stages of the declared layer stack
+    (the `layer` index tg-inline-layers gives each copy of a `tg.repeat_layers` parameter;
+    Megatron-LM's even split; when pp does not divide L, runtime/dist/Mesh.h
     `pipelineLayerSplit` gives the L mod pp extra layers to the middle stages first, as
-    Megatron's first/last-stage layer options do); the embedding goes to the first stage, the final norm,
-    lm_head and the loss to the last. Each stage becomes a `tg.model @<name>.stage<k>`
+    Megatron's first/last-stage layer options do). Every op follows its operands; a
+    parameter outside the stack goes to the stage of the ops that read it (the embedding to
+    the first stage, the final norm, the head and the loss to the last), and one read by two
+    stages (a tied weight) is refused. Each stage becomes a `tg.model @<name>.stage<k>`
     (attributes `dist.stage`, `dist.stages`) with only its parameters and a `@forward` that
     maps the tokens (first stage) or the previous stage's activation to its output
     activation, or, on the last stage, the activation and the labels to the loss. Exactly

@@ -40,6 +40,7 @@ void expandParameters(tg::ModelOp model) {
       auto copy = cast<tg::ParamOp>(builder.clone(*param));
       copy.setSymName(layerName(param.getSymName(), layer));
       copy.removeRepeatAttr();
+      copy.setLayerAttr(builder.getI64IntegerAttr(layer));
       if (param.getInit() == "scaled_normal") {
         // The same distribution, stated without the layer count the copy no longer carries.
         copy.setInit("normal");

@@ -206,11 +206,9 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
     }
     return Status::ok();
   };
-  MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.heads, "attention heads"));
-  MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.kvHeads, "key/value heads"));
-  MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", model.ffn, "FFN channels"));
-  MLPERF_RETURN_IF_ERROR(
-      divides(mesh.tp, "tp", model.vocab, "vocabulary entries (vocab-parallel embedding)"));
+  for (const ModelDims::TensorSplit &split : model.tensorSplits) {
+    MLPERF_RETURN_IF_ERROR(divides(mesh.tp, "tp", split.size, split.what));
+  }
   if (mesh.sequenceParallel) {
     if (mesh.tp == 1) {
       return invalid("sp=on splits the sequence over the tensor-parallel group: it needs tp > 1");

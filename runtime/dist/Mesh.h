@@ -76,10 +76,16 @@ std::vector<int64_t> pipelineLayerSplit(int64_t layers, int64_t stages);
 /// "8 x 16" or "7, 8 x 14, 7": the split for reports.
 std::string describeLayerSplit(const std::vector<int64_t> &split);
 
-/// The model facts a parallel strategy must fit.
+/// The model facts a parallel strategy must fit, read from the declaration.
 struct ModelDims {
-  int64_t layers = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0, hidden = 0, seqLen = 0;
-  int64_t globalBatch = 0, microBatch = 0; // microBatch: as declared
+  int64_t layers = 0; // of the declared layer stack (0: none, constrains nothing)
+  int64_t seqLen = 0, globalBatch = 0, microBatch = 0; // microBatch: as declared
+  /// A dim the declaration splits over tp, and its name in errors ("rows of lm_head.weight").
+  struct TensorSplit {
+    int64_t size = 0;
+    std::string what;
+  };
+  std::vector<TensorSplit> tensorSplits;
 };
 
 /// Fills dp when it was not given and checks that the strategy fits the cluster and the

@@ -19,14 +19,6 @@ std::vector<int64_t> shapeOf(const plan::Buffer &buffer) {
   return {buffer.shape().begin(), buffer.shape().end()};
 }
 
-int64_t elementCount(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    count *= d;
-  }
-  return count;
-}
-
 } // namespace
 
 Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicator &communicator,

@@ -1,11 +1,12 @@
 // RUN: mlperf-opt %s --tg-inline-layers | FileCheck %s
 
 // Tests that a two-layer stack becomes two inlined copies reading per-layer parameters, that
-// scaled_normal becomes normal with std / sqrt(2 x layers), that a helper call is inlined, and
+// scaled_normal becomes normal with std / sqrt(2 x layers), that each copy knows its index in
+// the layer stack (layer, which dist-pipeline cuts on), that a helper call is inlined, and
 // that the private functions disappear.
 // CHECK-LABEL: tg.model @stack
-// CHECK: tg.param @layers.0.w : tensor<8x8xf32> {init = "normal", std = 1.000000e-02 : f64}
-// CHECK-NEXT: tg.param @layers.1.w : tensor<8x8xf32> {init = "normal", std = 1.000000e-02 : f64}
+// CHECK: tg.param @layers.0.w : tensor<8x8xf32> {init = "normal", layer = 0 : i64, std = 1.000000e-02 : f64}
+// CHECK-NEXT: tg.param @layers.1.w : tensor<8x8xf32> {init = "normal", layer = 1 : i64, std = 1.000000e-02 : f64}
 // CHECK-NOT: repeat
 // CHECK: func.func @forward
 // CHECK: %[[H:.+]] = tg.embedding

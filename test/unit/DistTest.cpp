@@ -37,7 +37,12 @@ TEST(Mesh, ParsesAndValidatesStrategies) {
   rt::MeshShape m;
   ASSERT_TRUE(rt::parseCluster("2x4", m).isOk());
   ASSERT_TRUE(rt::parseParallel("tp=2,sp=on,zero=1", m).isOk());
-  rt::ModelDims llama{32, 32, 8, 14336, 128256, 4096, 8192, 32, 1};
+  rt::ModelDims llama;
+  llama.layers = 32;
+  llama.seqLen = 8192;
+  llama.globalBatch = 32;
+  llama.microBatch = 1;
+  llama.tensorSplits = {{128256, "rows of the embedding"}, {1024, "rows of k_proj"}};
   ASSERT_TRUE(rt::validateMesh(m, llama, /*dpGiven=*/false).isOk());
   EXPECT_EQ(m.dp, 4);
   EXPECT_TRUE(m.sequenceParallel);
@@ -45,10 +50,10 @@ TEST(Mesh, ParsesAndValidatesStrategies) {
   rt::MeshShape bad;
   ASSERT_TRUE(rt::parseCluster("1x8", bad).isOk());
   ASSERT_TRUE(rt::parseParallel("tp=8", bad).isOk());
-  llama.kvHeads = 4;
+  llama.tensorSplits.push_back({4, "rows of a small tensor"});
   rt::Status status = rt::validateMesh(bad, llama, false);
   EXPECT_FALSE(status.isOk());
-  EXPECT_EQ(status.message(), "tp=8 does not divide the model's 4 key/value heads");
+  EXPECT_EQ(status.message(), "tp=8 does not divide the model's 4 rows of a small tensor");
   EXPECT_FALSE(rt::parseParallel("tp=0", bad).isOk());
   EXPECT_FALSE(rt::parseCluster("8", bad).isOk());
 }

@@ -101,8 +101,8 @@ static void describeFunction(mlir::func::FuncOp func) {
   }
 }
 
-/// Sizes a parallel strategy must divide, read from a Llama-structured declaration (0 where
-/// the model does not have the tensor, which then constrains nothing).
+/// Sizes a parallel strategy must divide, read from the declaration: the batch, the layer
+/// stack (the longest tg.repeat_layers) and every dim a parameter declares split over tp.
 static rt::ModelDims modelDims(tg::ModelOp model) {
   rt::ModelDims dims;
   mlir::Block &body = model.getBody().front();
@@ -110,24 +110,24 @@ static rt::ModelDims modelDims(tg::ModelOp model) {
   dims.globalBatch = batch.getGlobalBatchSizeAttr().getInt();
   dims.microBatch = batch.getMicroBatchSizeAttr().getInt();
   dims.seqLen = batch.getSeqLenAttr().getInt();
-  int64_t headDim = 0;
-  model.walk([&](tg::RopeOp rope) {
-    headDim = mlir::cast<mlir::RankedTensorType>(rope.getType()).getShape().back();
-    return mlir::WalkResult::interrupt();
+  model.walk([&](tg::RepeatLayersOp stack) {
+    dims.layers = std::max(dims.layers, stack.getCountAttr().getInt());
   });
   for (auto param : body.getOps<tg::ParamOp>()) {
-    llvm::StringRef name = param.getSymName();
-    llvm::ArrayRef<int64_t> shape = param.getTensorType().getShape();
-    if (name == "model.embed_tokens.weight") {
-      dims.vocab = shape[0];
-      dims.hidden = shape[1];
-    } else if (name.ends_with("self_attn.q_proj.weight")) {
-      dims.layers = param.getCopies();
-      dims.heads = headDim ? shape[0] / headDim : 0;
-    } else if (name.ends_with("self_attn.k_proj.weight")) {
-      dims.kvHeads = headDim ? shape[0] / headDim : 0;
-    } else if (name.ends_with("mlp.gate_proj.weight")) {
-      dims.ffn = shape[0];
+    mlir::ArrayAttr shard = param.getShardAttr();
+    if (!shard) {
+      continue;
+    }
+    for (auto [dim, axes] : llvm::enumerate(shard)) {
+      if (mlir::cast<mlir::ArrayAttr>(axes).empty()) {
+        continue;
+      }
+      std::string unit = dim == 0   ? "rows"
+                         : dim == 1 ? "columns"
+                                    : "entries of dim " + std::to_string(dim);
+      dims.tensorSplits.push_back(
+          {param.getTensorType().getDimSize(dim),
+           unit + " of " + param.getSymName().str() + " (declared split over tp)"});
     }
   }
   return dims;

@@ -26,4 +26,34 @@ def TG_VJPOpInterface : OpInterface<"VJPOpInterface"> {
   ];
 }
 
+def TG_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlperf::tg";
+  let description = [{
+    How an op's result is split over one mesh axis when its operands are: the op's sharding
+    rule (GSPMD's per-op propagation rule, upstream MLIR's `ShardingInterface` in the form our
+    passes need). dist-tensor-parallel calls it once per op on tensor-parallel and
+    sequence-parallel values, so no pass knows an op's semantics or a parameter's name: a new
+    op becomes partitionable by implementing this interface (TGSharding.cpp).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The split of the results given `operandDims`: per operand the dim split into `parts`
+        equal slices, or -1 for a replicated operand. The operands already have their local
+        (per-rank) types; the results still have their global ones. Fails with a diagnostic
+        on the op when the operands cannot be split that way. A replicated floating-point
+        operand of an op with split operands is taken to enter the split region: the pass
+        makes its gradient the sum over the axis.
+      }],
+      "::mlir::FailureOr<::mlperf::tg::SplitRule>", "inferSplit",
+      (ins "::llvm::ArrayRef<int64_t>":$operandDims, "int64_t":$parts)>,
+    InterfaceMethod<[{
+        Records on the op that it runs split over mesh axis `axis` (an op whose kernel then
+        needs collectives of its own, as the vocab-parallel embedding and cross-entropy do).
+      }],
+      "void", "applySplit",
+      (ins "::mlir::StringAttr":$axis, "::llvm::ArrayRef<int64_t>":$operandDims),
+      /*methodBody=*/[{}], /*defaultImplementation=*/[{ return; }]>,
+  ];
+}
+
 #endif // MLPERFC_DIALECTS_TG_IR_TGINTERFACES_TD

@@ -186,6 +186,38 @@ LogicalResult ParamOp::verify() {
     return emitOpError() << "scaled_normal scales std by 1/sqrt(2 x layers) and needs a "
                             "per-layer parameter (repeat)";
   }
+  if (getLayerAttr() && (getRepeat() || getLayerAttr().getInt() < 0)) {
+    return emitOpError() << "layer is the index (>= 0) of one copy of a per-layer parameter: "
+                            "it does not go with repeat";
+  }
+  if (ArrayAttr shard = getShardAttr()) {
+    if (static_cast<int64_t>(shard.size()) != getTensorType().getRank()) {
+      return emitOpError() << "shard lists " << shard.size() << " dims' mesh axes for a rank-"
+                           << getTensorType().getRank() << " parameter";
+    }
+    int64_t splitDims = 0;
+    for (Attribute dimAxes : shard) {
+      auto axes = dyn_cast<ArrayAttr>(dimAxes);
+      if (!axes || !llvm::all_of(axes, [](Attribute axis) { return isa<StringAttr>(axis); })) {
+        return emitOpError() << "shard must hold one list of mesh axis names per dim, like "
+                                "[[\"tp\"], []]";
+      }
+      for (Attribute axis : axes) {
+        if (cast<StringAttr>(axis).getValue() != "tp") {
+          return emitOpError() << "shard names mesh axis '" << cast<StringAttr>(axis).getValue()
+                               << "': parameters split over 'tp' only";
+        }
+      }
+      splitDims += axes.empty() ? 0 : 1;
+      if (axes.size() > 1) {
+        return emitOpError() << "shard splits a dim over 'tp' twice";
+      }
+    }
+    if (splitDims > 1) {
+      return emitOpError() << "shard splits " << splitDims
+                           << " dims over 'tp': a parameter splits along one dim";
+    }
+  }
   return success();
 }
 

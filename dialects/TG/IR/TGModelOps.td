@@ -110,13 +110,26 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
     load the value; e.g. Llama 3.1 405B starts from Meta's checkpoint). Values are drawn in the
     parameter's element type.
 
+    `shard`: how the parameter may be split over the mesh, declared by the model's author as
+    Megatron-LM's layer classes are: one list of mesh axes per dimension (upstream MLIR
+    `shard.sharding`'s `split_axes`, with axes named rather than numbered because the
+    declaration is written once for every cluster shape). Today one axis exists for it,
+    `tp`: `[["tp"], []]` splits the rows (a column-parallel linear's output features or an
+    embedding's vocabulary), `[[], ["tp"]]` the columns (a row-parallel linear's input
+    features). dist-tensor-parallel applies it when tp > 1 and propagates it through the ops'
+    sharding rules; without it the parameter is replicated.
+
+    `layer`: set by tg-inline-layers on each copy of a per-layer parameter, its index in the
+    layer stack (`tg.repeat_layers`). dist-pipeline cuts stages on it.
+
     ```mlir
     tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<4096x4096xbf16>
-        {init = "scaled_normal", std = 0.02, repeat = 32}
+        {init = "scaled_normal", std = 0.02, repeat = 32, shard = [[], ["tp"]]}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<TG_Tensor>:$type, StrAttr:$init,
-                       OptionalAttr<F64Attr>:$std, OptionalAttr<I64Attr>:$repeat);
+                       OptionalAttr<F64Attr>:$std, OptionalAttr<I64Attr>:$repeat,
+                       OptionalAttr<ArrayAttr>:$shard, OptionalAttr<I64Attr>:$layer);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -19,6 +19,16 @@
 
 #include "dialects/TG/IR/TGOpsDialect.h.inc"
 
+namespace mlperf::tg {
+/// The split of an op's results over one mesh axis (ShardingRuleOpInterface): every result
+/// split along `resultDim` (-1: replicated), or, with `partialSum`, each rank holding a
+/// partial sum of the whole result that the axis must add up.
+struct SplitRule {
+  int64_t resultDim = -1;
+  bool partialSum = false;
+};
+} // namespace mlperf::tg
+
 #include "dialects/TG/IR/TGInterfaces.h.inc"
 
 #define GET_OP_CLASSES

@@ -12,7 +12,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def TG_AddOp : TG_Op<"add", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
+def TG_AddOp : TG_Op<"add", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
   let summary = "Elementwise addition (residual connections)";
   let description = [{
     `result[i] = lhs[i] + rhs[i]`. Both operands have the same shape and element type; there
@@ -27,7 +28,8 @@ def TG_AddOp : TG_Op<"add", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def TG_MulOp : TG_Op<"mul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
+def TG_MulOp : TG_Op<"mul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, Elementwise, Commutative, SameOperandsAndResultType]> {
   let summary = "Elementwise multiplication (SwiGLU gating)";
   let description = [{
     `result[i] = lhs[i] * rhs[i]`, same shapes and element type, no implicit broadcasting.
@@ -41,7 +43,8 @@ def TG_MulOp : TG_Op<"mul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def TG_ScaleOp : TG_Op<"scale", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
+def TG_ScaleOp : TG_Op<"scale", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "Multiplies every element by a constant";
   let description = [{
     `result[i] = input[i] * factor` (attention's `1/sqrt(head_dim)`), computed at least in
@@ -58,7 +61,8 @@ def TG_ScaleOp : TG_Op<"scale", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, P
   let hasFolder = 1;
 }
 
-def TG_SiluOp : TG_Op<"silu", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
+def TG_SiluOp : TG_Op<"silu", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "Sigmoid linear unit, x * sigmoid(x)";
   let description = [{
     `result[i] = x / (1 + exp(-x))`, computed in f32 (the SwiGLU activation).
@@ -72,7 +76,8 @@ def TG_SiluOp : TG_Op<"silu", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pur
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def TG_ConvertOp : TG_Op<"convert", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, Elementwise, SameOperandsAndResultShape]> {
+def TG_ConvertOp : TG_Op<"convert", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, Elementwise, SameOperandsAndResultShape]> {
   let summary = "Converts between floating-point element types (round to nearest even)";
   let description = [{
     Widening (bf16 → f32) is exact; narrowing rounds to nearest, ties to even, and saturates
@@ -93,7 +98,8 @@ def TG_ConvertOp : TG_Op<"convert", [DeclareOpInterfaceMethods<TG_VJPOpInterface
 // Embedding
 //===----------------------------------------------------------------------===//
 
-def TG_EmbeddingOp : TG_Op<"embedding", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
+def TG_EmbeddingOp : TG_Op<"embedding", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface, ["applySplit"]>, Pure, InferTypeOpAdaptor]> {
   let summary = "Token embedding lookup";
   let description = [{
     `result[..., :] = table[ids[...], :]` for a table of shape `[vocab, hidden]`. An id outside
@@ -118,7 +124,8 @@ def TG_EmbeddingOp : TG_Op<"embedding", [DeclareOpInterfaceMethods<TG_VJPOpInter
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def TG_RMSNormOp : TG_Op<"rms_norm", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
+def TG_RMSNormOp : TG_Op<"rms_norm", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     For each row `x` along the last dimension of size `D`:
@@ -136,7 +143,8 @@ def TG_RMSNormOp : TG_Op<"rms_norm", [DeclareOpInterfaceMethods<TG_VJPOpInterfac
   let hasVerifier = 1;
 }
 
-def TG_RopeOp : TG_Op<"rope", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
+def TG_RopeOp : TG_Op<"rope", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Rotary position embedding, rotate-half form, with optional Llama 3.1 scaling";
   let description = [{
     The input is `[batch, seq, heads, head_dim]`; token `s` has position `s` (positions are not
@@ -174,7 +182,8 @@ def TG_RopeOp : TG_Op<"rope", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pur
 // Attention primitives
 //===----------------------------------------------------------------------===//
 
-def TG_CausalMaskOp : TG_Op<"causal_mask", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, SameOperandsAndResultType]> {
+def TG_CausalMaskOp : TG_Op<"causal_mask", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "Masks attention scores of future keys with -infinity";
   let description = [{
     On `[..., queries, keys]` scores with `queries == keys`: `result[..., q, k] = -inf` when
@@ -191,7 +200,8 @@ def TG_CausalMaskOp : TG_Op<"causal_mask", [DeclareOpInterfaceMethods<TG_VJPOpIn
   let hasVerifier = 1;
 }
 
-def TG_SoftmaxOp : TG_Op<"softmax", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, SameOperandsAndResultType]> {
+def TG_SoftmaxOp : TG_Op<"softmax", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "Softmax along one dimension";
   let description = [{
     `result = exp(x - max(x)) / sum(exp(x - max(x)))` along `dim`, computed in f32 and rounded
@@ -207,7 +217,8 @@ def TG_SoftmaxOp : TG_Op<"softmax", [DeclareOpInterfaceMethods<TG_VJPOpInterface
   let hasVerifier = 1;
 }
 
-def TG_RepeatOp : TG_Op<"repeat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
+def TG_RepeatOp : TG_Op<"repeat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Repeats each slice along a dimension (grouped-query attention's KV sharing)";
   let description = [{
     Size `n` along `dim` becomes `n * times`; `result[..., j, ...] = input[..., j / times, ...]`
@@ -228,7 +239,8 @@ def TG_RepeatOp : TG_Op<"repeat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
 // Loss
 //===----------------------------------------------------------------------===//
 
-def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure]> {
+def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface, ["applySplit"]>, Pure]> {
   let summary = "Mean token cross-entropy of logits against labels";
   let description = [{
     With `logits` `[..., vocab]` and integer `labels` `[...]`, per token
@@ -452,7 +464,8 @@ def TG_AdamWOp : TG_Op<"adamw", [Pure, AllTypesMatch<["master", "m", "v", "new_m
 // Contractions and layout
 //===----------------------------------------------------------------------===//
 
-def TG_MatmulOp : TG_Op<"matmul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptorWithIsCompatible]> {
+def TG_MatmulOp : TG_Op<"matmul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "Batched matrix multiplication with optional operand transposes";
   let description = [{
     `result[..., m, n] = sum_k A[..., m, k] * B[..., k, n]` where `A` is `lhs` (or its
@@ -480,7 +493,8 @@ def TG_MatmulOp : TG_Op<"matmul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
   let hasCanonicalizer = 1;
 }
 
-def TG_TransposeOp : TG_Op<"transpose", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
+def TG_TransposeOp : TG_Op<"transpose", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     `result` dimension `i` is `input` dimension `permutation[i]`.
@@ -495,7 +509,8 @@ def TG_TransposeOp : TG_Op<"transpose", [DeclareOpInterfaceMethods<TG_VJPOpInter
   let hasFolder = 1;
 }
 
-def TG_ReshapeOp : TG_Op<"reshape", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure]> {
+def TG_ReshapeOp : TG_Op<"reshape", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
   let summary = "Reinterprets a tensor's shape in row-major order";
   let description = [{
     Same elements in the same row-major order, new shape: the element counts must be equal
@@ -512,7 +527,8 @@ def TG_ReshapeOp : TG_Op<"reshape", [DeclareOpInterfaceMethods<TG_VJPOpInterface
   let hasFolder = 1;
 }
 
-def TG_SplitOp : TG_Op<"split", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
+def TG_SplitOp : TG_Op<"split", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Splits a tensor into consecutive pieces along one dimension";
   let description = [{
     Result `j` holds the `sizes[j]` slices along `dim` that follow those of results `0..j-1`;
@@ -528,7 +544,8 @@ def TG_SplitOp : TG_Op<"split", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, P
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def TG_ConcatOp : TG_Op<"concat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>, Pure, InferTypeOpAdaptor]> {
+def TG_ConcatOp : TG_Op<"concat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Concatenates tensors along one dimension";
   let description = [{
     The inverse of `tg.split`: inputs agree on every dimension but `dim` and on element type.
