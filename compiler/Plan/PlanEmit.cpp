@@ -186,6 +186,11 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
         out->set_split_axis(parameter.getSplitAxis()->str());
         out->set_split_dim(*parameter.getSplitDim());
         out->set_split_count(*parameter.getSplitCount());
+        if (std::optional<llvm::ArrayRef<int64_t>> blocks = parameter.getSplitBlocks()) {
+          for (int64_t block : *blocks) {
+            out->add_split_blocks(block);
+          }
+        }
       }
       if (parameter.getShardAxis() && kind != role::kParam) {
         out->set_shard_axis(parameter.getShardAxis()->str());

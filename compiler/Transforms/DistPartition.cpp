@@ -119,7 +119,8 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     SmallVector<RankedTensorType> paramTypes;
     auto sharding = dist::ShardingAttr::get(
         context, FlatSymbolRefAttr::get(context, kMesh),
-        ArrayAttr::get(context, {ArrayAttr::get(context, {StringAttr::get(context, "dp")})}));
+        ArrayAttr::get(context, {ArrayAttr::get(context, {StringAttr::get(context, "dp")})}),
+        DenseI64ArrayAttr());
     llvm::DenseMap<Value, size_t> gradIndex; // the gradient value tg.adamw reads -> parameter
     for (size_t i = 0; i < count; ++i) {
       Value grad = entry.getArgument(1 + i);

@@ -125,15 +125,28 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       }
       RankedTensorType type = param.getTensorType();
       if (type.getDimSize(dim) % tp != 0) {
-        return param.emitError() << "dist-tensor-parallel: tp=" << tp << " does not divide dim "
-                                 << dim << " (" << type.getDimSize(dim) << ") of " << type
-                                 << ", which the declaration splits over tp";
+        return param.emitError() << "dist-tensor-parallel: tp=" << static_cast<int64_t>(tp)
+                                 << " does not divide dim " << dim << " (" << type.getDimSize(dim)
+                                 << ") of " << type << ", which the declaration splits over tp";
       }
       param.setTypeAttr(TypeAttr::get(withDim(type, dim, type.getDimSize(dim) / tp)));
+      tg::TensorSplit split;
+      split.dim = dim;
+      if (std::optional<ArrayRef<int64_t>> blocks = param.getShardBlocks()) {
+        for (int64_t block : *blocks) {
+          if (block % tp != 0) {
+            return param.emitError()
+                   << "dist-tensor-parallel: tp=" << static_cast<int64_t>(tp)
+                   << " does not divide the block of " << block << " in dim " << dim << " of "
+                   << type << " (shard_blocks): every rank holds a slice of every block";
+          }
+        }
+        split.blocks.assign(blocks->begin(), blocks->end());
+      }
       param->setAttr("dist.sharding",
                      dist::ShardingAttr::get(context, FlatSymbolRefAttr::get(context, kMesh),
-                                             param.getShardAttr()));
-      splitDims[param.getSymName()] = dim;
+                                             param.getShardAttr(), param.getShardBlocksAttr()));
+      splitOfParam[param.getSymName()] = split;
     }
     return success();
   }
@@ -145,7 +158,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
     OpBuilder builder(context);
     auto shardOf = [&](Value value) {
       auto it = shardDim.find(value);
-      return it == shardDim.end() ? int64_t(-1) : it->second;
+      return it == shardDim.end() ? tg::TensorSplit() : it->second;
     };
     auto seqDimAttr = builder.getI64IntegerAttr(sequenceDim);
     // The region entry of a replicated value, shared by every column-parallel consumer: with
@@ -198,18 +211,18 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
         auto param = dyn_cast_or_null<tg::ParamOp>(
             SymbolTable::lookupNearestSymbolFrom(&op, ref.getNameAttr()));
-        auto dim = splitDims.find(ref.getName());
-        if (param && dim != splitDims.end()) {
+        auto split = splitOfParam.find(ref.getName());
+        if (param && split != splitOfParam.end()) {
           ref.getResult().setType(param.getTensorType());
-          shardDim[ref.getResult()] = dim->second;
+          shardDim[ref.getResult()] = split->second;
         }
         continue;
       }
-      SmallVector<int64_t> operandDims;
+      SmallVector<tg::TensorSplit> operandSplits;
       for (Value operand : op.getOperands()) {
-        operandDims.push_back(shardOf(operand));
+        operandSplits.push_back(shardOf(operand));
       }
-      if (llvm::all_of(operandDims, [](int64_t dim) { return dim < 0; })) {
+      if (llvm::all_of(operandSplits, [](const tg::TensorSplit &split) { return split.dim < 0; })) {
         continue;
       }
       auto rule = dyn_cast<tg::ShardingRuleOpInterface>(op);
@@ -218,7 +231,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
                               << " has no sharding rule (ShardingRuleOpInterface) for an "
                                  "operand split over tp";
       }
-      FailureOr<tg::SplitRule> split = rule.inferSplit(operandDims, tp);
+      FailureOr<tg::SplitRule> split = rule.inferSplit(operandSplits, tp);
       if (failed(split)) {
         return op.emitError() << "dist-tensor-parallel: cannot split this op over tp="
                               << static_cast<int64_t>(tp);
@@ -226,11 +239,11 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       // A whole (replicated) activation used by a split op enters the tensor-parallel region:
       // Megatron's f, whose backward sums the partial gradients over tp.
       for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
-        if (operandDims[index] < 0 && isFloatTensor(operand)) {
+        if (operandSplits[index].dim < 0 && isFloatTensor(operand)) {
           op.setOperand(index, enter(operand, &op));
         }
       }
-      rule.applySplit(tpAxis, operandDims);
+      rule.applySplit(tpAxis, operandSplits);
       if (split->partialSum) {
         leave(op.getResult(0)); // Megatron's g: the sum over tp of the partial results
         continue;
@@ -241,7 +254,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       for (Value result : op.getResults()) {
         auto type = cast<RankedTensorType>(result.getType());
         result.setType(withDim(type, split->resultDim, type.getDimSize(split->resultDim) / tp));
-        shardDim[result] = split->resultDim;
+        shardDim[result] = tg::TensorSplit{split->resultDim, split->blocks};
       }
     }
     return success();
@@ -262,22 +275,23 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       return op.emitError() << "dist-tensor-parallel: " << op.getName()
                             << " has no sharding rule for a sequence slice (sp=on)";
     }
-    SmallVector<int64_t> operandDims;
+    SmallVector<tg::TensorSplit> operandSplits;
     for (Value operand : op.getOperands()) {
-      operandDims.push_back(sequenceSplit.contains(operand) ? sequenceDim : -1);
+      operandSplits.push_back(
+          tg::TensorSplit{sequenceSplit.contains(operand) ? sequenceDim : int64_t(-1), {}});
     }
-    FailureOr<tg::SplitRule> split = rule.inferSplit(operandDims, tp);
+    FailureOr<tg::SplitRule> split = rule.inferSplit(operandSplits, tp);
     if (failed(split)) {
       return op.emitError() << "dist-tensor-parallel: cannot run this op on a sequence slice "
                                "(sp=on)";
     }
-    if (split->partialSum || split->resultDim != sequenceDim) {
+    if (split->partialSum || split->resultDim != sequenceDim || !split->blocks.empty()) {
       return op.emitError() << "dist-tensor-parallel: sequence parallelism keeps the "
                                "sequence split along dim "
                             << sequenceDim << "; this op would not";
     }
     for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
-      if (operandDims[index] >= 0) {
+      if (operandSplits[index].dim >= 0) {
         continue;
       }
       auto ref = operand.getDefiningOp<tg::ParamRefOp>();
@@ -295,8 +309,8 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
     return success();
   }
 
-  llvm::StringMap<int64_t> splitDims; // declared tp split dim by parameter
-  llvm::DenseMap<Value, int64_t> shardDim;
+  llvm::StringMap<tg::TensorSplit> splitOfParam; // the declared tp split by parameter
+  llvm::DenseMap<Value, tg::TensorSplit> shardDim;
   llvm::DenseMap<Value, Value> enteredValues;
   llvm::DenseSet<Value> sequenceSplit; // [batch, seq / tp, ...] slices (sp=on)
   int64_t sequenceDim = -1;

@@ -549,7 +549,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0),
         shard == shards.end() ? StringAttr() : builder.getStringAttr(shard->second.first),
         shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second),
-        splitAxis, splitDim, splitCount);
+        splitAxis, splitDim, splitCount, splitAxis ? split->blocks : DenseI64ArrayAttr());
   }
   for (auto mesh : body.getOps<dist::MeshOp>()) {
     auto i64 = [&](int64_t value) { return builder.getI64IntegerAttr(value); };

@@ -503,7 +503,7 @@ LogicalResult StepBuilder::buildInitParams() {
           builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0),
           builder.getI64IntegerAttr(rt::parameterStreamId(name.str())),
           builder.getI64IntegerAttr(split->dim), builder.getI64IntegerAttr(split->count),
-          split->axis);
+          split->axis, split->count > 1 ? split->blocks : DenseI64ArrayAttr());
     } else if (init == "ones" || init == "zeros") {
       value = tg::FillOp::create(builder, param.getLoc(), type,
                                  builder.getF64FloatAttr(init == "ones" ? 1.0 : 0.0));

@@ -228,7 +228,7 @@ uint32_t parameterStreamId(const std::string &name) {
 }
 
 int64_t fullIndexOfPart(const std::vector<int64_t> &local, int64_t dim, int64_t parts, int64_t part,
-                        int64_t index) {
+                        int64_t index, const std::vector<int64_t> &blocks) {
   if (parts <= 1) {
     return index;
   }
@@ -238,7 +238,19 @@ int64_t fullIndexOfPart(const std::vector<int64_t> &local, int64_t dim, int64_t 
   }
   int64_t rows = local[dim];
   int64_t outer = index / (rows * inner), row = (index / inner) % rows, column = index % inner;
-  return (outer * rows * parts + part * rows + row) * inner + column;
+  // The row of the full dim: the block this local row falls in, then its slice of the block.
+  int64_t fullRow = part * rows + row;
+  int64_t blockStart = 0, localStart = 0;
+  for (int64_t block : blocks) {
+    int64_t localRows = block / parts;
+    if (row < localStart + localRows) {
+      fullRow = blockStart + part * localRows + (row - localStart);
+      break;
+    }
+    blockStart += block;
+    localStart += localRows;
+  }
+  return (outer * rows * parts + fullRow) * inner + column;
 }
 
 } // namespace mlperf::rt

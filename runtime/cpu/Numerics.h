@@ -49,9 +49,12 @@ double philoxNormal(uint64_t seed, uint32_t streamId, uint64_t index);
 uint32_t parameterStreamId(const std::string &name);
 
 /// The flat index in the full tensor of element `index` of part `part` of a tensor split
-/// into `parts` equal parts along `dim` (`local` is the part's shape).
+/// into `parts` equal parts along `dim` (`local` is the part's shape). With `blocks` (full
+/// sizes adding up to the dim, each a multiple of `parts`), the dim is the concatenation of
+/// those blocks and each block is split on its own: the part holds the `part`-th slice of
+/// every block, in block order (a fused q|k|v projection over tensor-parallel ranks).
 int64_t fullIndexOfPart(const std::vector<int64_t> &local, int64_t dim, int64_t parts, int64_t part,
-                        int64_t index);
+                        int64_t index, const std::vector<int64_t> &blocks = {});
 
 } // namespace mlperf::rt
 

@@ -246,15 +246,16 @@ Status Dispatch::run(std::string_view op) {
     int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
     int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
     int64_t part = parts > 1 ? integer("part_index") : 0;
+    const std::vector<int64_t> *blocks = attributes.getInts("part_blocks");
     uint64_t seed = static_cast<uint64_t>(in(0).ints[0]);
     auto stream = static_cast<uint32_t>(integer("stream"));
     double stddev = real("std");
     HostTensor &result = out();
     for (int64_t i = 0; i < result.numElements(); ++i) {
-      double drawn =
-          stddev *
-          philoxNormal(seed, stream,
-                       static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i)));
+      double drawn = stddev * philoxNormal(seed, stream,
+                                           static_cast<uint64_t>(fullIndexOfPart(
+                                               result.shape, dim, parts, part, i,
+                                               blocks ? *blocks : std::vector<int64_t>{})));
       result.values[i] = static_cast<float>(roundTo(result.dtype, drawn));
     }
   } else if (op == "local_shard") {

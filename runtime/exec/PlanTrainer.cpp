@@ -229,17 +229,14 @@ std::vector<int64_t> PlanTrainer::fullShape(const plan::StateTensor &parameter,
   return local;
 }
 
-int64_t PlanTrainer::fullIndex(const plan::StateTensor &parameter,
-                               const std::vector<int64_t> &local, int64_t index) const {
-  return fullIndexOfPart(local, parameter.split_dim(), parameter.split_count(),
-                         parameter.split_count() > 1 ? splitIndex(parameter) : 0, index);
-}
-
 HostTensor PlanTrainer::splitSlice(const plan::StateTensor &parameter, const HostTensor &full,
                                    const std::vector<int64_t> &local) const {
   HostTensor slice = HostTensor::zeros(full.dtype, local);
+  int64_t part = parameter.split_count() > 1 ? splitIndex(parameter) : 0;
+  std::vector<int64_t> blocks(parameter.split_blocks().begin(), parameter.split_blocks().end());
   for (int64_t i = 0; i < slice.numElements(); ++i) {
-    slice.values[i] = full.values[fullIndex(parameter, local, i)];
+    slice.values[i] = full.values[fullIndexOfPart(local, parameter.split_dim(),
+                                                  parameter.split_count(), part, i, blocks)];
   }
   return slice;
 }

@@ -65,13 +65,11 @@ private:
   static constexpr uint32_t kNoBuffer = ~0u;
   PlanTrainer(const plan::Plan &plan, Backend &backend, Communicator &communicator)
       : plan(plan), backend(backend), communicator(communicator) {}
-  /// Tensor parallelism: this rank's part index, the full shape of a split parameter, the
-  /// full parameter's flat index of element `index` of this rank's slice, and the slice.
+  /// Tensor parallelism: this rank's part index, the full shape of a split parameter, and
+  /// this rank's slice of the full parameter (of each of its blocks).
   int64_t splitIndex(const plan::StateTensor &parameter) const;
   std::vector<int64_t> fullShape(const plan::StateTensor &parameter,
                                  std::vector<int64_t> local) const;
-  int64_t fullIndex(const plan::StateTensor &parameter, const std::vector<int64_t> &local,
-                    int64_t index) const;
   HostTensor splitSlice(const plan::StateTensor &parameter, const HostTensor &full,
                         const std::vector<int64_t> &local) const;
   /// Writes `shape`'s elements of `source` from `first` on into integer buffer `id` (none:

@@ -324,6 +324,19 @@ std::string Checker::run() {
       expect(dim < 0 || members == parts->i(), "a random_normal in " + std::to_string(parts->i()) +
                                                    " parts needs a mesh axis of " +
                                                    std::to_string(parts->i()) + " ranks");
+      // Blocks: full sizes adding up to the split dim, each split into the parts.
+      if (const plan::Attribute *blocks = attribute("part_blocks"); blocks && dim >= 0) {
+        int64_t total = 0;
+        bool divisible = blocks->value_case() == plan::Attribute::kInts;
+        for (int64_t block : blocks->ints().values()) {
+          divisible = divisible && block > 0 && block % parts->i() == 0;
+          total += block;
+        }
+        expect(divisible && total == out()[dim] * parts->i(),
+               "a random_normal's part_blocks must be positive multiples of its " +
+                   std::to_string(parts->i()) + " parts adding up to the full dim " +
+                   std::to_string(dim) + " (" + std::to_string(out()[dim] * parts->i()) + ")");
+      }
     }
     index("stream", int64_t{1} << 32);
   } else if (op == "local_shard") {

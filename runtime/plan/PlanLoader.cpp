@@ -332,6 +332,23 @@ Status validatePlan(const plan::Plan &p) {
                        std::to_string(state.split_dim()) + " over axis '" + state.split_axis() +
                        "', which the mesh or its shape does not have");
       }
+      int64_t total = 0;
+      for (int64_t block : state.split_blocks()) {
+        if (block <= 0 || block % state.split_count() != 0) {
+          return invalid("state tensor '" + state.name() + "' has a split block of " +
+                         std::to_string(block) + ", not a positive multiple of its " +
+                         std::to_string(state.split_count()) + " parts");
+        }
+        total += block;
+      }
+      int64_t fullDim = buffer.shape(static_cast<int>(state.split_dim())) * state.split_count();
+      if (state.split_blocks_size() > 0 && total != fullDim) {
+        return invalid("state tensor '" + state.name() + "' has split blocks adding up to " +
+                       std::to_string(total) + ", not to its full dim of " +
+                       std::to_string(fullDim));
+      }
+    } else if (state.split_blocks_size() > 0) {
+      return invalid("state tensor '" + state.name() + "' has split blocks but is not split");
     }
   }
   for (const plan::StateTensor &state : p.state()) {

@@ -44,10 +44,14 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
   let description = [{
     `#dist.sharding<@mesh, [["dp"], []]>`: one list of mesh axes per tensor dimension; the
     dimension is split over the product of those axes (in order), every other dimension is
-    replicated. A rank holds the slice at its coordinates.
+    replicated. A rank holds the slice at its coordinates. With `blocks` (full sizes adding
+    up to the split dimension), that dimension is the concatenation of the blocks and the
+    rank holds its slice of each, in block order:
+    `#dist.sharding<@mesh, [["tp"], []], blocks = array<i64: 64, 32, 32>>` (a fused q|k|v).
   }];
-  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$dims);
-  let assemblyFormat = "`<` $mesh `,` $dims `>`";
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$dims,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$blocks);
+  let assemblyFormat = "`<` $mesh `,` $dims (`,` `blocks` `=` $blocks^)? `>`";
 }
 
 #endif // MLPERFC_DIALECTS_DIST_IR_DISTBASE_TD

@@ -323,5 +323,6 @@ FailureOr<mlperf::dist::ParameterSplit> mlperf::dist::parameterSplit(tg::ParamOp
     split.dim = static_cast<int64_t>(dim);
     split.count = mesh.getAxisSize(split.axis.getValue());
   }
+  split.blocks = sharding.getBlocks();
   return split;
 }

@@ -32,6 +32,7 @@ namespace mlperf::dist {
 struct ParameterSplit {
   mlir::StringAttr axis;
   int64_t dim = 0, count = 1;
+  mlir::DenseI64ArrayAttr blocks; // the split dim's blocks (a fused tensor), or null
 };
 
 /// The split of `param` from its `dist.sharding` (none without one), or an error at the

@@ -86,12 +86,14 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
                        DefaultValuedAttr<F64Attr, "0.0">:$std,
                        OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count,
                        OptionalAttr<StrAttr>:$split_axis, OptionalAttr<I64Attr>:$split_dim,
-                       OptionalAttr<I64Attr>:$split_count);
+                       OptionalAttr<I64Attr>:$split_count,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_blocks);
   let description = [{
     With `shard_axis` and `shard_count` (ZeRO-1), `master`, `exp_avg` and `exp_avg_sq` are
     1-D shards: this rank's 1/shard_count of the flattened parameter. With `split_axis`,
     `split_dim` and `split_count` (tensor parallelism), the value is this rank's slice of the
-    full parameter along `split_dim`.
+    full parameter along `split_dim` (of each of `split_blocks`, when the dim is made of
+    blocks).
   }];
   let assemblyFormat = "$name attr-dict";
 }

@@ -37,21 +37,21 @@ def TG_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   }];
   let methods = [
     InterfaceMethod<[{
-        The split of the results given `operandDims`: per operand the dim split into `parts`
-        equal slices, or -1 for a replicated operand. The operands already have their local
+        The split of the results given `operands`: per operand the dim split into `parts`
+        equal slices (of each of its blocks), or -1 for a replicated operand. The operands already have their local
         (per-rank) types; the results still have their global ones. Fails with a diagnostic
         on the op when the operands cannot be split that way. A replicated floating-point
         operand of an op with split operands is taken to enter the split region: the pass
         makes its gradient the sum over the axis.
       }],
       "::mlir::FailureOr<::mlperf::tg::SplitRule>", "inferSplit",
-      (ins "::llvm::ArrayRef<int64_t>":$operandDims, "int64_t":$parts)>,
+      (ins "::llvm::ArrayRef<::mlperf::tg::TensorSplit>":$operands, "int64_t":$parts)>,
     InterfaceMethod<[{
         Records on the op that it runs split over mesh axis `axis` (an op whose kernel then
         needs collectives of its own, as the vocab-parallel embedding and cross-entropy do).
       }],
       "void", "applySplit",
-      (ins "::mlir::StringAttr":$axis, "::llvm::ArrayRef<int64_t>":$operandDims),
+      (ins "::mlir::StringAttr":$axis, "::llvm::ArrayRef<::mlperf::tg::TensorSplit>":$operands),
       /*methodBody=*/[{}], /*defaultImplementation=*/[{ return; }]>,
   ];
 }

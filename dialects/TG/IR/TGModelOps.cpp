@@ -217,6 +217,24 @@ LogicalResult ParamOp::verify() {
       return emitOpError() << "shard splits " << splitDims
                            << " dims over 'tp': a parameter splits along one dim";
     }
+    if (std::optional<ArrayRef<int64_t>> blocks = getShardBlocks()) {
+      int64_t dim =
+          llvm::find_if(shard, [](Attribute axes) { return !cast<ArrayAttr>(axes).empty(); }) -
+          shard.begin();
+      int64_t total = 0;
+      for (int64_t block : *blocks) {
+        if (block <= 0) {
+          return emitOpError() << "shard_blocks must be positive sizes, got " << block;
+        }
+        total += block;
+      }
+      if (dim >= getTensorType().getRank() || total != getTensorType().getDimSize(dim)) {
+        return emitOpError() << "shard_blocks add up to " << total
+                             << ", not to the size of the split dim of " << getTensorType();
+      }
+    }
+  } else if (getShardBlocks()) {
+    return emitOpError() << "shard_blocks needs shard to name the split dim";
   }
   return success();
 }

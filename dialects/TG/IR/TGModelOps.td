@@ -117,7 +117,11 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
     `tp`: `[["tp"], []]` splits the rows (a column-parallel linear's output features or an
     embedding's vocabulary), `[[], ["tp"]]` the columns (a row-parallel linear's input
     features). dist-tensor-parallel applies it when tp > 1 and propagates it through the ops'
-    sharding rules; without it the parameter is replicated.
+    sharding rules; without it the parameter is replicated. `shard_blocks` says the split
+    dim is several tensors concatenated, each split on its own: a fused
+    `qkv_proj [q + k + v, hidden]` with `shard_blocks = array<i64: 8192, 1024, 1024>` gives
+    each rank its slice of q, of k and of v (Megatron-LM splits its fused QKV per head group
+    for the same reason).
 
     `layer`: set by tg-inline-layers on each copy of a per-layer parameter, its index in the
     layer stack (`tg.repeat_layers`). dist-pipeline cuts stages on it.
@@ -129,7 +133,9 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<TG_Tensor>:$type, StrAttr:$init,
                        OptionalAttr<F64Attr>:$std, OptionalAttr<I64Attr>:$repeat,
-                       OptionalAttr<ArrayAttr>:$shard, OptionalAttr<I64Attr>:$layer);
+                       OptionalAttr<ArrayAttr>:$shard,
+                       OptionalAttr<DenseI64ArrayAttr>:$shard_blocks,
+                       OptionalAttr<I64Attr>:$layer);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

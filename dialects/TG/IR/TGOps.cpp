@@ -638,6 +638,21 @@ LogicalResult RandomNormalOp::verify() {
                          << " parts (over mesh axis " << (getPartAxis() ? *getPartAxis() : "none")
                          << "), which " << type << " cannot be";
   }
+  if (std::optional<ArrayRef<int64_t>> blocks = getPartBlocks()) {
+    int64_t total = 0;
+    for (int64_t block : *blocks) {
+      if (block <= 0 || block % parts != 0) {
+        return emitOpError() << "part_blocks must be positive multiples of the " << parts
+                             << " parts, got " << block;
+      }
+      total += block;
+    }
+    if (parts < 2 || total != type.getDimSize(dim) * parts) {
+      return emitOpError() << "part_blocks add up to " << total << ", but the full dim " << dim
+                           << " of " << parts << " parts of " << type << " is "
+                           << type.getDimSize(dim) * parts;
+    }
+  }
   int64_t stream = getStreamAttr().getInt();
   if (stream < 0 || stream > static_cast<int64_t>(UINT32_MAX)) {
     return emitOpError() << "stream " << stream << " is not a 32-bit stream id";

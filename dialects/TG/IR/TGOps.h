@@ -26,6 +26,16 @@ namespace mlperf::tg {
 struct SplitRule {
   int64_t resultDim = -1;
   bool partialSum = false;
+  /// Full sizes of the blocks the split dim is made of, each split on its own (a fused q|k|v
+  /// projection's output); empty: one block.
+  llvm::SmallVector<int64_t, 0> blocks;
+};
+
+/// How one operand is split over the mesh axis: along `dim` (-1: whole), of `blocks` as in
+/// SplitRule.
+struct TensorSplit {
+  int64_t dim = -1;
+  llvm::SmallVector<int64_t, 0> blocks;
 };
 } // namespace mlperf::tg
 

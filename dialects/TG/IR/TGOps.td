@@ -297,7 +297,9 @@ def TG_RandomNormalOp : TG_Op<"random_normal", [Pure]> {
     parameter's full Hugging Face name; docs/train-step.md, Initialization). With `parts`
     > 1 the result is part k of a tensor split into `parts` equal parts along `part_dim`, k
     the rank's index along mesh axis `part_axis`, and each element is drawn as its element of
-    the full tensor: every parallel layout initializes the same model.
+    the full tensor: every parallel layout initializes the same model. With `part_blocks`
+    (full sizes adding up to `part_dim`), the dim is those blocks concatenated and part k is
+    the k-th slice of every block (a fused q|k|v projection split over tp).
 
     ```mlir
     %w = tg.random_normal %seed {std = 2.0e-02 : f64, stream = 1234 : i64} : tensor<64x64xbf16>
@@ -305,7 +307,8 @@ def TG_RandomNormalOp : TG_Op<"random_normal", [Pure]> {
   }];
   let arguments = (ins TG_I64Scalar:$seed, F64Attr:$std, I64Attr:$stream,
                        DefaultValuedAttr<I64Attr, "0">:$part_dim,
-                       DefaultValuedAttr<I64Attr, "1">:$parts, OptionalAttr<StrAttr>:$part_axis);
+                       DefaultValuedAttr<I64Attr, "1">:$parts, OptionalAttr<StrAttr>:$part_axis,
+                       OptionalAttr<DenseI64ArrayAttr>:$part_blocks);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$seed attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -15,102 +15,121 @@ using namespace mlperf::tg;
 
 namespace {
 
-/// The single split dim shared by every operand, or -1 when they are all replicated. Fails
-/// when operands are split differently (or some are replicated and some not): element-wise
-/// ops combine elements at the same index, so every operand must hold the same slice.
-FailureOr<int64_t> commonSplit(Operation *op, ArrayRef<int64_t> dims) {
-  int64_t dim = dims.empty() ? -1 : dims.front();
-  for (auto [index, operandDim] : llvm::enumerate(dims)) {
-    if (operandDim != dim) {
-      return op->emitOpError() << "operands split differently (operand 0 along dim " << dim
-                               << ", operand " << index << " along dim " << operandDim
+SplitRule split(int64_t dim, ArrayRef<int64_t> blocks = {}) {
+  SplitRule rule;
+  rule.resultDim = dim;
+  rule.blocks.assign(blocks.begin(), blocks.end());
+  return rule;
+}
+
+SplitRule partialSum() {
+  SplitRule rule;
+  rule.partialSum = true;
+  return rule;
+}
+
+/// The split shared by every operand, or whole when they are all whole. Fails when operands
+/// are split differently (or some are whole and some not): element-wise ops combine elements
+/// at the same index, so every operand must hold the same slice.
+FailureOr<SplitRule> elementwise(Operation *op, ArrayRef<TensorSplit> operands) {
+  const TensorSplit &first = operands.front();
+  for (auto [index, operand] : llvm::enumerate(operands)) {
+    if (operand.dim != first.dim || operand.blocks != first.blocks) {
+      return op->emitOpError() << "operands split differently (operand 0 along dim " << first.dim
+                               << ", operand " << index << " along dim " << operand.dim
                                << "; -1: whole)";
     }
   }
-  return dim;
-}
-
-FailureOr<SplitRule> elementwise(Operation *op, ArrayRef<int64_t> dims) {
-  FailureOr<int64_t> dim = commonSplit(op, dims);
-  if (failed(dim)) {
-    return failure();
-  }
-  return SplitRule{*dim, false};
+  return split(first.dim, first.blocks);
 }
 
 /// An element-wise rule that may not split `forbidden` dims (the dim a softmax normalizes,
 /// the positions a rotary embedding or causal mask reads from the index).
-FailureOr<SplitRule> elementwiseExcept(Operation *op, ArrayRef<int64_t> dims,
+FailureOr<SplitRule> elementwiseExcept(Operation *op, ArrayRef<TensorSplit> operands,
                                        ArrayRef<int64_t> forbidden, StringRef why) {
-  FailureOr<SplitRule> rule = elementwise(op, dims);
+  FailureOr<SplitRule> rule = elementwise(op, operands);
   if (succeeded(rule) && llvm::is_contained(forbidden, rule->resultDim)) {
     return op->emitOpError() << "cannot be split along dim " << rule->resultDim << ": " << why;
   }
   return rule;
 }
 
+/// Refuses an operand made of blocks where the op needs one contiguous split.
+LogicalResult contiguous(Operation *op, const TensorSplit &operand, StringRef why) {
+  if (operand.blocks.empty()) {
+    return success();
+  }
+  return op->emitOpError() << "cannot take an operand split by blocks (a fused tensor) along "
+                              "dim "
+                           << operand.dim << ": " << why;
+}
+
 int64_t rankOf(Value value) { return cast<RankedTensorType>(value.getType()).getRank(); }
 
 } // namespace
 
-FailureOr<SplitRule> AddOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  return elementwise(*this, dims);
+FailureOr<SplitRule> AddOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return elementwise(*this, operands);
 }
-FailureOr<SplitRule> MulOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  return elementwise(*this, dims);
+FailureOr<SplitRule> MulOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return elementwise(*this, operands);
 }
-FailureOr<SplitRule> ScaleOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  return elementwise(*this, dims);
+FailureOr<SplitRule> ScaleOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return elementwise(*this, operands);
 }
-FailureOr<SplitRule> SiluOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  return elementwise(*this, dims);
+FailureOr<SplitRule> SiluOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return elementwise(*this, operands);
 }
-FailureOr<SplitRule> ConvertOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  return elementwise(*this, dims);
+FailureOr<SplitRule> ConvertOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return elementwise(*this, operands);
 }
 
-FailureOr<SplitRule> RopeOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
+FailureOr<SplitRule> RopeOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   // [batch, seq, heads, head_dim]: the angle depends on the position and rotates pairs of
   // head_dim entries, so only batch and heads split.
-  return elementwiseExcept(*this, dims, {1, 3},
+  return elementwiseExcept(*this, operands, {1, 3},
                            "a rotary embedding reads positions (dim 1) and pairs head_dim "
                            "entries (dim 3)");
 }
 
-FailureOr<SplitRule> CausalMaskOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
+FailureOr<SplitRule> CausalMaskOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   int64_t rank = rankOf(getInput());
-  return elementwiseExcept(*this, dims, {rank - 2, rank - 1},
+  return elementwiseExcept(*this, operands, {rank - 2, rank - 1},
                            "the mask compares query and key positions");
 }
 
-FailureOr<SplitRule> SoftmaxOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  return elementwiseExcept(*this, dims, {static_cast<int64_t>(getDim())},
+FailureOr<SplitRule> SoftmaxOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return elementwiseExcept(*this, operands, {static_cast<int64_t>(getDim())},
                            "the softmax normalizes over it");
 }
 
-FailureOr<SplitRule> RMSNormOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  // Normalizes over the last dim with a weight along it: rows split, the weight replicated.
-  int64_t input = dims[0], weight = dims[1];
-  if (weight >= 0 || input == rankOf(getInput()) - 1) {
+FailureOr<SplitRule> RMSNormOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  // Normalizes over the last dim with a weight along it: rows split, the weight whole.
+  const TensorSplit &input = operands[0], &weight = operands[1];
+  if (weight.dim >= 0 || input.dim == rankOf(getInput()) - 1) {
     return emitOpError() << "normalizes over the last dim: only the rows of its input can be "
                             "split, and its weight is whole (input split along dim "
-                         << input << ", weight along dim " << weight << ")";
+                         << input.dim << ", weight along dim " << weight.dim << ")";
   }
-  return SplitRule{input, false};
+  return split(input.dim, input.blocks);
 }
 
-FailureOr<SplitRule> TransposeOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  if (dims[0] < 0) {
+FailureOr<SplitRule> TransposeOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  const TensorSplit &input = operands[0];
+  if (input.dim < 0) {
     return SplitRule{};
   }
   ArrayRef<int64_t> permutation = getPermutation();
-  return SplitRule{llvm::find(permutation, dims[0]) - permutation.begin(), false};
+  return split(llvm::find(permutation, input.dim) - permutation.begin(), input.blocks);
 }
 
-FailureOr<SplitRule> ReshapeOp::inferSplit(ArrayRef<int64_t> dims, int64_t parts) {
-  int64_t dim = dims[0];
+FailureOr<SplitRule> ReshapeOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t parts) {
+  int64_t dim = operands[0].dim;
   if (dim < 0) {
     return SplitRule{};
+  }
+  if (failed(contiguous(*this, operands[0], "split the fused tensor into its parts first"))) {
+    return failure();
   }
   auto input = cast<RankedTensorType>(getInput().getType());
   auto result = cast<RankedTensorType>(getType());
@@ -124,43 +143,66 @@ FailureOr<SplitRule> ReshapeOp::inferSplit(ArrayRef<int64_t> dims, int64_t parts
       return emitOpError() << parts << " ranks do not divide the " << out[dim] << " groups of dim "
                            << dim << " (" << result << "): each rank must hold whole groups";
     }
-    return SplitRule{dim, false};
+    return split(dim);
   }
   // [.., H / parts, d] -> [.., H·d / parts]
   if (sameLeading && out.size() + 1 == in.size() && dim + 1 < input.getRank() &&
       out[dim] == whole * in[dim + 1]) {
-    return SplitRule{dim, false};
+    return split(dim);
   }
   return emitOpError() << "has no split rule for an input split " << parts << " ways along dim "
                        << dim << " (" << input << " -> " << result
                        << "): only splitting or merging the split dim with the dim after it";
 }
 
-FailureOr<SplitRule> RepeatOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
+FailureOr<SplitRule> RepeatOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   // Repeating along the split dim repeats each rank's slice: grouped-query attention's kv
   // heads stay with the query heads they serve when both split by the same count.
-  return SplitRule{dims[0], false};
-}
-
-FailureOr<SplitRule> SplitOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  if (dims[0] >= 0 && dims[0] == static_cast<int64_t>(getDim())) {
-    return emitOpError() << "cannot split pieces out of dim " << dims[0]
-                         << " while that dim is split over ranks";
+  const TensorSplit &input = operands[0];
+  if (input.dim == static_cast<int64_t>(getDim()) &&
+      failed(contiguous(*this, input, "repeating it would interleave the blocks"))) {
+    return failure();
   }
-  return SplitRule{dims[0], false};
+  return split(input.dim, input.blocks);
 }
 
-FailureOr<SplitRule> ConcatOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  FailureOr<SplitRule> rule = elementwise(*this, dims);
-  if (succeeded(rule) && rule->resultDim == static_cast<int64_t>(getDim())) {
-    return emitOpError() << "cannot concatenate along dim " << rule->resultDim
-                         << " while that dim is split over ranks";
+FailureOr<SplitRule> SplitOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  const TensorSplit &input = operands[0];
+  if (input.dim < 0 || input.dim != static_cast<int64_t>(getDim())) {
+    return split(input.dim, input.blocks); // every piece split as the input
   }
-  return rule;
+  // Pieces of the split dim: each piece must be one of the blocks, which every rank holds a
+  // slice of (q, k and v out of a fused projection); a contiguous split would give a rank
+  // rows of one piece only.
+  if (ArrayRef<int64_t>(input.blocks) != getSizes()) {
+    return emitOpError() << "splits dim " << input.dim
+                         << " into pieces while that dim is split over ranks: declare the "
+                            "pieces as the parameter's shard_blocks so each rank holds a slice "
+                            "of every piece";
+  }
+  return split(input.dim);
 }
 
-FailureOr<SplitRule> MatmulOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  int64_t lhs = dims[0], rhs = dims[1];
+FailureOr<SplitRule> ConcatOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t parts) {
+  int64_t dim = static_cast<int64_t>(getDim());
+  FailureOr<SplitRule> rule = elementwise(*this, operands);
+  if (failed(rule) || rule->resultDim != dim) {
+    return rule;
+  }
+  if (!rule->blocks.empty()) {
+    return emitOpError() << "cannot concatenate tensors split by blocks along dim " << dim;
+  }
+  // Each operand's slice, in order: the result is made of the operands as blocks.
+  SplitRule blocks = split(dim);
+  for (Value input : getInputs()) {
+    blocks.blocks.push_back(cast<RankedTensorType>(input.getType()).getDimSize(dim) * parts);
+  }
+  return blocks;
+}
+
+FailureOr<SplitRule> MatmulOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  const TensorSplit &lhsSplit = operands[0], &rhsSplit = operands[1];
+  int64_t lhs = lhsSplit.dim, rhs = rhsSplit.dim;
   int64_t lhsRank = rankOf(getLhs()), rhsRank = rankOf(getRhs());
   int64_t rank = rankOf(getResult());
   // The contraction (K) dims and the free dims (M of lhs, N of rhs) of each operand.
@@ -169,16 +211,20 @@ FailureOr<SplitRule> MatmulOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
   int64_t rhsK = getTransposeRhs() ? rhsRank - 1 : rhsRank - 2;
   int64_t rhsN = getTransposeRhs() ? rhsRank - 2 : rhsRank - 1;
   if (lhs < 0 && rhs == rhsN) {
-    return SplitRule{rank - 1, false}; // column-parallel: output features split
+    return split(rank - 1, rhsSplit.blocks); // column-parallel: output features split
   }
   if (lhs == lhsK && rhs == rhsK) {
-    return SplitRule{-1, true}; // row-parallel: each rank sums its slice of K
+    if (lhsSplit.blocks != rhsSplit.blocks) {
+      return emitOpError() << "contracts operands whose split dims are made of different blocks";
+    }
+    return partialSum(); // row-parallel: each rank sums its slice of K
   }
   if (lhs == lhsM && rhs < 0) {
-    return SplitRule{rank - 2, false};
+    return split(rank - 2, lhsSplit.blocks);
   }
-  if (lhs >= 0 && lhs < lhsRank - 2 && (rhs == lhs || (rhs < 0 && rhsRank == 2))) {
-    return SplitRule{lhs, false}; // batch (attention heads) split on both, or a shared weight
+  if (lhs >= 0 && lhs < lhsRank - 2 &&
+      ((rhs == lhs && lhsSplit.blocks == rhsSplit.blocks) || (rhs < 0 && rhsRank == 2))) {
+    return split(lhs, lhsSplit.blocks); // batch (attention heads) split on both
   }
   return emitOpError() << "has no split rule for lhs split along dim " << lhs
                        << " and rhs along dim " << rhs
@@ -187,35 +233,43 @@ FailureOr<SplitRule> MatmulOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
                           "dim of both";
 }
 
-FailureOr<SplitRule> EmbeddingOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  int64_t table = dims[0], ids = dims[1];
-  if (ids >= 0) {
+FailureOr<SplitRule> EmbeddingOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  const TensorSplit &table = operands[0], &ids = operands[1];
+  if (ids.dim >= 0) {
     return emitOpError() << "looks up whole token ids: they cannot be split here";
   }
-  if (table == 0) {
-    return SplitRule{-1, true}; // vocab-parallel: rows other ranks hold contribute zero
+  if (table.dim == 0) {
+    // Vocab-parallel: rows other ranks hold contribute zero; a rank's rows are one range.
+    if (failed(contiguous(*this, table, "a rank's vocabulary is one range of ids"))) {
+      return failure();
+    }
+    return partialSum();
   }
-  return SplitRule{table < 0 ? -1 : rankOf(getResult()) - 1, false};
+  return table.dim < 0 ? SplitRule{} : split(rankOf(getResult()) - 1, table.blocks);
 }
 
-void EmbeddingOp::applySplit(StringAttr axis, ArrayRef<int64_t> dims) {
-  if (dims[0] == 0) {
+void EmbeddingOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands) {
+  if (operands[0].dim == 0) {
     setVocabShardAxisAttr(axis);
   }
 }
 
-FailureOr<SplitRule> CrossEntropyOp::inferSplit(ArrayRef<int64_t> dims, int64_t) {
-  int64_t logits = dims[0];
-  if (dims[1] >= 0 || (logits >= 0 && logits != rankOf(getLogits()) - 1)) {
+FailureOr<SplitRule> CrossEntropyOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  int64_t logits = operands[0].dim, labels = operands[1].dim;
+  if (labels >= 0 || (logits >= 0 && logits != rankOf(getLogits()) - 1)) {
     return emitOpError() << "can only be split along the vocabulary (the last dim of the "
                             "logits), got logits along dim "
-                         << logits << " and labels along dim " << dims[1];
+                         << logits << " and labels along dim " << labels;
+  }
+  if (logits >= 0 &&
+      failed(contiguous(*this, operands[0], "a rank's vocabulary is one range of ids"))) {
+    return failure();
   }
   return SplitRule{}; // the vocab-parallel loss is the whole loss on every rank
 }
 
-void CrossEntropyOp::applySplit(StringAttr axis, ArrayRef<int64_t> dims) {
-  if (dims[0] >= 0) {
+void CrossEntropyOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands) {
+  if (operands[0].dim >= 0) {
     setVocabShardAxisAttr(axis);
   }
 }
