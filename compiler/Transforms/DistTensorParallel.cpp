@@ -146,6 +146,9 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       param->setAttr("dist.sharding",
                      dist::ShardingAttr::get(context, FlatSymbolRefAttr::get(context, kMesh),
                                              param.getShardAttr(), param.getShardBlocksAttr()));
+      // The declaration is applied: dist.sharding now says how the (local) type is split.
+      param.removeShardAttr();
+      param.removeShardBlocksAttr();
       splitOfParam[param.getSymName()] = split;
     }
     return success();
@@ -243,7 +246,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
           op.setOperand(index, enter(operand, &op));
         }
       }
-      rule.applySplit(tpAxis, operandSplits);
+      rule.applySplit(tpAxis, operandSplits, tp);
       if (split->partialSum) {
         leave(op.getResult(0)); // Megatron's g: the sum over tp of the partial results
         continue;

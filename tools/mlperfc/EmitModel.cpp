@@ -8,7 +8,7 @@
 
 #include "Commands.h"
 
-#include "compiler/Models/Llama3.h"
+#include "compiler/Models/Llama.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
 #include "mlir/IR/MLIRContext.h"
@@ -21,20 +21,23 @@ namespace cl = llvm::cl;
 namespace mlperf::cli {
 
 cl::SubCommand emitModelCommand("emit-model",
-                                "Write a model declaration (family llama3) for any consistent "
+                                "Write a model declaration (family llama3 or llama2) for any "
+                                "consistent "
                                 "configuration");
 
 static cl::opt<std::string> emitFamily(cl::Positional, cl::Required, cl::sub(emitModelCommand),
                                        cl::desc("<family>"), cl::cat(mlperfcCategory()));
 static cl::opt<std::string>
-    emitPreset("preset", cl::sub(emitModelCommand), cl::init("llama31_8b"),
-               cl::desc("Starting configuration: llama31_8b, llama31_405b or llama31_8b_tiny"),
+    emitPreset("preset", cl::sub(emitModelCommand), cl::init(""),
+               cl::desc("Starting configuration: llama3: llama31_8b (default), llama31_405b, "
+                        "llama31_8b_tiny; llama2: llama2_70b (default), llama2_70b_tiny"),
                cl::cat(mlperfcCategory()));
 static cl::list<std::string> emitSettings(
     "set", cl::sub(emitModelCommand), cl::value_desc("key=value,..."),
     cl::desc("Override fields (repeatable). Keys: name layers hidden heads kv_heads ffn vocab "
              "seq rope_theta rope_scaling rope_factor rope_low_freq_factor "
-             "rope_high_freq_factor rope_original_max_position norm_eps dtype init init_std gbs "
+             "rope_high_freq_factor rope_original_max_position norm_eps fused_qkv dtype init "
+             "init_std gbs "
              "micro_batch lr end_lr warmup_steps max_steps decay_steps beta1 beta2 adam_eps "
              "weight_decay weight_decay_params clip benchmark eval_every eval_samples "
              "target_metric target"),
@@ -50,26 +53,26 @@ static int fail(const llvm::Twine &message) {
 }
 
 int runEmitModel() {
-  if (emitFamily != "llama3") {
-    return fail("unknown model family '" + emitFamily + "' (known: llama3)");
-  }
-  llvm::Expected<models::Llama3Config> config = models::llama3Preset(emitPreset);
+  std::vector<std::string> familyPresets = models::llamaPresetNames(emitFamily);
+  std::string preset =
+      emitPreset.empty() && !familyPresets.empty() ? familyPresets.front() : emitPreset.getValue();
+  llvm::Expected<models::LlamaConfig> config = models::llamaPreset(emitFamily, preset);
   if (!config) {
     return fail(llvm::toString(config.takeError()));
   }
   std::string settings = llvm::join(emitSettings, ",");
-  if (llvm::Error error = models::applyLlama3Settings(*config, settings)) {
+  if (llvm::Error error = models::applyLlamaSettings(*config, settings)) {
     return fail(llvm::toString(std::move(error)));
   }
-  if (llvm::Error error = models::validateLlama3Config(*config)) {
+  if (llvm::Error error = models::validateLlamaConfig(*config)) {
     return fail(llvm::toString(std::move(error)));
   }
 
-  std::string commandLine = "mlperfc emit-model llama3 --preset " + emitPreset;
+  std::string commandLine = "mlperfc emit-model " + emitFamily + " --preset " + preset;
   if (!settings.empty()) {
     commandLine += " --set " + settings;
   }
-  std::string text = models::emitLlama3(*config, commandLine);
+  std::string text = models::emitLlama(*config, commandLine);
 
   // Verify before writing: the IR verifier owns the cross-field rules (divisibility, eval
   // cadence, schedule consistency) and names the offending field.

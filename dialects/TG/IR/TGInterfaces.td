@@ -47,11 +47,13 @@ def TG_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       "::mlir::FailureOr<::mlperf::tg::SplitRule>", "inferSplit",
       (ins "::llvm::ArrayRef<::mlperf::tg::TensorSplit>":$operands, "int64_t":$parts)>,
     InterfaceMethod<[{
-        Records on the op that it runs split over mesh axis `axis` (an op whose kernel then
-        needs collectives of its own, as the vocab-parallel embedding and cross-entropy do).
+        Records on the op that it runs split into `parts` over mesh axis `axis`: an op whose
+        kernel then needs collectives of its own (the vocab-parallel embedding and
+        cross-entropy), or whose attributes count elements of the split dim (tg.split's sizes).
       }],
       "void", "applySplit",
-      (ins "::mlir::StringAttr":$axis, "::llvm::ArrayRef<::mlperf::tg::TensorSplit>":$operands),
+      (ins "::mlir::StringAttr":$axis, "::llvm::ArrayRef<::mlperf::tg::TensorSplit>":$operands,
+           "int64_t":$parts),
       /*methodBody=*/[{}], /*defaultImplementation=*/[{ return; }]>,
   ];
 }

@@ -531,7 +531,7 @@ def TG_ReshapeOp : TG_Op<"reshape", [DeclareOpInterfaceMethods<TG_VJPOpInterface
 }
 
 def TG_SplitOp : TG_Op<"split", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
-    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptor]> {
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface, ["applySplit"]>, Pure, InferTypeOpAdaptor]> {
   let summary = "Splits a tensor into consecutive pieces along one dimension";
   let description = [{
     Result `j` holds the `sizes[j]` slices along `dim` that follow those of results `0..j-1`;

@@ -183,6 +183,16 @@ FailureOr<SplitRule> SplitOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t
   return split(input.dim);
 }
 
+void SplitOp::applySplit(StringAttr, ArrayRef<TensorSplit> operands, int64_t parts) {
+  if (operands[0].dim == static_cast<int64_t>(getDim())) {
+    SmallVector<int64_t> local;
+    for (int64_t size : getSizes()) {
+      local.push_back(size / parts); // each piece is a block every rank holds a slice of
+    }
+    setSizes(local);
+  }
+}
+
 FailureOr<SplitRule> ConcatOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t parts) {
   int64_t dim = static_cast<int64_t>(getDim());
   FailureOr<SplitRule> rule = elementwise(*this, operands);
@@ -248,7 +258,7 @@ FailureOr<SplitRule> EmbeddingOp::inferSplit(ArrayRef<TensorSplit> operands, int
   return table.dim < 0 ? SplitRule{} : split(rankOf(getResult()) - 1, table.blocks);
 }
 
-void EmbeddingOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands) {
+void EmbeddingOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands, int64_t) {
   if (operands[0].dim == 0) {
     setVocabShardAxisAttr(axis);
   }
@@ -268,7 +278,7 @@ FailureOr<SplitRule> CrossEntropyOp::inferSplit(ArrayRef<TensorSplit> operands, 
   return SplitRule{}; // the vocab-parallel loss is the whole loss on every rank
 }
 
-void CrossEntropyOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands) {
+void CrossEntropyOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands, int64_t) {
   if (operands[0].dim >= 0) {
     setVocabShardAxisAttr(axis);
   }

@@ -1,6 +1,6 @@
-//===- Llama3.cpp - Llama 3 family model declarations -----------*- C++ -*-===//
+//===- Llama.cpp - Llama 3 family model declarations -----------*- C++ -*-===//
 
-#include "compiler/Models/Llama3.h"
+#include "compiler/Models/Llama.h"
 
 #include "dialects/TG/IR/TGUtils.h"
 
@@ -31,8 +31,9 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Llama 3.1 8B as the MLPerf Training v6.0 reference runs it (shared/reference/MLPERF.md).
 /// Tunables default to the RCP entry for GBS 32: LR 8e-4, 4096 warmup samples = 128 steps.
-Llama3Config llama31_8b() {
-  Llama3Config c;
+LlamaConfig llama31_8b() {
+  LlamaConfig c;
+  c.family = "llama3";
   c.name = "llama31_8b";
   c.description = "Llama 3.1 8B: MLPerf Training v6.0 `llama31_8b`, closed division";
   c.layers = 32;
@@ -85,7 +86,7 @@ constexpr RcpEntry kLlama31_8bRcps[] = {
 
 /// The 405B reference's batch-dependent rules: LR = 8e-5 GBS/1152, warmup ceil(8000 x
 /// 1152/GBS), cosine horizon ceil(1.2M x 1152/GBS) steps, end LR 8e-7.
-void apply405BBatchRules(Llama3Config &c, bool lrSet, bool warmupSet, bool maxStepsSet) {
+void apply405BBatchRules(LlamaConfig &c, bool lrSet, bool warmupSet, bool maxStepsSet) {
   if (!lrSet) {
     c.lr = 8e-5 * static_cast<double>(c.gbs) / 1152.0;
   }
@@ -98,8 +99,8 @@ void apply405BBatchRules(Llama3Config &c, bool lrSet, bool warmupSet, bool maxSt
 }
 
 /// Llama 3.1 405B: continual pretraining from Meta's checkpoint; only GBS is tunable.
-Llama3Config llama31_405b() {
-  Llama3Config c = llama31_8b();
+LlamaConfig llama31_405b() {
+  LlamaConfig c = llama31_8b();
   c.name = "llama31_405b";
   c.description = "Llama 3.1 405B: MLPerf Training v6.0 `llama31_405b`, closed division";
   c.layers = 126;
@@ -120,8 +121,8 @@ Llama3Config llama31_405b() {
 }
 
 /// The 8B declaration at test sizes: same structure and hyperparameters, small shapes.
-Llama3Config llama31_8bTiny() {
-  Llama3Config c = llama31_8b();
+LlamaConfig llama31_8bTiny() {
+  LlamaConfig c = llama31_8b();
   c.name = "llama31_8b_tiny";
   c.description = "Llama 3.1 8B structure at test sizes (not a benchmark configuration)";
   c.layers = 2;
@@ -134,20 +135,85 @@ Llama3Config llama31_8bTiny() {
   return c;
 }
 
-const std::map<std::string, std::function<Llama3Config()>> &presets() {
-  static const std::map<std::string, std::function<Llama3Config()>> table = {
-      {"llama31_8b", llama31_8b},
-      {"llama31_405b", llama31_405b},
-      {"llama31_8b_tiny", llama31_8bTiny},
-  };
+/// Llama 2 70B with the fused-QKV layout of the MLPerf `llama2_70b_lora` checkpoint
+/// (shared/reference/BENCHMARKS.md) and that benchmark's optimizer, schedule and target.
+/// Every parameter is trainable here: the benchmark's frozen base and LoRA adapters are not
+/// part of this declaration.
+LlamaConfig llama2_70b() {
+  LlamaConfig c = llama31_8b();
+  c.family = "llama2";
+  c.name = "llama2_70b";
+  c.description = "Llama 2 70B structure (fused qkv_proj) with the MLPerf `llama2_70b_lora` "
+                  "hyperparameters; all parameters trainable, no LoRA adapters";
+  c.layers = 80;
+  c.hidden = 8192;
+  c.heads = 64;
+  c.kvHeads = 8;
+  c.ffn = 28672;
+  c.vocab = 32000;
+  c.seq = 8192;
+  c.ropeTheta = 10000.0;
+  c.ropeScaling = false;
+  c.fusedQkv = true;
+  c.init = "checkpoint";
+  c.gbs = 8;
+  c.lr = 4e-4;
+  c.endLr = 0.0; // cosine to zero, no warmup
+  c.warmupSteps = 0;
+  c.maxSteps = 1024;
+  c.decaySteps = 1024;
+  c.beta2 = 0.999;
+  c.adamEps = 1e-8;
+  c.weightDecay = 1e-4;
+  c.clip = 0.3;
+  c.benchmark = "llama2_70b_lora";
+  c.evalEvery = 384;
+  c.evalSamples = 173;
+  c.targetMetric = "eval_loss";
+  c.target = 0.925;
+  return c;
+}
+
+/// The 70B structure at test sizes (fused qkv_proj, GQA), randomly initialized.
+LlamaConfig llama2_70bTiny() {
+  LlamaConfig c = llama2_70b();
+  c.name = "llama2_70b_tiny";
+  c.description = "Llama 2 70B structure (fused qkv_proj) at test sizes (not a benchmark "
+                  "configuration)";
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.ffn = 160;
+  c.vocab = 256;
+  c.seq = 32;
+  c.init = "random";
+  c.gbs = 32;
+  c.evalEvery = 384;
+  c.evalSamples = 16;
+  return c;
+}
+
+/// Presets by family, the family's default first.
+const std::map<std::string, std::vector<std::pair<std::string, std::function<LlamaConfig()>>>> &
+presets() {
+  static const std::map<std::string,
+                        std::vector<std::pair<std::string, std::function<LlamaConfig()>>>>
+      table = {
+          {"llama3",
+           {{"llama31_8b", llama31_8b},
+            {"llama31_405b", llama31_405b},
+            {"llama31_8b_tiny", llama31_8bTiny}}},
+          {"llama2", {{"llama2_70b", llama2_70b}, {"llama2_70b_tiny", llama2_70bTiny}}},
+      };
   return table;
 }
 
 /// A setter parses the value and stores it; it returns an error naming the problem.
-using Setter = std::function<Error(Llama3Config &, StringRef)>;
+using Setter = std::function<Error(LlamaConfig &, StringRef)>;
 
-Setter intField(int64_t Llama3Config::*field) {
-  return [field](Llama3Config &c, StringRef value) -> Error {
+Setter intField(int64_t LlamaConfig::*field) {
+  return [field](LlamaConfig &c, StringRef value) -> Error {
     int64_t parsed;
     if (value.getAsInteger(10, parsed)) {
       return makeError("expected an integer, got '" + value + "'");
@@ -157,8 +223,8 @@ Setter intField(int64_t Llama3Config::*field) {
   };
 }
 
-Setter floatField(double Llama3Config::*field) {
-  return [field](Llama3Config &c, StringRef value) -> Error {
+Setter floatField(double LlamaConfig::*field) {
+  return [field](LlamaConfig &c, StringRef value) -> Error {
     double parsed;
     if (value.getAsDouble(parsed) || !std::isfinite(parsed)) {
       return makeError("expected a finite number, got '" + value + "'");
@@ -168,8 +234,8 @@ Setter floatField(double Llama3Config::*field) {
   };
 }
 
-Setter choiceField(std::string Llama3Config::*field, std::vector<std::string> choices) {
-  return [field, choices](Llama3Config &c, StringRef value) -> Error {
+Setter choiceField(std::string LlamaConfig::*field, std::vector<std::string> choices) {
+  return [field, choices](LlamaConfig &c, StringRef value) -> Error {
     if (!choices.empty() && !llvm::is_contained(choices, value)) {
       return makeError("expected one of " + llvm::join(choices, ", ") + ", got '" + value + "'");
     }
@@ -183,49 +249,57 @@ Setter choiceField(std::string Llama3Config::*field, std::vector<std::string> ch
 
 const std::map<std::string, Setter> &setters() {
   static const std::map<std::string, Setter> table = {
-      {"name", choiceField(&Llama3Config::name, {})},
-      {"layers", intField(&Llama3Config::layers)},
-      {"hidden", intField(&Llama3Config::hidden)},
-      {"heads", intField(&Llama3Config::heads)},
-      {"kv_heads", intField(&Llama3Config::kvHeads)},
-      {"ffn", intField(&Llama3Config::ffn)},
-      {"vocab", intField(&Llama3Config::vocab)},
-      {"seq", intField(&Llama3Config::seq)},
-      {"rope_theta", floatField(&Llama3Config::ropeTheta)},
+      {"name", choiceField(&LlamaConfig::name, {})},
+      {"layers", intField(&LlamaConfig::layers)},
+      {"hidden", intField(&LlamaConfig::hidden)},
+      {"heads", intField(&LlamaConfig::heads)},
+      {"kv_heads", intField(&LlamaConfig::kvHeads)},
+      {"ffn", intField(&LlamaConfig::ffn)},
+      {"vocab", intField(&LlamaConfig::vocab)},
+      {"seq", intField(&LlamaConfig::seq)},
+      {"rope_theta", floatField(&LlamaConfig::ropeTheta)},
       {"rope_scaling",
-       [](Llama3Config &c, StringRef value) -> Error {
+       [](LlamaConfig &c, StringRef value) -> Error {
          if (value != "on" && value != "off") {
            return makeError("expected on or off, got '" + value + "'");
          }
          c.ropeScaling = value == "on";
          return Error::success();
        }},
-      {"rope_factor", floatField(&Llama3Config::ropeFactor)},
-      {"rope_low_freq_factor", floatField(&Llama3Config::ropeLowFreqFactor)},
-      {"rope_high_freq_factor", floatField(&Llama3Config::ropeHighFreqFactor)},
-      {"rope_original_max_position", intField(&Llama3Config::ropeOriginalMaxPosition)},
-      {"norm_eps", floatField(&Llama3Config::normEps)},
-      {"dtype", choiceField(&Llama3Config::dtype, {"bf16", "f32"})},
-      {"init", choiceField(&Llama3Config::init, {"random", "checkpoint"})},
-      {"init_std", floatField(&Llama3Config::initStd)},
-      {"gbs", intField(&Llama3Config::gbs)},
-      {"micro_batch", intField(&Llama3Config::microBatch)},
-      {"lr", floatField(&Llama3Config::lr)},
-      {"end_lr", floatField(&Llama3Config::endLr)},
-      {"warmup_steps", intField(&Llama3Config::warmupSteps)},
-      {"max_steps", intField(&Llama3Config::maxSteps)},
-      {"decay_steps", intField(&Llama3Config::decaySteps)},
-      {"beta1", floatField(&Llama3Config::beta1)},
-      {"beta2", floatField(&Llama3Config::beta2)},
-      {"adam_eps", floatField(&Llama3Config::adamEps)},
-      {"weight_decay", floatField(&Llama3Config::weightDecay)},
-      {"weight_decay_params", choiceField(&Llama3Config::weightDecayParams, {"all", "matrices"})},
-      {"clip", floatField(&Llama3Config::clip)},
-      {"benchmark", choiceField(&Llama3Config::benchmark, {})},
-      {"eval_every", intField(&Llama3Config::evalEvery)},
-      {"eval_samples", intField(&Llama3Config::evalSamples)},
-      {"target_metric", choiceField(&Llama3Config::targetMetric, {"log_perplexity", "eval_loss"})},
-      {"target", floatField(&Llama3Config::target)},
+      {"rope_factor", floatField(&LlamaConfig::ropeFactor)},
+      {"rope_low_freq_factor", floatField(&LlamaConfig::ropeLowFreqFactor)},
+      {"rope_high_freq_factor", floatField(&LlamaConfig::ropeHighFreqFactor)},
+      {"rope_original_max_position", intField(&LlamaConfig::ropeOriginalMaxPosition)},
+      {"norm_eps", floatField(&LlamaConfig::normEps)},
+      {"fused_qkv",
+       [](LlamaConfig &c, StringRef value) -> Error {
+         if (value != "on" && value != "off") {
+           return makeError("expected on or off, got '" + value + "'");
+         }
+         c.fusedQkv = value == "on";
+         return Error::success();
+       }},
+      {"dtype", choiceField(&LlamaConfig::dtype, {"bf16", "f32"})},
+      {"init", choiceField(&LlamaConfig::init, {"random", "checkpoint"})},
+      {"init_std", floatField(&LlamaConfig::initStd)},
+      {"gbs", intField(&LlamaConfig::gbs)},
+      {"micro_batch", intField(&LlamaConfig::microBatch)},
+      {"lr", floatField(&LlamaConfig::lr)},
+      {"end_lr", floatField(&LlamaConfig::endLr)},
+      {"warmup_steps", intField(&LlamaConfig::warmupSteps)},
+      {"max_steps", intField(&LlamaConfig::maxSteps)},
+      {"decay_steps", intField(&LlamaConfig::decaySteps)},
+      {"beta1", floatField(&LlamaConfig::beta1)},
+      {"beta2", floatField(&LlamaConfig::beta2)},
+      {"adam_eps", floatField(&LlamaConfig::adamEps)},
+      {"weight_decay", floatField(&LlamaConfig::weightDecay)},
+      {"weight_decay_params", choiceField(&LlamaConfig::weightDecayParams, {"all", "matrices"})},
+      {"clip", floatField(&LlamaConfig::clip)},
+      {"benchmark", choiceField(&LlamaConfig::benchmark, {})},
+      {"eval_every", intField(&LlamaConfig::evalEvery)},
+      {"eval_samples", intField(&LlamaConfig::evalSamples)},
+      {"target_metric", choiceField(&LlamaConfig::targetMetric, {"log_perplexity", "eval_loss"})},
+      {"target", floatField(&LlamaConfig::target)},
   };
   return table;
 }
@@ -243,7 +317,7 @@ std::string tensor(std::initializer_list<int64_t> shape, StringRef elementType) 
 
 } // namespace
 
-std::vector<std::string> llama3PresetNames() {
+std::vector<std::string> llamaFamilies() {
   std::vector<std::string> names;
   for (const auto &entry : presets()) {
     names.push_back(entry.first);
@@ -251,16 +325,33 @@ std::vector<std::string> llama3PresetNames() {
   return names;
 }
 
-llvm::Expected<Llama3Config> llama3Preset(StringRef preset) {
-  auto it = presets().find(preset.str());
-  if (it == presets().end()) {
-    return makeError("unknown preset '" + preset +
-                     "' (known: " + llvm::join(llama3PresetNames(), ", ") + ")");
+std::vector<std::string> llamaPresetNames(StringRef family) {
+  std::vector<std::string> names;
+  auto it = presets().find(family.str());
+  if (it != presets().end()) {
+    for (const auto &entry : it->second) {
+      names.push_back(entry.first);
+    }
   }
-  return it->second();
+  return names;
 }
 
-std::vector<std::string> llama3SettingKeys() {
+llvm::Expected<LlamaConfig> llamaPreset(StringRef family, StringRef preset) {
+  auto it = presets().find(family.str());
+  if (it == presets().end()) {
+    return makeError("unknown model family '" + family +
+                     "' (known: " + llvm::join(llamaFamilies(), ", ") + ")");
+  }
+  for (const auto &entry : it->second) {
+    if (entry.first == preset) {
+      return entry.second();
+    }
+  }
+  return makeError("unknown " + family + " preset '" + preset +
+                   "' (known: " + llvm::join(llamaPresetNames(family), ", ") + ")");
+}
+
+std::vector<std::string> llamaSettingKeys() {
   std::vector<std::string> keys;
   for (const auto &entry : setters()) {
     keys.push_back(entry.first);
@@ -268,7 +359,7 @@ std::vector<std::string> llama3SettingKeys() {
   return keys;
 }
 
-Error applyLlama3Settings(Llama3Config &config, StringRef settings) {
+Error applyLlamaSettings(LlamaConfig &config, StringRef settings) {
   llvm::StringSet<> set;
   llvm::SmallVector<StringRef> items;
   settings.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
@@ -282,7 +373,7 @@ Error applyLlama3Settings(Llama3Config &config, StringRef settings) {
     auto it = setters().find(key.str());
     if (it == setters().end()) {
       return makeError("unknown --set key '" + key +
-                       "' (known: " + llvm::join(llama3SettingKeys(), ", ") + ")");
+                       "' (known: " + llvm::join(llamaSettingKeys(), ", ") + ")");
     }
     if (!set.insert(key).second) {
       return makeError("--set key '" + key + "' is given twice");
@@ -319,8 +410,11 @@ Error applyLlama3Settings(Llama3Config &config, StringRef settings) {
     config.description = "A variant of the " + config.name +
                          " declaration with other sizes: not an MLPerf benchmark configuration";
   }
-  if (!set.contains("end_lr") && config.benchmark != "llama31_405b") {
-    config.endLr = 0.1 * config.lr; // the reference's end LR rule
+  // The Llama 3.1 8B reference's end LR rule; 405B fixes its end LR and llama2_70b_lora
+  // decays to zero.
+  if (!set.contains("end_lr") && config.benchmark != "llama31_405b" &&
+      config.benchmark != "llama2_70b_lora") {
+    config.endLr = 0.1 * config.lr;
   }
   if (!set.contains("decay_steps")) {
     config.decaySteps = config.maxSteps - config.warmupSteps;
@@ -328,7 +422,7 @@ Error applyLlama3Settings(Llama3Config &config, StringRef settings) {
   return Error::success();
 }
 
-Error validateLlama3Config(const Llama3Config &c) {
+Error validateLlamaConfig(const LlamaConfig &c) {
   for (auto [key, value] : {std::pair<StringRef, int64_t>{"layers", c.layers},
                             {"hidden", c.hidden},
                             {"heads", c.heads},
@@ -369,7 +463,7 @@ Error validateLlama3Config(const Llama3Config &c) {
   return Error::success();
 }
 
-std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
+std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
   const std::string dt = c.dtype;
   const int64_t B = c.microBatch, S = c.seq, D = c.hidden, H = c.heads, KV = c.kvHeads;
   const int64_t HD = c.headDim(), F = c.ffn, V = c.vocab, L = c.layers;
@@ -380,7 +474,7 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
   llvm::raw_string_ostream os(out);
   os << "// " << c.description << ".\n"
      << "// Generated by: " << commandLine << "\n"
-     << "// Change the generator (compiler/Models/Llama3.cpp), not this file: a test checks that\n"
+     << "// Change the generator (compiler/Models/Llama.cpp), not this file: a test checks that\n"
      << "// this file is exactly what the command above writes. Semantics: docs/models.md.\n";
   os << "tg.model @" << c.name << " {\n";
   os << llvm::formatv("  tg.benchmark {{name = \"{0}\", eval_every_samples = {1}, "
@@ -422,24 +516,40 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
     std::string name, type, init;
     bool perLayer;
     std::string shard;
+    std::string argument; // the layer function's argument (per-layer parameters)
   };
   const std::string prefix = "model.layers.{i}.";
-  std::vector<Param> layerParams = {
-      {prefix + "input_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true, whole},
-      {prefix + "self_attn.q_proj.weight", tensor({H * HD, D}, dt), initAttrs("normal"), true,
-       rows},
-      {prefix + "self_attn.k_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true,
-       rows},
-      {prefix + "self_attn.v_proj.weight", tensor({KV * HD, D}, dt), initAttrs("normal"), true,
-       rows},
-      {prefix + "self_attn.o_proj.weight", tensor({D, H * HD}, dt), initAttrs("scaled_normal"),
-       true, columns},
-      {prefix + "post_attention_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true, whole},
-      {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows},
-      {prefix + "mlp.up_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows},
-      {prefix + "mlp.down_proj.weight", tensor({D, F}, dt), initAttrs("scaled_normal"), true,
-       columns},
-  };
+  // A fused qkv_proj is q, k and v stacked: each rank holds its slice of each (shard_blocks).
+  const std::string qkvBlocks = "array<i64: " + std::to_string(H * HD) + ", " +
+                                std::to_string(KV * HD) + ", " + std::to_string(KV * HD) + ">";
+  std::vector<Param> layerParams = {{prefix + "input_layernorm.weight", tensor({D}, dt),
+                                     initAttrs("ones"), true, whole, "input_norm"}};
+  if (c.fusedQkv) {
+    layerParams.push_back({prefix + "self_attn.qkv_proj.weight", tensor({(H + 2 * KV) * HD, D}, dt),
+                           initAttrs("normal"), true, rows + ", shard_blocks = " + qkvBlocks,
+                           "qkv_proj"});
+  } else {
+    layerParams.push_back({prefix + "self_attn.q_proj.weight", tensor({H * HD, D}, dt),
+                           initAttrs("normal"), true, rows, "q_proj"});
+    layerParams.push_back({prefix + "self_attn.k_proj.weight", tensor({KV * HD, D}, dt),
+                           initAttrs("normal"), true, rows, "k_proj"});
+    layerParams.push_back({prefix + "self_attn.v_proj.weight", tensor({KV * HD, D}, dt),
+                           initAttrs("normal"), true, rows, "v_proj"});
+  }
+  for (Param p : std::initializer_list<Param>{
+           {prefix + "self_attn.o_proj.weight", tensor({D, H * HD}, dt), initAttrs("scaled_normal"),
+            true, columns, "o_proj"},
+           {prefix + "post_attention_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true,
+            whole, "post_norm"},
+           {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows,
+            "gate_proj"},
+           {prefix + "mlp.up_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows,
+            "up_proj"},
+           {prefix + "mlp.down_proj.weight", tensor({D, F}, dt), initAttrs("scaled_normal"), true,
+            columns, "down_proj"},
+       }) {
+    layerParams.push_back(p);
+  }
   auto declare = [&](const Param &p) {
     os << "  tg.param @\"" << p.name << "\" : " << p.type << " {" << p.init;
     if (p.perLayer) {
@@ -504,22 +614,42 @@ std::string emitLlama3(const Llama3Config &c, StringRef commandLine) {
   os << "  // Attention is grouped-query attention in primitive ops: scores in f32 from " << dt
      << " operands,\n"
      << "  // scaled by 1/sqrt(head_dim), causally masked, softmax in f32.\n";
-  os << "  func.func private @decoder_layer(%x: " << x << ",\n"
-     << "      %input_norm: " << tensor({D}, dt) << ", %q_proj: " << tensor({H * HD, D}, dt)
-     << ",\n"
-     << "      %k_proj: " << tensor({KV * HD, D}, dt) << ", %v_proj: " << tensor({KV * HD, D}, dt)
-     << ",\n"
-     << "      %o_proj: " << tensor({D, H * HD}, dt) << ", %post_norm: " << tensor({D}, dt) << ",\n"
-     << "      %gate_proj: " << tensor({F, D}, dt) << ", %up_proj: " << tensor({F, D}, dt) << ",\n"
-     << "      %down_proj: " << tensor({D, F}, dt) << ") -> " << x << " {\n";
-  os << "    %xn = tg.rms_norm %x, %input_norm " << eps << " : " << x << ", " << tensor({D}, dt)
-     << "\n";
-  os << "    %q = tg.matmul %xn, %q_proj {transpose_rhs} : " << x << ", " << tensor({H * HD, D}, dt)
-     << " -> " << q3 << "\n";
-  os << "    %k = tg.matmul %xn, %k_proj {transpose_rhs} : " << x << ", "
-     << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
-  os << "    %v = tg.matmul %xn, %v_proj {transpose_rhs} : " << x << ", "
-     << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
+  if (c.fusedQkv) {
+    const std::string qkvWeight = tensor({(H + 2 * KV) * HD, D}, dt);
+    os << "  func.func private @decoder_layer(%x: " << x << ",\n"
+       << "      %input_norm: " << tensor({D}, dt) << ", %qkv_proj: " << qkvWeight << ",\n"
+       << "      %o_proj: " << tensor({D, H * HD}, dt) << ", %post_norm: " << tensor({D}, dt)
+       << ",\n"
+       << "      %gate_proj: " << tensor({F, D}, dt) << ", %up_proj: " << tensor({F, D}, dt)
+       << ",\n"
+       << "      %down_proj: " << tensor({D, F}, dt) << ") -> " << x << " {\n";
+    os << "    %xn = tg.rms_norm %x, %input_norm " << eps << " : " << x << ", " << tensor({D}, dt)
+       << "\n";
+    os << "    %qkv = tg.matmul %xn, %qkv_proj {transpose_rhs} : " << x << ", " << qkvWeight
+       << " -> " << tensor({B, S, (H + 2 * KV) * HD}, dt) << "\n";
+    os << "    %q, %k, %v = tg.split %qkv {dim = 2 : i64, sizes = " << qkvBlocks << "}\n"
+       << "        : " << tensor({B, S, (H + 2 * KV) * HD}, dt) << " -> " << q3 << ", " << kv3
+       << ", " << kv3 << "\n";
+  } else {
+    os << "  func.func private @decoder_layer(%x: " << x << ",\n"
+       << "      %input_norm: " << tensor({D}, dt) << ", %q_proj: " << tensor({H * HD, D}, dt)
+       << ",\n"
+       << "      %k_proj: " << tensor({KV * HD, D}, dt) << ", %v_proj: " << tensor({KV * HD, D}, dt)
+       << ",\n"
+       << "      %o_proj: " << tensor({D, H * HD}, dt) << ", %post_norm: " << tensor({D}, dt)
+       << ",\n"
+       << "      %gate_proj: " << tensor({F, D}, dt) << ", %up_proj: " << tensor({F, D}, dt)
+       << ",\n"
+       << "      %down_proj: " << tensor({D, F}, dt) << ") -> " << x << " {\n";
+    os << "    %xn = tg.rms_norm %x, %input_norm " << eps << " : " << x << ", " << tensor({D}, dt)
+       << "\n";
+    os << "    %q = tg.matmul %xn, %q_proj {transpose_rhs} : " << x << ", "
+       << tensor({H * HD, D}, dt) << " -> " << q3 << "\n";
+    os << "    %k = tg.matmul %xn, %k_proj {transpose_rhs} : " << x << ", "
+       << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
+    os << "    %v = tg.matmul %xn, %v_proj {transpose_rhs} : " << x << ", "
+       << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
+  }
   os << "    %q4 = tg.reshape %q : " << q3 << " -> " << q4 << "\n";
   os << "    %k4 = tg.reshape %k : " << kv3 << " -> " << kv4 << "\n";
   os << "    %v4 = tg.reshape %v : " << kv3 << " -> " << kv4 << "\n";

@@ -1,12 +1,14 @@
-//===- Llama3.h - Llama 3 family model declarations ------------*- C++ -*-===//
+//===- Llama.h - Llama 3 family model declarations ------------*- C++ -*-===//
 //
-// Writes the tg declaration of a Llama 3 model (Llama 3.1 8B and 405B and any consistent
-// variant) from a configuration. The checked-in benchmark files are this generator's output.
+// Writes the tg declaration of a Llama model from a configuration: family llama3 (Llama 3.1
+// 8B and 405B) and family llama2 (Llama 2 70B, whose q, k and v projections are one fused
+// qkv_proj), and any consistent variant. The checked-in model files are this generator's
+// output.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLPERFC_COMPILER_MODELS_LLAMA3_H
-#define MLPERFC_COMPILER_MODELS_LLAMA3_H
+#ifndef MLPERFC_COMPILER_MODELS_LLAMA_H
+#define MLPERFC_COMPILER_MODELS_LLAMA_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -17,7 +19,8 @@
 
 namespace mlperf::models {
 
-struct Llama3Config {
+struct LlamaConfig {
+  std::string family;      // llama3 | llama2
   std::string name;        // model symbol
   std::string description; // first comment line of the file
   // Architecture.
@@ -27,6 +30,9 @@ struct Llama3Config {
   double ropeFactor = 0, ropeLowFreqFactor = 0, ropeHighFreqFactor = 0;
   int64_t ropeOriginalMaxPosition = 0;
   double normEps = 0;
+  /// One qkv_proj [(heads + 2 kv_heads) · head_dim, hidden] split into q, k, v after the
+  /// matmul (Llama 2 70B's MLPerf checkpoint), instead of three projections.
+  bool fusedQkv = false;
   std::string dtype; // bf16 | f32
   std::string init;  // random | checkpoint
   double initStd = 0;
@@ -44,28 +50,31 @@ struct Llama3Config {
   int64_t headDim() const { return heads > 0 ? hidden / heads : 0; }
 };
 
-/// Names of the presets, e.g. "llama31_8b".
-std::vector<std::string> llama3PresetNames();
+/// The model families, "llama3" and "llama2".
+std::vector<std::string> llamaFamilies();
 
-/// The preset's configuration, or an error naming the known presets.
-llvm::Expected<Llama3Config> llama3Preset(llvm::StringRef preset);
+/// Names of a family's presets, e.g. "llama31_8b"; the first is the family's default.
+std::vector<std::string> llamaPresetNames(llvm::StringRef family);
+
+/// The preset's configuration, or an error naming the family's presets (or the families).
+llvm::Expected<LlamaConfig> llamaPreset(llvm::StringRef family, llvm::StringRef preset);
 
 /// Applies "key=value[,key=value...]" to `config` (keys as in docs/models.md). Derived fields
 /// follow the reference's rules unless set explicitly in the same call: for llama31_8b, gbs
 /// selects the RCP's lr and warmup; end_lr = 0.1 lr; decay_steps = max_steps - warmup_steps;
 /// for llama31_405b, gbs sets lr, warmup_steps and max_steps by the reference's formulas.
 /// Setting any size marks the declaration as a variant in its description.
-llvm::Error applyLlama3Settings(Llama3Config &config, llvm::StringRef settings);
+llvm::Error applyLlamaSettings(LlamaConfig &config, llvm::StringRef settings);
 
-/// Every key `applyLlama3Settings` accepts.
-std::vector<std::string> llama3SettingKeys();
+/// Every key `applyLlamaSettings` accepts.
+std::vector<std::string> llamaSettingKeys();
 
 /// Checks that the sizes fit together (heads divide hidden, kv_heads divide heads, ...).
-llvm::Error validateLlama3Config(const Llama3Config &config);
+llvm::Error validateLlamaConfig(const LlamaConfig &config);
 
 /// The declaration as MLIR text. `commandLine` is recorded in the header comment.
-std::string emitLlama3(const Llama3Config &config, llvm::StringRef commandLine);
+std::string emitLlama(const LlamaConfig &config, llvm::StringRef commandLine);
 
 } // namespace mlperf::models
 
-#endif // MLPERFC_COMPILER_MODELS_LLAMA3_H
+#endif // MLPERFC_COMPILER_MODELS_LLAMA_H
