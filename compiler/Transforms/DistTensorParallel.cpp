@@ -72,9 +72,11 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
 
   LogicalResult runOnModel(tg::ModelOp model) {
     if (dp < 1 || tp < 1 || nodes * gpusPerNode != dp * tp * pp || (zero != 0 && zero != 1)) {
-      return model.emitError() << "dist-tensor-parallel: dp × tp × pp = " << dp * tp * pp
-                               << " ranks does not match the cluster " << nodes << "x"
-                               << gpusPerNode << ", or zero is not 0 or 1";
+      return model.emitError() << "dist-tensor-parallel: dp × tp × pp = "
+                               << static_cast<int64_t>(dp * tp * pp)
+                               << " ranks does not match the cluster "
+                               << static_cast<int64_t>(nodes) << "x"
+                               << static_cast<int64_t>(gpusPerNode) << ", or zero is not 0 or 1";
     }
     if (SymbolTable::lookupSymbolIn(model, kMesh)) {
       return model.emitError() << "dist-tensor-parallel: the model already has a @mesh";
@@ -269,9 +271,13 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
   /// (`dist.sequence_parallel`: dist-partition sums it over tp, as Megatron-LM does for
   /// sequence-parallel parameters).
   LogicalResult splitSequenceOp(Operation &op) {
-    if (!llvm::any_of(op.getOperands(), [&](Value v) { return sequenceSplit.contains(v); }) ||
-        isa<tg::MatmulOp>(op)) {
-      return success(); // matmuls enter a region through `enter`
+    if (!llvm::any_of(op.getOperands(), [&](Value v) { return sequenceSplit.contains(v); })) {
+      return success();
+    }
+    // An op with a tensor-parallel operand (a column-parallel matmul) enters its region
+    // through `enter`, which all-gathers the sequence.
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return shardDim.contains(v); })) {
+      return success();
     }
     auto rule = dyn_cast<tg::ShardingRuleOpInterface>(op);
     if (!rule) {

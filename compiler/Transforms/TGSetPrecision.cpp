@@ -36,7 +36,7 @@ struct TGSetPrecisionPass : impl::TGSetPrecisionPassBase<TGSetPrecisionPass> {
   void runOnOperation() override {
     if (precision != "fp32" && precision != "bf16") {
       getOperation()->emitError() << "tg-set-precision: precision must be fp32 or bf16, got '"
-                                  << precision << "'";
+                                  << precision.getValue() << "'";
       return signalPassFailure();
     }
     if (precision == "bf16") {

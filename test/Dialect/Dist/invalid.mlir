@@ -132,3 +132,95 @@ tg.model @m {
     return %s : tensor<3xf32>
   }
 }
+
+// -----
+
+// Tests that every axis has at least one rank.
+// expected-error @below {{'dist.mesh' op axis 'tp' has size 0}}
+dist.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 0>, nodes = 1 : i64, gpus_per_node = 2 : i64}
+
+// -----
+
+// Tests that the strategy has at least one virtual pipeline stage.
+// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0 or 1}}
+dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64, vp = 0 : i64}
+
+// -----
+
+// Tests that ZeRO is a stage the compiler knows.
+// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0 or 1}}
+dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64, zero = 2 : i64}
+
+// -----
+
+tg.model @m {
+  dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64}
+  func.func @f(%x: tensor<16xf32>) {
+    // Tests that a collective runs over at least one axis.
+    // expected-error @below {{'dist.all_reduce_start' op needs at least one mesh axis}}
+    %f = dist.all_reduce_start %x over @mesh [] : tensor<16xf32> -> !dist.future<tensor<16xf32>>
+    %y = dist.done %f : !dist.future<tensor<16xf32>> -> tensor<16xf32>
+    return
+  }
+}
+
+// -----
+
+tg.model @m {
+  dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64}
+  func.func @f(%x: tensor<16xf32>) {
+    // Tests that an all-reduce keeps the element type.
+    // expected-error @below {{'dist.all_reduce_start' op must produce a tensor like 'tensor<16xf32>'}}
+    %f = dist.all_reduce_start %x over @mesh ["dp"] : tensor<16xf32> -> !dist.future<tensor<16xf16>>
+    %y = dist.done %f : !dist.future<tensor<16xf16>> -> tensor<16xf16>
+    return
+  }
+}
+
+// -----
+
+tg.model @m {
+  dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64}
+  func.func @f(%x: tensor<16xf32>) {
+    // Tests that a reduce-scatter splits a dim the tensor has.
+    // expected-error @below {{'dist.reduce_scatter_start' op needs a tensor with a dim 1 to split or gather}}
+    %f = dist.reduce_scatter_start %x over @mesh ["dp"] {dim = 1 : i64} : tensor<16xf32> -> !dist.future<tensor<8xf32>>
+    %y = dist.done %f : !dist.future<tensor<8xf32>> -> tensor<8xf32>
+    return
+  }
+}
+
+// -----
+
+tg.model @m {
+  dist.mesh @mesh {axes = ["ep"], shape = array<i64: 4>, nodes = 1 : i64, gpus_per_node = 4 : i64}
+  func.func @f(%x: tensor<6x8xf32>) {
+    // Tests that an all-to-all splits dim 0 into one slice per member.
+    // expected-error @below {{'dist.all_to_all_start' op dim 0 of 'tensor<6x8xf32>' must split into 4 slices}}
+    %f = dist.all_to_all_start %x over @mesh ["ep"] : tensor<6x8xf32> -> !dist.future<tensor<6x8xf32>>
+    %y = dist.done %f : !dist.future<tensor<6x8xf32>> -> tensor<6x8xf32>
+    return
+  }
+}
+
+// -----
+
+tg.model @m {
+  dist.mesh @mesh {axes = ["pp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64}
+  func.func @f() {
+    // Tests that a receive comes from somewhere.
+    // expected-error @below {{'dist.recv_start' op needs a non-zero shift and produces a future of a tensor}}
+    %r = dist.recv_start from @mesh "pp" shift 0 : !dist.future<tensor<8xf32>>
+    %x = dist.done %r : !dist.future<tensor<8xf32>> -> tensor<8xf32>
+    return
+  }
+}
+
+// -----
+
+func.func @f(%f: !dist.future<tensor<8xf32>>) -> !dist.future<tensor<8xf32>> {
+  // Tests that a future is waited for once and used for nothing else.
+  // expected-error @below {{'dist.done' op must be the only use of its future}}
+  %y = dist.done %f : !dist.future<tensor<8xf32>> -> tensor<8xf32>
+  return %f : !dist.future<tensor<8xf32>>
+}
