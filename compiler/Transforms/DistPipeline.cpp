@@ -114,12 +114,16 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
     }
     // A parameter outside the stack lives on the first stage that uses it (a tied weight
     // used by two stages is refused below); the ops after it then follow their operands again.
+    // (by parameter, not by reference: two references to one weight are one tied weight).
+    llvm::StringMap<int64_t> stageOfOutsideParam;
     for (tg::ParamRefOp ref : outsideStack) {
-      int64_t stage = stages - 1;
+      auto [it, inserted] = stageOfOutsideParam.try_emplace(ref.getName(), stages - 1);
       for (Operation *user : ref->getUsers()) {
-        stage = std::min(stage, std::max<int64_t>(stageOf.lookup(user), 0));
+        it->second = std::min(it->second, std::max<int64_t>(stageOf.lookup(user), 0));
       }
-      stageOf[ref] = stage;
+    }
+    for (tg::ParamRefOp ref : outsideStack) {
+      stageOf[ref] = stageOfOutsideParam.lookup(ref.getName());
     }
     for (Operation *op : ops) {
       if (!isa<tg::ParamRefOp>(op) && op->getNumOperands() > 0) {

@@ -1,0 +1,70 @@
+// RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=DP
+// RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2 zero=1" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=ZERO
+// RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 tp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=TP
+
+// Tests dist-partition on a hand-written model (a vocab-parallel embedding tied as the head,
+// and a norm weight), after the passes it needs (the mesh, autodiff, the optimizer step).
+
+// Data parallelism: every gradient is summed over dp before the global norm and AdamW, which
+// then run replicated.
+// DP-LABEL: func.func @optimizer_step(
+// DP-SAME: %{{[^:]+}}: tensor<i64> {tg.role = "step"}, %[[GE:[^:]+]]: tensor<16x8xf32> {tg.param = @embed, tg.role = "grad"}, %[[GN:[^:]+]]: tensor<8xf32> {tg.param = @norm, tg.role = "grad"}
+// DP-NEXT: %[[FE:.+]] = dist.all_reduce_start %[[GE]] over @mesh ["dp"] : tensor<16x8xf32> -> !dist.future<tensor<16x8xf32>>
+// DP-NEXT: %[[SE:.+]] = dist.done %[[FE]] : !dist.future<tensor<16x8xf32>> -> tensor<16x8xf32>
+// DP-NEXT: %[[FN:.+]] = dist.all_reduce_start %[[GN]] over @mesh ["dp"] : tensor<8xf32> -> !dist.future<tensor<8xf32>>
+// DP-NEXT: %[[SN:.+]] = dist.done %[[FN]] : !dist.future<tensor<8xf32>> -> tensor<8xf32>
+// DP-NEXT: tg.global_norm %[[SE]], %[[SN]] : tensor<16x8xf32>, tensor<8xf32>
+// DP: tg.adamw %{{.+}}, %{{.+}}, %{{.+}}, %[[SE]], {{.+}} : tensor<16x8xf32>, tensor<16x8xf32>
+// DP: tg.adamw %{{.+}}, %{{.+}}, %{{.+}}, %[[SN]], {{.+}} : tensor<8xf32>, tensor<8xf32>
+
+// ZeRO-1: each gradient is flattened and reduce-scattered; masters and moments are 1-D shards
+// (their arguments say so); the global norm adds the shards' squares over dp; each new
+// parameter is the all-gather of its updated shard.
+// ZERO-LABEL: func.func @optimizer_step(
+// ZERO-SAME: %{{[^:]+}}: tensor<64xf32> {dist.sharding = #dist.sharding<@mesh, {{\[\["dp"\]\]}}>, tg.init = "param", tg.param = @embed, tg.role = "master"}
+// ZERO: %[[FLAT:.+]] = tg.reshape %{{.+}} : tensor<16x8xf32> -> tensor<128xf32>
+// ZERO-NEXT: %[[F:.+]] = dist.reduce_scatter_start %[[FLAT]] over @mesh ["dp"] : tensor<128xf32> -> !dist.future<tensor<64xf32>>
+// ZERO-NEXT: %[[SHARD:.+]] = dist.done %[[F]] : !dist.future<tensor<64xf32>> -> tensor<64xf32>
+// ZERO: %[[SQ:.+]] = tg.sum_squares %[[SHARD]], %{{.+}} : tensor<64xf32>, tensor<4xf32>
+// ZERO-NEXT: %[[FS:.+]] = dist.all_reduce_start %[[SQ]] over @mesh ["dp"] : tensor<f32> -> !dist.future<tensor<f32>>
+// ZERO-NEXT: %[[S:.+]] = dist.done %[[FS]]
+// ZERO-NEXT: tg.sqrt %[[S]]
+// ZERO: %[[NEW:[^,]+]], %{{.+}}, %{{.+}} = tg.adamw %{{.+}}, %{{.+}}, %{{.+}}, %[[SHARD]], {{.+}} : tensor<64xf32>, tensor<64xf32>
+// ZERO-NEXT: %[[FG:.+]] = dist.all_gather_start %[[NEW]] over @mesh ["dp"] : tensor<64xf32> -> !dist.future<tensor<128xf32>>
+// ZERO-NEXT: %[[G:.+]] = dist.done %[[FG]]
+// ZERO-NEXT: tg.reshape %[[G]] : tensor<128xf32> -> tensor<16x8xf32>
+// ZERO-NOT: tg.global_norm
+
+// Tensor parallelism: the region ops of @forward_backward become all-reduces over tp; the
+// global norm sums the squares of the tp-split gradient over tp and adds the replicated one
+// once.
+// TP-LABEL: func.func @forward_backward
+// TP-NOT: dist.reduce_from_region
+// TP-NOT: dist.copy_to_region
+// TP: dist.all_reduce_start %{{.+}} over @mesh ["tp"]
+// TP-LABEL: func.func @optimizer_step(
+// TP-SAME: %{{[^:]+}}: tensor<i64> {tg.role = "step"}, %[[GE:[^:]+]]: tensor<8x8xf32> {tg.param = @embed, tg.role = "grad"}, %[[GN:[^:]+]]: tensor<8xf32> {tg.param = @norm, tg.role = "grad"}
+// TP-NEXT: %[[SQE:.+]] = tg.sum_squares %[[GE]] : tensor<8x8xf32>
+// TP-NEXT: %[[F:.+]] = dist.all_reduce_start %[[SQE]] over @mesh ["tp"] : tensor<f32> -> !dist.future<tensor<f32>>
+// TP-NEXT: %[[SUM:.+]] = dist.done %[[F]]
+// TP-NEXT: %[[SQN:.+]] = tg.sum_squares %[[GN]] : tensor<8xf32>
+// TP-NEXT: %[[ALL:.+]] = tg.add %[[SUM]], %[[SQN]] : tensor<f32>
+// TP-NEXT: tg.sqrt %[[ALL]]
+
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02, shard = [["tp"], []]}
+  tg.param @norm : tensor<8xf32> {init = "ones"}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    %n = tg.param_ref @norm : tensor<8xf32>
+    %hn = tg.rms_norm %h, %n {epsilon = 1.0e-05} : tensor<1x4x8xf32>, tensor<8xf32>
+    %l = tg.matmul %hn, %e {transpose_rhs} : tensor<1x4x8xf32>, tensor<16x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %l, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
