@@ -249,6 +249,24 @@ Status PlanTrainer::save(const std::string &path,
   file.metadata["step"] = std::to_string(steps);
   for (const plan::StateTensor &state : plan.state()) {
     MLPERF_RETURN_IF_ERROR(backend.read(state.buffer(), file.tensors[state.name()]));
+    // Which part of the full tensor this rank's file holds, so a reader can reassemble it.
+    if (state.split_count() > 1) {
+      std::string split = "axis=" + state.split_axis() +
+                          ",dim=" + std::to_string(state.split_dim()) +
+                          ",parts=" + std::to_string(state.split_count()) +
+                          ",part=" + std::to_string(splitIndex(state));
+      for (int i = 0; i < state.split_blocks_size(); ++i) {
+        split += (i == 0 ? ",blocks=" : ";") + std::to_string(state.split_blocks(i));
+      }
+      file.metadata["split:" + state.name()] = split;
+    }
+    if (state.shard_count() > 1) {
+      MeshAxis axis = MeshAxis::kDP;
+      parseMeshAxis(state.shard_axis(), axis); // the loader checked it
+      file.metadata["shard:" + state.name()] =
+          "axis=" + state.shard_axis() + ",parts=" + std::to_string(state.shard_count()) +
+          ",part=" + std::to_string(communicator.coordinates().along(axis));
+    }
   }
   return writeSafetensors(path, file);
 }

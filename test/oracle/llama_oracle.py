@@ -13,7 +13,12 @@ mlperfc's code, and runs in float64. For each tiny configuration it:
      accumulation, global-norm clipping, the NeMo cosine-with-warmup schedule with warmup
      active, AdamW with bias correction and decoupled weight decay, all implemented here from
      shared/reference/MLPERF.md) and compares loss, LR and gradient norm at every step to
-     TRAJECTORY_RTOL.
+     TRAJECTORY_RTOL;
+  5. for the "gqa" configuration, also trains the same steps under mpirun with tp=2, pp=2 and
+     dp=2 with ZeRO-1 (`mlperfc compile --cluster 1x2`), and compares each run's losses, LRs
+     and gradient norms and its final parameters (reassembled from the ranks' checkpoint
+     files by their `split:` metadata) with JAX directly; and the same model declared with one
+     fused qkv_proj, single-rank and tp=2, against JAX reading its three row blocks.
 
 Usage: llama_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 Exit status 0 when every configuration matches; prints one line per configuration.
@@ -72,11 +77,13 @@ DTYPES = {"F32": np.float32, "F64": np.float64, "BF16": ml_dtypes.bfloat16,
           "I32": np.int32, "I64": np.int64}
 
 
-def read_safetensors(path):
+def read_safetensors(path, with_metadata=False):
     with open(path, "rb") as f:
         data = f.read()
     (size,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + size])
+    if with_metadata:
+        return read_safetensors(path), header.get("__metadata__", {})
     body = data[8 + size:]
     out = {}
     for name, entry in header.items():
@@ -269,6 +276,169 @@ def train_ours(mlperfc, workdir, tag, cfg, train, seed, extra_sets=""):
     return ours, planned, weights, tokens, labels
 
 
+# Distributed runs compared with JAX directly (not only with our single rank).
+DISTRIBUTED = {"tp2": "tp=2", "pp2": "pp=2", "dp2_zero1": "dp=2,zero=1"}
+# Final parameters after STEPS f32 steps against the float64 oracle: elementwise within
+# PARAM_RTOL of the tensor's largest magnitude (AdamW's steps are lr-sized, so differences
+# stay far below it unless the math differs).
+PARAM_RTOL = 1e-4
+
+
+def mpirun_env():
+    env = dict(os.environ)
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")  # CI containers run as root
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+def reassemble(files):
+    """The full tensors of a multi-rank checkpoint: each rank's file says which part of each
+    tensor it holds (`split:<name>` metadata, runtime docs); pipeline stages hold disjoint
+    tensors. Optimizer state is skipped."""
+    parts = {}
+    for path in files:
+        tensors, metadata = read_safetensors(path, with_metadata=True)
+        for name, value in tensors.items():
+            if name.startswith("optimizer."):
+                continue
+            split = metadata.get("split:" + name)
+            if not split:
+                parts[name] = value
+                continue
+            fields = dict(item.split("=") for item in split.split(","))
+            dim, count, part = int(fields["dim"]), int(fields["parts"]), int(fields["part"])
+            blocks = [int(b) for b in fields["blocks"].split(";")] if "blocks" in fields else None
+            parts.setdefault(name, [None] * count)[part] = (value, dim, blocks)
+    full = {}
+    for name, value in parts.items():
+        if not isinstance(value, list):
+            full[name] = value
+            continue
+        if any(p is None for p in value):
+            raise ValueError(f"{name}: a tensor-parallel part is missing")
+        dim, blocks = value[0][1], value[0][2]
+        slices = [v for v, _, _ in value]
+        if not blocks:
+            full[name] = np.concatenate(slices, axis=dim)
+            continue
+        pieces, offset = [], 0
+        for block in blocks:  # every part holds its slice of each block, in block order
+            local = block // len(slices)
+            pieces += [np.take(p, range(offset, offset + local), axis=dim) for p in slices]
+            offset += local
+        full[name] = np.concatenate(pieces, axis=dim)
+    return full
+
+
+def check_distributed(name, cfg, mlperfc, workdir, model, weights, reference, final,
+                      strategies=DISTRIBUTED):
+    """Trains the model under mpirun with each strategy from the same weights and data as the
+    oracle and compares its trajectory and final parameters with JAX."""
+    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    data = os.path.join(workdir, f"{name}.train.data")  # the stream train_ours wrote
+    ok = True
+    for tag, parallel in strategies.items():
+        plan = os.path.join(workdir, f"{name}.{tag}.pb")
+        subprocess.run([mlperfc, "compile", model, "--cluster", "1x2", "--parallel", parallel,
+                        "-o", plan], check=True, capture_output=True)
+        checkpoint = os.path.join(workdir, f"{name}.{tag}.final.safetensors")
+        run = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", mlperf_run, plan,
+                              "--data", data, "--data-order", "sequential", "--init-from",
+                              weights, "--max-steps", str(STEPS), "--print-every", "1",
+                              "--save", checkpoint],
+                             capture_output=True, text=True, env=mpirun_env())
+        failures = []
+        if run.returncode != 0:
+            failures.append(f"mpirun failed ({run.returncode}): {run.stderr.strip()[-500:]}")
+            got = []
+        else:
+            got = step_lines(run.stdout)
+        worst = 0.0
+        for step, (ours, ref) in enumerate(zip(got, reference)):
+            for what, a, b in zip(("loss", "lr", "grad_norm"), ours, ref):
+                error = abs(a - b) / abs(b)
+                worst = max(worst, error) if np.isfinite(error) else float("inf")
+                if not finite_and_within(error, TRAJECTORY_RTOL):
+                    failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
+        if len(got) != STEPS and run.returncode == 0:
+            failures.append(f"expected {STEPS} steps, got {len(got)}")
+        worst_param = float("nan")
+        if run.returncode == 0:
+            stem = checkpoint[:-len(".safetensors")]
+            params = reassemble([f"{stem}.rank{r}-of-2.safetensors" for r in range(2)])
+            worst_param = 0.0
+            if sorted(params) != sorted(final):
+                failures.append(f"reassembled tensors {sorted(params)[:3]}... are not the "
+                                f"model's parameters {sorted(final)[:3]}...")
+            for key, ref in final.items():
+                if key not in params:
+                    continue
+                ref = np.asarray(ref)
+                if params[key].shape != ref.shape:
+                    failures.append(f"{key}: shape {params[key].shape} vs {ref.shape}")
+                    continue
+                error = float(np.max(np.abs(params[key] - ref)) / np.max(np.abs(ref)))
+                worst_param = max(worst_param, error) if np.isfinite(error) else float("inf")
+                if not finite_and_within(error, PARAM_RTOL):
+                    failures.append(f"final {key}: max diff {error:.1e} of its scale")
+        print(f"{name} {tag} under mpirun -np 2: {len(got)} steps, worst rel diff of loss, lr, "
+              f"grad_norm vs JAX f64 {worst:.1e}, final parameters {worst_param:.1e} of their "
+              f"scale: {'ok' if not failures else 'MISMATCH'}")
+        for failure in failures[:10]:
+            print("  " + failure)
+        ok = ok and not failures
+    return ok
+
+
+def fused_qkv_names(cfg):
+    for i in range(cfg["layers"]):
+        prefix = f"model.layers.{i}.self_attn."
+        yield prefix + "qkv_proj.weight", [prefix + f"{x}_proj.weight" for x in "qkv"]
+
+
+def unfuse_qkv(params, cfg):
+    """The fused declaration's qkv_proj is q | k | v stacked by rows (heads·head_dim,
+    kv_heads·head_dim, kv_heads·head_dim): the JAX model reads them as three projections."""
+    head_dim = cfg["hidden"] // cfg["heads"]
+    sizes = [cfg["heads"] * head_dim, cfg["kv_heads"] * head_dim, cfg["kv_heads"] * head_dim]
+    out = dict(params)
+    for fused, names in fused_qkv_names(cfg):
+        pieces = np.split(np.asarray(out.pop(fused)), np.cumsum(sizes)[:-1], axis=0)
+        out.update({n: jnp.asarray(p) for n, p in zip(names, pieces)})
+    return out
+
+
+def check_fused_qkv(cfg, train, mlperfc, workdir):
+    """The same model declared with one fused qkv_proj (`fused_qkv=on`, declared as blocks so
+    tensor parallelism splits each of q, k, v): run-reference and tp=2 under mpirun against
+    JAX, whose weights are the fused tensor's three row blocks."""
+    ours, planned, weights, tokens, labels = train_ours(mlperfc, workdir, "gqa_fused.train", cfg,
+                                                        train, 99, ",dtype=f32,fused_qkv=on")
+    params = unfuse_qkv({k: jnp.asarray(v) for k, v in read_safetensors(weights).items()}, cfg)
+    reference = oracle_trajectory(params, tokens, labels, cfg, train)
+    final = dict(params)
+    for fused, names in fused_qkv_names(cfg):
+        final[fused] = np.concatenate([np.asarray(final.pop(n)) for n in names], axis=0)
+    failures = []
+    for step, (got, ref) in enumerate(zip(ours, reference)):
+        for what, a, b in zip(("loss", "lr", "grad_norm"), got, ref):
+            error = abs(a - b) / abs(b)
+            if not finite_and_within(error, TRAJECTORY_RTOL):
+                failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
+    if len(ours) != STEPS or planned != ours:
+        failures.append(f"{len(ours)} run-reference steps; mlperf-run bit-identical: "
+                        f"{planned == ours}")
+    print(f"gqa fused qkv_proj trajectory: loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 "
+          f"{reference[0][0]:.4f} -> {reference[-1][0]:.4f}): "
+          f"{'ok' if not failures else 'MISMATCH'}")
+    for failure in failures[:10]:
+        print("  " + failure)
+    distributed_ok = check_distributed("gqa_fused", cfg, mlperfc, workdir,
+                                       os.path.join(workdir, "gqa_fused.train.mlir"), weights,
+                                       reference, final, {"tp2": "tp=2"})
+    return not failures and distributed_ok
+
+
 def step_lines(stdout):
     """(loss, lr, grad_norm) of each 'step N loss L lr R grad_norm G ...' line."""
     return [tuple(float(x) for x in line.split()[3:9:2])
@@ -280,7 +450,13 @@ def check_trajectory(name, cfg, mlperfc, workdir):
     ours, planned, weights, tokens, labels = train_ours(mlperfc, workdir, f"{name}.train", cfg,
                                                         train, 99, ",dtype=f32")
     params = {k: jnp.asarray(v) for k, v in read_safetensors(weights).items()}
-    reference = oracle_trajectory(params, tokens, labels, cfg, train)
+    reference = oracle_trajectory(params, tokens, labels, cfg, train)  # params: now final
+    distributed_ok = True
+    if name == "gqa":
+        distributed_ok = check_distributed(name, cfg, mlperfc, workdir,
+                                           os.path.join(workdir, f"{name}.train.mlir"), weights,
+                                           reference, params)
+        distributed_ok = check_fused_qkv(cfg, train, mlperfc, workdir) and distributed_ok
     worst = 0.0
     failures = []
     clipped = sum(1 for ref in reference if ref[2] > train["clip"])
@@ -303,7 +479,7 @@ def check_trajectory(name, cfg, mlperfc, workdir):
           f"{planned == ours}: {'ok' if not failures else 'MISMATCH'}")
     for failure in failures[:10]:
         print("  " + failure)
-    return not failures
+    return not failures and distributed_ok
 
 
 # VJP rules the Llama models do not exercise: split and concat, matmuls in every transpose
