@@ -20,6 +20,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <functional>
+
 #define DEBUG_TYPE "dist-pipeline"
 
 namespace mlperf {
@@ -115,12 +117,20 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
     // A parameter outside the stack lives on the first stage that uses it (a tied weight
     // used by two stages is refused below); the ops after it then follow their operands again.
     // (by parameter, not by reference: two references to one weight are one tied weight).
+    // A user that runs on every stage (stage -1: it reads only such parameters and constants,
+    // like a tg.convert of the weight) passes the question on to its own users.
+    std::function<int64_t(Operation *)> firstStageUsing = [&](Operation *op) {
+      int64_t first = stages - 1;
+      for (Operation *user : op->getUsers()) {
+        int64_t stage = stageOf.lookup(user);
+        first = std::min(first, stage >= 0 ? stage : firstStageUsing(user));
+      }
+      return first;
+    };
     llvm::StringMap<int64_t> stageOfOutsideParam;
     for (tg::ParamRefOp ref : outsideStack) {
       auto [it, inserted] = stageOfOutsideParam.try_emplace(ref.getName(), stages - 1);
-      for (Operation *user : ref->getUsers()) {
-        it->second = std::min(it->second, std::max<int64_t>(stageOf.lookup(user), 0));
-      }
+      it->second = std::min(it->second, firstStageUsing(ref));
     }
     for (tg::ParamRefOp ref : outsideStack) {
       stageOf[ref] = stageOfOutsideParam.lookup(ref.getName());

@@ -187,9 +187,12 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
     };
     // The sum of a partial result over tp replaces the result's uses; with sequence
     // parallelism each rank keeps its slice of the sequence.
-    auto leave = [&](Value partial) {
+    auto leave = [&](Value partial) -> LogicalResult {
       builder.setInsertionPointAfterValue(partial);
       auto type = cast<RankedTensorType>(partial.getType());
+      if (sp && failed(checkSequenceSlices(partial))) {
+        return failure();
+      }
       Value reduced =
           sp ? dist::ReduceScatterRegionOp::create(
                    builder, partial.getLoc(),
@@ -202,6 +205,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       if (sp) {
         sequenceSplit.insert(reduced);
       }
+      return success();
     };
     auto tpAxis = builder.getStringAttr(kTensorAxis);
     for (Operation &op :
@@ -250,7 +254,9 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       }
       rule.applySplit(tpAxis, operandSplits, tp);
       if (split->partialSum) {
-        leave(op.getResult(0)); // Megatron's g: the sum over tp of the partial results
+        if (failed(leave(op.getResult(0)))) { // Megatron's g: the sum over tp of the partials
+          return failure();
+        }
         continue;
       }
       if (split->resultDim < 0) {
@@ -260,6 +266,19 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
         auto type = cast<RankedTensorType>(result.getType());
         result.setType(withDim(type, split->resultDim, type.getDimSize(split->resultDim) / tp));
         shardDim[result] = tg::TensorSplit{split->resultDim, split->blocks};
+      }
+    }
+    // A whole parameter read both on sequence slices (its gradient summed over tp by
+    // dist-partition) and inside a region (already summed by copy_to_region's backward)
+    // would have that part of its gradient counted tp times.
+    for (auto [value, entered] : enteredValues) {
+      auto ref = value.getDefiningOp<tg::ParamRefOp>();
+      Operation *param =
+          ref ? SymbolTable::lookupNearestSymbolFrom(ref, ref.getNameAttr()) : nullptr;
+      if (param && param->hasAttr("dist.sequence_parallel")) {
+        return ref.emitError() << "dist-tensor-parallel: @" << ref.getName()
+                               << " is read on sequence slices and inside a tensor-parallel "
+                                  "region; its gradient would be summed over tp twice";
       }
     }
     return success();
@@ -312,9 +331,26 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
       }
       param->setAttr("dist.sequence_parallel", UnitAttr::get(op.getContext()));
     }
-    auto result = cast<RankedTensorType>(op.getResult(0).getType());
-    op.getResult(0).setType(withDim(result, sequenceDim, result.getDimSize(sequenceDim) / tp));
-    sequenceSplit.insert(op.getResult(0));
+    for (Value result : op.getResults()) {
+      if (failed(checkSequenceSlices(result))) {
+        return failure();
+      }
+      auto type = cast<RankedTensorType>(result.getType());
+      result.setType(withDim(type, sequenceDim, type.getDimSize(sequenceDim) / tp));
+      sequenceSplit.insert(result);
+    }
+    return success();
+  }
+
+  /// A value sequence parallelism splits must have the declared sequence dim, of a length tp
+  /// divides.
+  LogicalResult checkSequenceSlices(Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (sequenceDim >= type.getRank() || type.getDimSize(sequenceDim) % tp != 0) {
+      return value.getDefiningOp()->emitError()
+             << "dist-tensor-parallel: sp=on splits dim " << sequenceDim << " (tg.sequence_dim) of "
+             << type << " into " << static_cast<int64_t>(tp) << " slices, which it does not have";
+    }
     return success();
   }
 

@@ -40,7 +40,6 @@ void expandParameters(tg::ModelOp model) {
       auto copy = cast<tg::ParamOp>(builder.clone(*param));
       copy.setSymName(layerName(param.getSymName(), layer));
       copy.removeRepeatAttr();
-      copy.setLayerAttr(builder.getI64IntegerAttr(layer));
       if (param.getInit() == "scaled_normal") {
         // The same distribution, stated without the layer count the copy no longer carries.
         copy.setInit("normal");
@@ -82,6 +81,7 @@ struct TGInlineLayersPass : impl::TGInlineLayersPassBase<TGInlineLayersPass> {
 
   LogicalResult runOnModel(tg::ModelOp model) {
     OpBuilder builder(model.getContext());
+    int64_t nextLayer = 0;
     expandParameters(model);
     SymbolTable symbols(model); // after the expansion: it caches names
     for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
@@ -103,6 +103,10 @@ struct TGInlineLayersPass : impl::TGInlineLayersPassBase<TGInlineLayersPass> {
           if (auto layers = dyn_cast<tg::RepeatLayersOp>(call)) {
             auto callee = symbols.lookup<func::FuncOp>(layers.getCallee());
             Value hidden = layers.getInput();
+            // Layers are numbered across every stack of the model, in program order, so
+            // dist-pipeline cuts one sequence of layers.
+            int64_t firstLayer = nextLayer;
+            nextLayer += layers.getCountAttr().getInt();
             for (int64_t layer = 0; layer < layers.getCountAttr().getInt(); ++layer) {
               SmallVector<Value> args{hidden};
               for (StringRef name : layers.getParamNames()) {
@@ -112,6 +116,15 @@ struct TGInlineLayersPass : impl::TGInlineLayersPassBase<TGInlineLayersPass> {
                   return layers.emitError() << "tg-inline-layers: no parameter '" << concrete
                                             << "' after expanding the per-layer declarations";
                 }
+                auto index = builder.getI64IntegerAttr(firstLayer + layer);
+                if (param.getLayerAttr() && param.getLayerAttr() != index) {
+                  return layers.emitError()
+                         << "tg-inline-layers: parameter '" << concrete
+                         << "' is read by two layers of the stack ("
+                         << param.getLayerAttr().getInt() << " and " << index.getInt()
+                         << "): a layer's parameters are its own";
+                }
+                param.setLayerAttr(index);
                 args.push_back(
                     tg::ParamRefOp::create(builder, layers.getLoc(), param.getType(), concrete));
               }

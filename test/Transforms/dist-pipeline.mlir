@@ -102,3 +102,40 @@ tg.model @three {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// CHECK-LABEL: tg.model @scaled_head.stage0
+// CHECK-NOT: @head
+// CHECK-LABEL: tg.model @scaled_head.stage1
+// CHECK: tg.param @head
+// CHECK: %[[W:.+]] = tg.param_ref @head : tensor<16x8xf32>
+// CHECK-NEXT: %[[S:.+]] = tg.scale %[[W]] {factor = 2.000000e+00 : f64} : tensor<16x8xf32>
+// CHECK-NEXT: tg.matmul %{{.+}}, %[[S]] {transpose_rhs}
+// A parameter outside the stack read through an op of parameters only (a tg.scale of the
+// head) goes to the stage of that op's users.
+tg.model @scaled_head {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @w0 : tensor<8x8xf32> {init = "normal", std = 0.02, layer = 0}
+  tg.param @w1 : tensor<8x8xf32> {init = "normal", std = 0.02, layer = 1}
+  tg.param @head : tensor<16x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %h0 = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    %w0 = tg.param_ref @w0 : tensor<8x8xf32>
+    %m0 = tg.matmul %h0, %w0 {transpose_rhs} : tensor<1x4x8xf32>, tensor<8x8xf32> -> tensor<1x4x8xf32>
+    %h1 = tg.add %h0, %m0 : tensor<1x4x8xf32>
+    %w1 = tg.param_ref @w1 : tensor<8x8xf32>
+    %m1 = tg.matmul %h1, %w1 {transpose_rhs} : tensor<1x4x8xf32>, tensor<8x8xf32> -> tensor<1x4x8xf32>
+    %h2 = tg.add %h1, %m1 : tensor<1x4x8xf32>
+    %hw = tg.param_ref @head : tensor<16x8xf32>
+    %hs = tg.scale %hw {factor = 2.0} : tensor<16x8xf32>
+    %l = tg.matmul %h2, %hs {transpose_rhs} : tensor<1x4x8xf32>, tensor<16x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %l, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

@@ -101,8 +101,9 @@ static void describeFunction(mlir::func::FuncOp func) {
   }
 }
 
-/// Sizes a parallel strategy must divide, read from the declaration: the batch, the layer
-/// stack (the longest tg.repeat_layers) and every dim a parameter declares split over tp.
+/// Sizes a parallel strategy must divide, read from the declaration: the batch, the layers of
+/// its tg.repeat_layers stacks (dist-pipeline cuts them as one sequence) and every dim, and
+/// every block of a dim, a parameter declares split over tp.
 static rt::ModelDims modelDims(tg::ModelOp model) {
   rt::ModelDims dims;
   mlir::Block &body = model.getBody().front();
@@ -110,9 +111,7 @@ static rt::ModelDims modelDims(tg::ModelOp model) {
   dims.globalBatch = batch.getGlobalBatchSizeAttr().getInt();
   dims.microBatch = batch.getMicroBatchSizeAttr().getInt();
   dims.seqLen = batch.getSeqLenAttr().getInt();
-  model.walk([&](tg::RepeatLayersOp stack) {
-    dims.layers = std::max(dims.layers, stack.getCountAttr().getInt());
-  });
+  model.walk([&](tg::RepeatLayersOp stack) { dims.layers += stack.getCountAttr().getInt(); });
   for (auto param : body.getOps<tg::ParamOp>()) {
     mlir::ArrayAttr shard = param.getShardAttr();
     if (!shard) {
@@ -128,6 +127,12 @@ static rt::ModelDims modelDims(tg::ModelOp model) {
       dims.tensorSplits.push_back(
           {param.getTensorType().getDimSize(dim),
            unit + " of " + param.getSymName().str() + " (declared split over tp)"});
+      for (auto [block, size] :
+           llvm::enumerate(param.getShardBlocks().value_or(llvm::ArrayRef<int64_t>()))) {
+        dims.tensorSplits.push_back({size, unit + " of block " + std::to_string(block) + " of " +
+                                               param.getSymName().str() +
+                                               " (declared split over tp)"});
+      }
     }
   }
   return dims;
