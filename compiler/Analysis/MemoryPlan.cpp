@@ -22,30 +22,35 @@ int64_t storageBytes(Type type, int64_t alignment) {
 }
 
 /// First-fit placement in the given order: each buffer goes to the lowest offset that does
-/// not overlap a placed buffer whose lifetime intersects its own.
+/// not overlap a placed buffer whose lifetime intersects its own. The placed buffers are kept
+/// sorted by address, so finding the gap is one scan that stops at the first gap that fits
+/// (no per-buffer sort of the busy intervals, which made compile time grow with the square
+/// of the layers times a log).
 int64_t place(std::vector<LiveRange> &buffers, const std::vector<size_t> &order) {
-  std::vector<size_t> placed;
+  std::vector<size_t> byAddress; // placed buffers by (offset, end)
+  byAddress.reserve(order.size());
+  auto addressLess = [&](size_t x, size_t y) {
+    const LiveRange &a = buffers[x], &b = buffers[y];
+    return a.offset != b.offset ? a.offset < b.offset : a.offset + a.bytes < b.offset + b.bytes;
+  };
   int64_t arena = 0;
   for (size_t index : order) {
     LiveRange &buffer = buffers[index];
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t other : placed) {
-      const LiveRange &b = buffers[other];
-      if (b.firstUse <= buffer.lastUse && buffer.firstUse <= b.lastUse) {
-        busy.emplace_back(b.offset, b.offset + b.bytes);
-      }
-    }
-    std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
-    for (auto [begin, end] : busy) {
-      if (offset + buffer.bytes <= begin) {
+    for (size_t other : byAddress) {
+      const LiveRange &b = buffers[other];
+      if (b.firstUse > buffer.lastUse || buffer.firstUse > b.lastUse) {
+        continue; // never live at the same time
+      }
+      if (offset + buffer.bytes <= b.offset) {
         break;
       }
-      offset = std::max(offset, end);
+      offset = std::max(offset, b.offset + b.bytes);
     }
     buffer.offset = offset;
     arena = std::max(arena, offset + buffer.bytes);
-    placed.push_back(index);
+    byAddress.insert(std::upper_bound(byAddress.begin(), byAddress.end(), index, addressLess),
+                     index);
   }
   return arena;
 }
