@@ -372,6 +372,47 @@ LogicalResult ModelOp::verifyRegions() {
     }
   }
 
+  // Every value the model computes must be storable: no empty dimension (nothing to compute,
+  // and passes and kernels divide by row sizes) and at most 2^63 bytes (sizes are int64
+  // everywhere downstream; more would wrap silently).
+  auto checkValue = [](Type type, Operation *at, const llvm::Twine &what) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor) {
+      return success();
+    }
+    if (llvm::is_contained(tensor.getShape(), 0)) {
+      return at->emitOpError() << what << " " << tensor
+                               << " has an empty dimension: every dimension must be at least 1";
+    }
+    std::optional<int64_t> elements = checkedNumElements(tensor.getShape());
+    int64_t bytesPerElement = (tensor.getElementTypeBitWidth() + 7) / 8;
+    if (!elements || !llvm::checkedMul(*elements, bytesPerElement)) {
+      return at->emitOpError() << what << " " << tensor << " holds more than 2^63 bytes";
+    }
+    return success();
+  };
+  WalkResult sizes = getBody().walk([&](Operation *op) {
+    for (auto [index, result] : llvm::enumerate(op->getResults())) {
+      if (failed(checkValue(result.getType(), op, "result " + llvm::Twine(index)))) {
+        return WalkResult::interrupt();
+      }
+    }
+    for (Region &region : op->getRegions()) {
+      for (Block &block : region) {
+        for (BlockArgument argument : block.getArguments()) {
+          if (failed(checkValue(argument.getType(), op,
+                                "argument " + llvm::Twine(argument.getArgNumber())))) {
+            return WalkResult::interrupt();
+          }
+        }
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (sizes.wasInterrupted()) {
+    return failure();
+  }
+
   int64_t globalBatch = batch.getGlobalBatchSizeAttr().getInt();
   if (benchmark.getEvalEverySamplesAttr().getInt() % globalBatch != 0) {
     int64_t roundedUp = (benchmark.getEvalEverySamplesAttr().getInt() + globalBatch - 1) /

@@ -1539,3 +1539,47 @@ tg.model @m {
     return %y : tensor<2x4x8xf32>
   }
 }
+
+// -----
+
+// Tests that a value too large to store (4 x 2^31 x 2^31 f32 attention scores: 2^66 bytes) is
+// refused where it is computed, before any pass sizes a buffer with wrapped arithmetic.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 2147483648}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<1x2147483648xi32>, %labels: tensor<1x2147483648xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x2147483648xi32> -> tensor<1x2147483648x8xf32>
+    %q = tg.reshape %h : tensor<1x2147483648x8xf32> -> tensor<1x2147483648x4x2xf32>
+    %qh = tg.transpose %q {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x2147483648x4x2xf32> -> tensor<1x4x2147483648x2xf32>
+    // expected-error @below {{'tg.matmul' op result 0 'tensor<1x4x2147483648x2147483648xf32>' holds more than 2^63 bytes}}
+    %s = tg.matmul %qh, %qh {transpose_rhs} : tensor<1x4x2147483648x2xf32>, tensor<1x4x2147483648x2xf32> -> tensor<1x4x2147483648x2147483648xf32>
+    %l = tg.matmul %h, %e {transpose_rhs} : tensor<1x2147483648x8xf32>, tensor<16x8xf32> -> tensor<1x2147483648x16xf32>
+    %loss = tg.cross_entropy %l, %labels : tensor<1x2147483648x16xf32>, tensor<1x2147483648xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that a computed value with an empty dimension is refused (nothing to compute, and
+// passes and kernels divide by row sizes).
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    // expected-error @below {{'tg.fill' op result 0 'tensor<0x8xf32>' has an empty dimension: every dimension must be at least 1}}
+    %z = tg.fill {value = 0.0 : f64} : tensor<0x8xf32>
+    %l = tg.matmul %h, %e {transpose_rhs} : tensor<1x4x8xf32>, tensor<16x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %l, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
