@@ -172,10 +172,32 @@ Status validatePlan(const plan::Plan &p) {
   }
   auto validId = [&](uint32_t id) { return static_cast<int64_t>(id) < buffers; };
   std::set<std::string> programNames;
+  std::map<std::string, const plan::Program *> earlierPrograms; // for the calls' outputs
+  // The buffer a view aliases (itself for a plain buffer): writing one defines the other.
+  auto rootOf = [&](uint32_t id) {
+    const plan::Buffer &b = p.buffers(id);
+    return b.has_view_of() && validId(b.view_of()) ? b.view_of() : id;
+  };
   for (const plan::Program &program : p.programs()) {
     if (!programNames.insert(program.name()).second) {
       return invalid("program '" + program.name() + "' appears twice");
     }
+    // Def before use: a command reads persistent state, the program's inputs, or an
+    // activation an earlier command of the program wrote (never stale scratch memory).
+    std::vector<char> defined(static_cast<size_t>(buffers), 0);
+    auto define = [&](uint32_t id) {
+      if (validId(id)) {
+        defined[id] = 1;
+        defined[rootOf(id)] = 1;
+      }
+    };
+    auto isDefined = [&](uint32_t id) {
+      return p.buffers(id).memory_class() == plan::PERSISTENT || defined[id] || defined[rootOf(id)];
+    };
+    for (uint32_t id : program.inputs()) {
+      define(id);
+    }
+    earlierPrograms[program.name()] = &program;
     for (uint32_t id : program.inputs()) {
       if (!validId(id)) {
         return invalid("program '" + program.name() + "' reads missing buffer " +
@@ -217,11 +239,16 @@ Status validatePlan(const plan::Plan &p) {
         if (!validId(id)) {
           return invalid(where + " reads missing buffer " + std::to_string(id));
         }
+        if (!isDefined(id)) {
+          return invalid(where + " reads buffer '" + p.buffers(id).name() +
+                         "' before any command of the program writes it");
+        }
       }
       for (uint32_t id : command.results()) {
         if (!validId(id)) {
           return invalid(where + " writes missing buffer " + std::to_string(id));
         }
+        define(id);
       }
       std::string problem = checkCommandTypes(p, command);
       if (!problem.empty()) {
@@ -269,6 +296,9 @@ Status validatePlan(const plan::Plan &p) {
         if (callee == program.name() || !programNames.count(callee)) {
           return invalid(where + " calls program '" + callee +
                          "', which the plan does not have before it");
+        }
+        for (uint32_t id : earlierPrograms.at(callee)->outputs()) {
+          define(id); // the callee's results, read by the caller after the call
         }
       }
     }

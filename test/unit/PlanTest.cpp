@@ -85,6 +85,15 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
       {[](plan::Plan &p) { p.mutable_programs(0)->mutable_commands(0)->set_results(0, 9); },
        "writes missing buffer 9"},
       {[](plan::Plan &p) { p.mutable_programs(0)->add_inputs(42); }, "reads missing buffer 42"},
+      // Def before use: the command reads the activation buffer nothing wrote (stale
+      // scratch memory), not the program's input.
+      {[](plan::Plan &p) {
+         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+         command->set_operands(0, 1);
+         command->set_results(0, 1);
+       },
+       "command 0 ('scale') of 'forward' reads buffer 'b' before any command of the program "
+       "writes it"},
       {[](plan::Plan &p) { *p.add_programs() = p.programs(0); }, "appears twice"},
       {[](plan::Plan &p) {
          plan::StateTensor *state = p.add_state();
