@@ -2,22 +2,62 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
 #include <utility>
+#include <vector>
 
 namespace mlperf::rt {
 namespace {
 
 // Headers are small (names and shapes); a huge one means a corrupt length field.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+/// CRC-32 (zlib) of the metadata (every entry but this one, by key) and of every tensor's name
+/// and bytes (by name): what a reader recomputes to detect any edit or corruption.
+constexpr const char *kChecksumKey = "checksum";
+
+class Checksum {
+public:
+  void add(const void *bytes, size_t size) {
+    const auto *cursor = static_cast<const Bytef *>(bytes);
+    while (size > 0) { // zlib takes 32-bit lengths
+      uInt chunk = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
+      crc = ::crc32(crc, cursor, chunk);
+      cursor += chunk;
+      size -= chunk;
+    }
+  }
+  void add(const std::string &text) { add(text.data(), text.size() + 1); } // with its NUL
+  std::string hex() const {
+    char text[16];
+    std::snprintf(text, sizeof text, "crc32:%08lx", static_cast<unsigned long>(crc));
+    return text;
+  }
+
+private:
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+};
+
+void addMetadata(Checksum &sum, const std::map<std::string, std::string> &metadata) {
+  for (const auto &[key, value] : metadata) {
+    if (key != kChecksumKey) {
+      sum.add(key);
+      sum.add(value);
+    }
+  }
+}
 
 Status dataLoss(const std::string &path, const std::string &what) {
   return Status(StatusCode::kDataLoss, path + ": not a valid safetensors file: " + what);
@@ -97,6 +137,9 @@ private:
     }
     while (pos < input.size() && input[pos] != '"') {
       char c = input[pos++];
+      if (static_cast<unsigned char>(c) < 0x20) {
+        return fail("control character in a string");
+      }
       if (c != '\\') {
         out += c;
         continue;
@@ -155,7 +198,30 @@ private:
         return fail("bad escape");
       }
     }
+    if (!validUtf8(out)) {
+      return fail("string is not UTF-8");
+    }
     return expect('"');
+  }
+  static bool validUtf8(const std::string &text) {
+    for (size_t i = 0; i < text.size();) {
+      auto byte = static_cast<unsigned char>(text[i]);
+      size_t length = byte < 0x80           ? 1
+                      : (byte >> 5) == 0x6  ? 2
+                      : (byte >> 4) == 0xE  ? 3
+                      : (byte >> 3) == 0x1E ? 4
+                                            : 0;
+      if (length == 0 || i + length > text.size()) {
+        return false;
+      }
+      for (size_t k = 1; k < length; ++k) {
+        if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) {
+          return false;
+        }
+      }
+      i += length;
+    }
+    return true;
   }
   bool parseValue(Json &out, int depth) {
     if (depth > 8) {
@@ -179,6 +245,9 @@ private:
         Json value;
         if (!parseString(key) || !expect(':') || !parseValue(value, depth + 1)) {
           return false;
+        }
+        if (out.find(key)) {
+          return fail("key '" + key + "' appears twice in one object");
         }
         out.members.emplace_back(std::move(key), std::move(value));
         skipSpace();
@@ -215,6 +284,9 @@ private:
       size_t digits = pos - start - (c == '-' ? 1 : 0);
       if (digits == 0) {
         return fail("'-' without digits");
+      }
+      if (digits > 1 && input[pos - digits] == '0') {
+        return fail("integer with a leading zero");
       }
       if (digits > 18) {
         return fail("integer too large");
@@ -268,16 +340,10 @@ Status writeSafetensors(const std::string &path, const TensorFile &file) {
   std::string header = "{";
   std::string data;
   bool first = true;
-  if (!file.metadata.empty()) {
-    header += "\"__metadata__\":{";
-    bool firstEntry = true;
-    for (const auto &[key, value] : file.metadata) {
-      header += (firstEntry ? "" : ",") + jsonQuote(key) + ":" + jsonQuote(value);
-      firstEntry = false;
-    }
-    header += "}";
-    first = false;
-  }
+  // The tensors' bytes first: the checksum in the metadata covers them.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  Checksum sum;
+  addMetadata(sum, file.metadata);
   for (const auto &[name, tensor] : file.tensors) {
     uint64_t begin = data.size();
     int64_t bytes = dtypeBytes(tensor.dtype);
@@ -286,13 +352,31 @@ Status writeSafetensors(const std::string &path, const TensorFile &file) {
                                             : static_cast<uint64_t>(tensor.ints[i]);
       appendLittleEndian(data, bits, static_cast<int>(bytes));
     }
+    ranges.emplace_back(begin, data.size());
+    sum.add(name);
+    sum.add(data.data() + begin, data.size() - begin);
+  }
+  std::map<std::string, std::string> metadata = file.metadata;
+  metadata[kChecksumKey] = sum.hex();
+  {
+    header += "\"__metadata__\":{";
+    bool firstEntry = true;
+    for (const auto &[key, value] : metadata) {
+      header += (firstEntry ? "" : ",") + jsonQuote(key) + ":" + jsonQuote(value);
+      firstEntry = false;
+    }
+    header += "}";
+    first = false;
+  }
+  size_t index = 0;
+  for (const auto &[name, tensor] : file.tensors) {
+    auto [begin, end] = ranges[index++];
     header += (first ? "" : ",") + jsonQuote(name) + ":{\"dtype\":\"" +
               safetensorsName(tensor.dtype) + "\",\"shape\":[";
     for (size_t d = 0; d < tensor.shape.size(); ++d) {
       header += (d ? "," : "") + std::to_string(tensor.shape[d]);
     }
-    header +=
-        "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
+    header += "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
     first = false;
   }
   header += "}";
@@ -361,6 +445,7 @@ Status readSafetensors(const std::string &path, TensorFile &file) {
     return dataLoss(path, "header is not a JSON object");
   }
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::map<std::string, uint64_t> tensorStarts, dataBytes;
   for (const auto &[name, entry] : root.members) {
     if (name == "__metadata__") {
       for (const auto &[key, value] : entry.members) {
@@ -422,6 +507,8 @@ Status readSafetensors(const std::string &path, TensorFile &file) {
                                 "-byte data section");
     }
     ranges.emplace_back(begin, end);
+    tensorStarts[name] = static_cast<uint64_t>(begin);
+    dataBytes[name] = static_cast<uint64_t>(end - begin);
     int bytesPerElement = static_cast<int>(dtypeBytes(tensor.dtype));
     const unsigned char *cursor = data + begin;
     if (isFloat(tensor.dtype)) {
@@ -444,12 +531,69 @@ Status readSafetensors(const std::string &path, TensorFile &file) {
     }
   }
   std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].first < ranges[i - 1].second) {
+  uint64_t covered = 0;
+  for (const auto &[begin, end] : ranges) {
+    if (begin < covered) {
       return dataLoss(path, "tensor data ranges overlap");
+    }
+    if (begin > covered) {
+      return dataLoss(path, "data bytes [" + std::to_string(covered) + ", " +
+                                std::to_string(begin) + ") belong to no tensor");
+    }
+    covered = end;
+  }
+  if (covered != dataSize) {
+    return dataLoss(path, std::to_string(dataSize - covered) +
+                              " bytes after the last tensor's data belong to no tensor");
+  }
+  if (auto claimed = file.metadata.find(kChecksumKey); claimed != file.metadata.end()) {
+    Checksum sum;
+    addMetadata(sum, file.metadata);
+    for (const auto &[name, begin] : tensorStarts) { // by name, as the writer adds them
+      sum.add(name);
+      sum.add(data + begin, dataBytes.at(name));
+    }
+    if (sum.hex() != claimed->second) {
+      return dataLoss(path, "its checksum (" + claimed->second +
+                                ") does not match its "
+                                "metadata and data (" +
+                                sum.hex() + "): edited or corrupted");
     }
   }
   return Status::ok();
+}
+
+bool hasChecksum(const TensorFile &file) { return file.metadata.count(kChecksumKey) != 0; }
+
+int removeStaleTemporaries(const std::string &path) {
+  std::string directory = ".", base = path;
+  if (size_t slash = path.rfind('/'); slash != std::string::npos) {
+    directory = slash == 0 ? "/" : path.substr(0, slash);
+    base = path.substr(slash + 1);
+  }
+  const std::string prefix = base + ".tmp.";
+  DIR *dir = ::opendir(directory.c_str());
+  if (!dir) {
+    return 0;
+  }
+  int removed = 0;
+  while (const dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    char *end = nullptr;
+    long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    // Only files of writers that are gone: a live process may be writing its own.
+    if (*end != '\0' || pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)) {
+      continue;
+    }
+    if (std::remove((directory + "/" + name).c_str()) == 0) {
+      ++removed;
+    }
+  }
+  ::closedir(dir);
+  return removed;
 }
 
 } // namespace mlperf::rt

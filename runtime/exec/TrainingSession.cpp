@@ -222,10 +222,23 @@ Status TrainingSession::startState() {
   if (!options.resume.empty()) {
     std::string resumePath = rankFile(options.resume, rank);
     TensorFile file;
-    Status status = readSafetensors(resumePath, file);
+    // The reader's errors name the file already; the checks below say which file they mean.
+    MLPERF_RETURN_IF_ERROR(readSafetensors(resumePath, file));
+    Status status = Status::ok();
     // A checkpoint without a mesh is a single rank's.
     std::string savedMesh =
         file.metadata.count("mesh") ? file.metadata["mesh"] : MeshShape().describe();
+    // Only a train state mlperf-run wrote, untouched: its checksum covers the metadata below.
+    if (status.isOk() && (!hasChecksum(file) || file.metadata["format"] != "mlperfc train state")) {
+      status = invalid("not a train state written by mlperf-run --save (metadata 'format' is '" +
+                       file.metadata["format"] + "'" +
+                       (hasChecksum(file) ? "" : " and it carries no checksum") +
+                       "); --init-from loads weights");
+    }
+    if (status.isOk() && rank.size > 1 && file.metadata["rank"] != std::to_string(rank.rank)) {
+      status = invalid("holds rank " + file.metadata["rank"] + "'s state, not rank " +
+                       std::to_string(rank.rank) + "'s");
+    }
     if (status.isOk() && savedMesh != mesh.describe()) {
       status = invalid("saved by a run on mesh '" + savedMesh + "', this plan is for '" +
                        mesh.describe() + "'; resume with the plan it was trained with");
@@ -279,10 +292,8 @@ Status TrainingSession::startState() {
   }
   if (!options.initFrom.empty()) {
     TensorFile file;
-    Status status = readSafetensors(options.initFrom, file);
-    if (status.isOk()) {
-      status = trainer->load(file, /*withOptimizerState=*/false);
-    }
+    MLPERF_RETURN_IF_ERROR(readSafetensors(options.initFrom, file)); // names the file itself
+    Status status = trainer->load(file, /*withOptimizerState=*/false);
     return status.isOk() ? status
                          : Status(status.code(), options.initFrom + ": " + status.message());
   }
@@ -329,7 +340,13 @@ Status TrainingSession::openData() {
 }
 
 Status TrainingSession::openOutputs() {
+  // A run killed mid-write leaves its temporary files behind; the next run on the same paths
+  // removes those of writers that are gone.
+  if (!options.save.empty()) {
+    removeStaleTemporaries(checkpointPath());
+  }
   if (leader() && !options.metricsOut.empty()) {
+    removeStaleTemporaries(options.metricsOut);
     MLPERF_RETURN_IF_ERROR(log->metrics.open(options.metricsOut));
   }
   if (!log->logging) {

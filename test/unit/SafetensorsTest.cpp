@@ -59,6 +59,9 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtypeAndMetadata) {
   TensorFile loaded;
   Status status = readSafetensors(target, loaded);
   ASSERT_TRUE(status.isOk()) << status.toString();
+  // The writer adds a checksum of the metadata and data; everything else round-trips.
+  EXPECT_TRUE(hasChecksum(loaded));
+  loaded.metadata.erase("checksum");
   EXPECT_EQ(loaded.metadata, file.metadata);
   ASSERT_EQ(loaded.tensors.size(), file.tensors.size());
   for (const auto &[name, tensor] : file.tensors) {
@@ -124,12 +127,64 @@ TEST_F(SafetensorsTest, CorruptFilesAreRejectedWithTheReason) {
        "size overflows"},
       {withHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":["a","b"]}})", "abcd"),
        "non-integer data_offsets"},
+      // Strict JSON and exact coverage of the data section.
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcdXY"),
+       "2 bytes after the last tensor's data belong to no tensor"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "abcdefgh"),
+       "data bytes [0, 4) belong to no tensor"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[1],"shape":[1],"data_offsets":[0,4]}})",
+                  "abcd"),
+       "key 'shape' appears twice in one object"},
+      {withHeader(R"({"x":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", "abcd"),
+       "integer with a leading zero"},
+      {withHeader("{\"x\t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "abcd"),
+       "control character in a string"},
+      {withHeader("{\"x\xff\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "abcd"),
+       "string is not UTF-8"},
   };
   for (const Case &c : cases) {
     Status status = readExpectingFailure(c.bytes);
     EXPECT_EQ(status.code(), StatusCode::kDataLoss) << c.expected << ": " << status.toString();
     EXPECT_NE(status.message().find(c.expected), std::string::npos) << status.toString();
   }
+}
+
+TEST_F(SafetensorsTest, AnEditedFileFailsItsChecksum) {
+  TensorFile file;
+  file.tensors["w"] = HostTensor::zeros(DType::kF32, {4});
+  file.metadata = {{"seed", "1234"}};
+  std::string target = path("checked.safetensors");
+  ASSERT_TRUE(writeSafetensors(target, file).isOk());
+  std::string bytes;
+  {
+    std::ifstream in(target, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (auto [from, to] : {std::pair<std::string, std::string>{"1234", "1235"}}) {
+    std::string edited = bytes;
+    edited.replace(edited.find(from), from.size(), to); // the seed, same length
+    Status status = readExpectingFailure(edited);
+    EXPECT_EQ(status.code(), StatusCode::kDataLoss) << status.toString();
+    EXPECT_NE(status.message().find("does not match its metadata and data"), std::string::npos)
+        << status.toString();
+  }
+  std::string flipped = bytes;
+  flipped.back() ^= 0x40; // a bit of the last tensor element
+  Status status = readExpectingFailure(flipped);
+  EXPECT_NE(status.message().find("edited or corrupted"), std::string::npos) << status.toString();
+}
+
+TEST_F(SafetensorsTest, StaleTemporariesOfDeadWritersAreRemoved) {
+  std::string target = path("ckpt.safetensors");
+  // A pid that cannot be alive (above pid_max), and this process's own.
+  std::string dead = target + ".tmp.999999999", live = target + ".tmp." + std::to_string(getpid());
+  for (const std::string &name : {dead, live}) {
+    std::ofstream(name) << "partial";
+  }
+  EXPECT_EQ(removeStaleTemporaries(target), 1);
+  EXPECT_FALSE(std::ifstream(dead).good());
+  EXPECT_TRUE(std::ifstream(live).good());
+  std::remove(live.c_str());
 }
 
 TEST_F(SafetensorsTest, MissingFileIsNotFound) {
