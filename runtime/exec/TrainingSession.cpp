@@ -6,10 +6,12 @@
 #include "runtime/mllog/BenchmarkLog.h"
 #include "runtime/plan/PlanLoader.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <unistd.h>
 
@@ -30,9 +32,12 @@ public:
                : Status(StatusCode::kNotFound, "cannot write metrics file " + temporary);
   }
   void write(const std::string &line) {
-    if (out.is_open()) {
+    if (out.is_open() && error.empty()) {
       out << line << '\n';
       out.flush();
+      if (!out) {
+        error = std::strerror(errno); // a full disk: the file is incomplete
+      }
     }
   }
   Status close() {
@@ -40,15 +45,22 @@ public:
       return Status::ok();
     }
     out.close();
-    if (!out || std::rename(temporary.c_str(), final.c_str()) != 0) {
-      return Status(StatusCode::kInternal, "cannot finish metrics file " + final);
+    if (error.empty() && !out) {
+      error = std::strerror(errno);
+    }
+    if (error.empty() && std::rename(temporary.c_str(), final.c_str()) != 0) {
+      error = std::strerror(errno);
+    }
+    if (!error.empty()) {
+      std::remove(temporary.c_str()); // never leave an incomplete file behind
+      return Status(StatusCode::kInternal, "cannot write metrics file " + final + ": " + error);
     }
     return Status::ok();
   }
 
 private:
   std::ofstream out;
-  std::string final, temporary;
+  std::string final, temporary, error;
 };
 
 /// A JSON number; non-finite values (a diverged run) as null, which JSON can represent.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <unistd.h>
 
 namespace mlperf::rt {
 namespace {
@@ -114,8 +115,21 @@ void MLLogger::log(MLLogEvent event, const std::string &key, const MLLogValue &v
     text += ", " + quote(name) + ": " + encode(entry);
   }
   text += "}}\n";
+  if (writeFailed) {
+    return; // the log is already invalid; keep it ending with its last whole line
+  }
+  long whole = ownsStream ? std::ftell(stream) : -1; // where the last complete line ends
   if (std::fputs(text.c_str(), stream) < 0 || std::fflush(stream) != 0) {
     writeFailed = true; // a lost compliance line invalidates the run: callers check status()
+    writeError = std::strerror(errno);
+    // A full disk may have taken part of the line: cut the file back to whole lines, so a
+    // checker reads every line as JSON.
+    if (whole >= 0) {
+      std::clearerr(stream);
+      if (::ftruncate(::fileno(stream), whole) != 0) {
+        writeError += " (and the partial line could not be removed)";
+      }
+    }
   }
 }
 

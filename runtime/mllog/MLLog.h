@@ -47,7 +47,8 @@ public:
   /// OK unless a line could not be written (full disk, closed pipe): a log missing lines is
   /// not a valid MLPerf log, so the run must report it.
   Status status() const {
-    return writeFailed ? Status(StatusCode::kInternal, "an MLPerf log line could not be written")
+    return writeFailed ? Status(StatusCode::kInternal,
+                                "an MLPerf log line could not be written: " + writeError)
                        : Status::ok();
   }
 
@@ -58,6 +59,7 @@ private:
   std::FILE *stream = nullptr;
   bool ownsStream = false;
   bool writeFailed = false;
+  std::string writeError; // the first failure's cause
 };
 
 } // namespace mlperf::rt
