@@ -5,6 +5,8 @@
 #include "runtime/plan/CommandTypes.h"
 #include "runtime/plan/StreamOrder.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -594,6 +596,18 @@ MeshShape planMesh(const plan::Plan &plan) {
   return mesh;
 }
 
+namespace {
+/// What libprotobuf says while parsing (invalid UTF-8 in a string field, ...), kept for our
+/// error instead of printed raw to stderr. Parsing happens once per file, on one thread.
+std::string protobufComplaint;
+void keepProtobufComplaint(google::protobuf::LogLevel, const char *, int,
+                           const std::string &message) {
+  if (protobufComplaint.empty()) {
+    protobufComplaint = message.substr(0, message.find_last_not_of(' ') + 1);
+  }
+}
+} // namespace
+
 Status loadPlan(const std::string &path, plan::Plan &plan) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
@@ -607,9 +621,17 @@ Status loadPlan(const std::string &path, plan::Plan &plan) {
   std::string bytes(static_cast<size_t>(size), '\0');
   in.seekg(0);
   in.read(bytes.data(), size);
-  if (!in || !plan.ParseFromString(bytes)) {
+  protobufComplaint.clear();
+  google::protobuf::LogHandler *previous = google::protobuf::SetLogHandler(keepProtobufComplaint);
+  bool parsed = in && plan.ParseFromString(bytes);
+  google::protobuf::SetLogHandler(previous);
+  if (!parsed) {
     return Status(StatusCode::kDataLoss,
-                  path + " is not a valid plan file (truncated, or not written by mlperfc)");
+                  path + " is not a valid plan file (" +
+                      (protobufComplaint.empty()
+                           ? std::string("truncated, or not written by mlperfc")
+                           : protobufComplaint) +
+                      ")");
   }
   Status status = validatePlan(plan);
   if (!status.isOk()) {
