@@ -12,6 +12,7 @@ die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 # Debian packages, by name. MLIR/LLVM 22 come from bookworm-security.
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache lld pkg-config git clang-format-22
+  clang-22 libclang-rt-22-dev
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev

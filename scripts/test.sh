@@ -11,3 +11,6 @@ git ls-files -z '*.cpp' '*.h' '*.cu' | xargs -0 clang-format-22 --dry-run -Werro
 bash scripts/build.sh
 echo "[test] ctest --preset default"
 ctest --preset default
+# Untrusted inputs: the runtime's unit tests once under ASan + UBSan, and each libFuzzer
+# harness of the runtime for a short smoke run (scripts/fuzz.sh runs them longer).
+bash scripts/sanitize.sh 15

@@ -423,6 +423,11 @@ Status readSafetensors(const std::string &path, TensorFile &file) {
     return Status(StatusCode::kNotFound, "cannot open " + path + ": " + std::strerror(errno));
   }
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parseSafetensors(bytes, path, file);
+}
+
+Status parseSafetensors(const std::string &bytes, const std::string &path, TensorFile &file) {
+  file = TensorFile();
   if (bytes.size() < 8) {
     return dataLoss(path, "shorter than the 8-byte header length");
   }

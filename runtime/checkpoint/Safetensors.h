@@ -35,6 +35,9 @@ Status writeSafetensors(const std::string &path, const TensorFile &file);
 /// (Hugging Face weights) have no checksum and are read as they are.
 Status readSafetensors(const std::string &path, TensorFile &file);
 
+/// readSafetensors on the bytes of a file (errors name it `path`).
+Status parseSafetensors(const std::string &bytes, const std::string &path, TensorFile &file);
+
 /// Whether `file` (as read) carried a checksum: every file mlperfc writes does.
 bool hasChecksum(const TensorFile &file);
 

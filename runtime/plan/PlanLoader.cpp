@@ -621,9 +621,16 @@ Status loadPlan(const std::string &path, plan::Plan &plan) {
   std::string bytes(static_cast<size_t>(size), '\0');
   in.seekg(0);
   in.read(bytes.data(), size);
+  if (!in) {
+    return Status(StatusCode::kDataLoss, path + ": cannot read the plan file");
+  }
+  return parsePlan(bytes, path, plan);
+}
+
+Status parsePlan(const std::string &bytes, const std::string &path, plan::Plan &plan) {
   protobufComplaint.clear();
   google::protobuf::LogHandler *previous = google::protobuf::SetLogHandler(keepProtobufComplaint);
-  bool parsed = in && plan.ParseFromString(bytes);
+  bool parsed = plan.ParseFromString(bytes);
   google::protobuf::SetLogHandler(previous);
   if (!parsed) {
     return Status(StatusCode::kDataLoss,

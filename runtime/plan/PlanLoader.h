@@ -39,6 +39,9 @@ int64_t parameterCount(const plan::Plan &plan);
 /// Reads `path`, parses and validates it.
 Status loadPlan(const std::string &path, plan::Plan &plan);
 
+/// loadPlan on the bytes of a plan file (errors name it `path`).
+Status parsePlan(const std::string &bytes, const std::string &path, plan::Plan &plan);
+
 /// The pipeline stages' plans of one compile (validated; `stages[k]` runs stage k) agree on
 /// their transfers: in every step program, the messages stage a sends to stage b with one tag
 /// are, in order and size, those stage b receives from stage a with that tag. A schedule
