@@ -23,4 +23,7 @@ add_compile_options(
   $<$<COMPILE_LANGUAGE:CXX>:-Wall>
   $<$<COMPILE_LANGUAGE:CXX>:-Wextra>
   $<$<COMPILE_LANGUAGE:CXX>:-Wno-unused-parameter>
-  $<$<COMPILE_LANGUAGE:CXX>:-Werror=deprecated-declarations>)
+  # MLIR API deprecations are errors (gcc, the main build). clang with libstdc++ 12 flags that
+  # library's own deprecated get_temporary_buffer inside std::stable_sort, so for the clang
+  # sanitizer/fuzz builds they stay warnings.
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Werror=deprecated-declarations>)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer harnesses (test/fuzz/) for SECONDS each on their seed corpora, which it
 # writes first from the tools of the main build (a compiled plan, checkpoints, a dataset, the
-# model files). Without --build it builds build-fuzz/ (clang-22, ASan + UBSan, the MLIR model
-# fuzzer included). Crashes are saved as build-*/fuzz/<target>/crash-*; exit 1 on any.
+# model files). Without --build it builds build-fuzz/ (clang-22, UBSan, the MLIR model fuzzer
+# included; ASan needs an ASan-built LLVM, so the runtime's ASan harnesses are scripts/
+# sanitize.sh's build-asan/: pass --build build-asan for those). Crashes are saved as build-*/fuzz/<target>/crash-*; exit 1 on any.
 # Usage: scripts/fuzz.sh [--build DIR] [--seconds N] [TARGET ...]   (targets: plan safetensors
 #        dataset model; default all)
 set -euo pipefail
@@ -25,7 +26,7 @@ if [ -z "$build" ]; then
   command -v clang++-22 > /dev/null || die "clang++-22 is missing: run scripts/setup.sh"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DMLPERFC_SANITIZE=ON -DMLPERFC_FUZZ=ON -DMLPERFC_ENABLE_CUDA=OFF > /dev/null
+    -DMLPERFC_SANITIZE=undefined -DMLPERFC_FUZZ=ON -DMLPERFC_ENABLE_CUDA=OFF > /dev/null
   cmake --build "$build"
 fi
 tools=build/bin

@@ -12,7 +12,8 @@ command -v clang++-22 > /dev/null || die "clang++-22 is missing: run scripts/set
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DMLPERFC_RUNTIME_ONLY=ON -DMLPERFC_SANITIZE=ON -DMLPERFC_FUZZ=ON -DMLPERFC_ENABLE_CUDA=OFF \
+  -DMLPERFC_RUNTIME_ONLY=ON -DMLPERFC_SANITIZE=address,undefined -DMLPERFC_FUZZ=ON \
+  -DMLPERFC_ENABLE_CUDA=OFF \
   > build-asan.configure.log || { cat build-asan.configure.log; die "configure failed"; }
 echo "[sanitize] building the runtime, its unit tests and fuzzers with ASan + UBSan"
 cmake --build build-asan

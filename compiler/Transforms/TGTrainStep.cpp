@@ -527,7 +527,14 @@ LogicalResult StepBuilder::buildInitOptimizer() {
   Block &body = model.getBody().front();
   builder.setInsertionPointToEnd(&body);
   // The optimizer's state from the parameters, each argument as tg-optimizer says it starts.
+  // Parameters by name, looked up once (a symbol lookup per argument scans the whole model:
+  // quadratic in the layers).
+  llvm::StringMap<tg::ParamOp> paramByName;
+  for (auto param : body.getOps<tg::ParamOp>()) {
+    paramByName[param.getSymName()] = param;
+  }
   SmallVector<tg::ParamOp> params;
+  llvm::StringMap<unsigned> inputOfParam; // @init_optimizer's argument index by parameter
   SmallVector<unsigned> stateArgs;
   for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
     std::optional<StepRole> r = argRole(optimizerStep, i);
@@ -542,11 +549,11 @@ LogicalResult StepBuilder::buildInitOptimizer() {
              << r->param << ") does not say how it starts (tg.init = \"param\" or \"zeros\")";
     }
     if (init.getValue() == kInitFromParam) {
-      auto param = dyn_cast_or_null<tg::ParamOp>(SymbolTable::lookupSymbolIn(model, r->param));
+      tg::ParamOp param = paramByName.lookup(r->param);
       if (!param) {
         return optimizerStep.emitError() << "tg-train-step: @" << r->param << " is not a parameter";
       }
-      if (!llvm::is_contained(params, param)) {
+      if (inputOfParam.try_emplace(r->param, params.size()).second) {
         params.push_back(param);
       }
     }
@@ -569,8 +576,7 @@ LogicalResult StepBuilder::buildInitOptimizer() {
     if (init.getValue() == kInitZeros) {
       value = tg::FillOp::create(builder, loc, type, builder.getF64FloatAttr(0.0));
     } else {
-      auto it = llvm::find_if(params, [&](tg::ParamOp p) { return p.getSymName() == r.param; });
-      value = entry->getArgument(it - params.begin());
+      value = entry->getArgument(inputOfParam.lookup(r.param));
       auto paramType = cast<RankedTensorType>(value.getType());
       auto wide = RankedTensorType::get(paramType.getShape(), type.getElementType());
       if (wide != paramType) {
