@@ -234,6 +234,16 @@ Setter floatField(double LlamaConfig::*field) {
   };
 }
 
+Setter onOffField(bool LlamaConfig::*field) {
+  return [field](LlamaConfig &c, StringRef value) -> Error {
+    if (value != "on" && value != "off") {
+      return makeError("expected on or off, got '" + value + "'");
+    }
+    c.*field = value == "on";
+    return Error::success();
+  };
+}
+
 Setter choiceField(std::string LlamaConfig::*field, std::vector<std::string> choices) {
   return [field, choices](LlamaConfig &c, StringRef value) -> Error {
     if (!choices.empty() && !llvm::is_contained(choices, value)) {
@@ -258,27 +268,13 @@ const std::map<std::string, Setter> &setters() {
       {"vocab", intField(&LlamaConfig::vocab)},
       {"seq", intField(&LlamaConfig::seq)},
       {"rope_theta", floatField(&LlamaConfig::ropeTheta)},
-      {"rope_scaling",
-       [](LlamaConfig &c, StringRef value) -> Error {
-         if (value != "on" && value != "off") {
-           return makeError("expected on or off, got '" + value + "'");
-         }
-         c.ropeScaling = value == "on";
-         return Error::success();
-       }},
+      {"rope_scaling", onOffField(&LlamaConfig::ropeScaling)},
       {"rope_factor", floatField(&LlamaConfig::ropeFactor)},
       {"rope_low_freq_factor", floatField(&LlamaConfig::ropeLowFreqFactor)},
       {"rope_high_freq_factor", floatField(&LlamaConfig::ropeHighFreqFactor)},
       {"rope_original_max_position", intField(&LlamaConfig::ropeOriginalMaxPosition)},
       {"norm_eps", floatField(&LlamaConfig::normEps)},
-      {"fused_qkv",
-       [](LlamaConfig &c, StringRef value) -> Error {
-         if (value != "on" && value != "off") {
-           return makeError("expected on or off, got '" + value + "'");
-         }
-         c.fusedQkv = value == "on";
-         return Error::success();
-       }},
+      {"fused_qkv", onOffField(&LlamaConfig::fusedQkv)},
       {"dtype", choiceField(&LlamaConfig::dtype, {"bf16", "f32"})},
       {"init", choiceField(&LlamaConfig::init, {"random", "checkpoint"})},
       {"init_std", floatField(&LlamaConfig::initStd)},
@@ -516,37 +512,33 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
     std::string name, type, init;
     bool perLayer;
     std::string shard;
-    std::string argument; // the layer function's argument (per-layer parameters)
   };
   const std::string prefix = "model.layers.{i}.";
   // A fused qkv_proj is q, k and v stacked: each rank holds its slice of each (shard_blocks).
   const std::string qkvBlocks = "array<i64: " + std::to_string(H * HD) + ", " +
                                 std::to_string(KV * HD) + ", " + std::to_string(KV * HD) + ">";
-  std::vector<Param> layerParams = {{prefix + "input_layernorm.weight", tensor({D}, dt),
-                                     initAttrs("ones"), true, whole, "input_norm"}};
+  std::vector<Param> layerParams = {
+      {prefix + "input_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true, whole}};
   if (c.fusedQkv) {
     layerParams.push_back({prefix + "self_attn.qkv_proj.weight", tensor({(H + 2 * KV) * HD, D}, dt),
-                           initAttrs("normal"), true, rows + ", shard_blocks = " + qkvBlocks,
-                           "qkv_proj"});
+                           initAttrs("normal"), true, rows + ", shard_blocks = " + qkvBlocks});
   } else {
     layerParams.push_back({prefix + "self_attn.q_proj.weight", tensor({H * HD, D}, dt),
-                           initAttrs("normal"), true, rows, "q_proj"});
+                           initAttrs("normal"), true, rows});
     layerParams.push_back({prefix + "self_attn.k_proj.weight", tensor({KV * HD, D}, dt),
-                           initAttrs("normal"), true, rows, "k_proj"});
+                           initAttrs("normal"), true, rows});
     layerParams.push_back({prefix + "self_attn.v_proj.weight", tensor({KV * HD, D}, dt),
-                           initAttrs("normal"), true, rows, "v_proj"});
+                           initAttrs("normal"), true, rows});
   }
   for (Param p : std::initializer_list<Param>{
            {prefix + "self_attn.o_proj.weight", tensor({D, H * HD}, dt), initAttrs("scaled_normal"),
-            true, columns, "o_proj"},
+            true, columns},
            {prefix + "post_attention_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true,
-            whole, "post_norm"},
-           {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows,
-            "gate_proj"},
-           {prefix + "mlp.up_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows,
-            "up_proj"},
+            whole},
+           {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows},
+           {prefix + "mlp.up_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows},
            {prefix + "mlp.down_proj.weight", tensor({D, F}, dt), initAttrs("scaled_normal"), true,
-            columns, "down_proj"},
+            columns},
        }) {
     layerParams.push_back(p);
   }

@@ -33,21 +33,6 @@ constexpr StringLiteral kTensorAxis = "tp";
 /// Where the declaration says which dim of the activations is the sequence (sp splits it).
 constexpr StringLiteral kSequenceDimAttr = "tg.sequence_dim";
 
-/// The dim `param`'s declaration splits over tp (`shard`), or -1.
-int64_t declaredTensorSplit(tg::ParamOp param) {
-  ArrayAttr shard = param.getShardAttr();
-  if (!shard) {
-    return -1;
-  }
-  for (auto [dim, axes] : llvm::enumerate(shard)) {
-    if (llvm::is_contained(cast<ArrayAttr>(axes).getValue(),
-                           StringAttr::get(param.getContext(), kTensorAxis))) {
-      return static_cast<int64_t>(dim);
-    }
-  }
-  return -1;
-}
-
 bool isFloatTensor(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   return type && isa<FloatType>(type.getElementType());
@@ -121,7 +106,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
         return param.emitError() << "dist-tensor-parallel needs concrete parameters: run "
                                     "tg-inline-layers first";
       }
-      int64_t dim = declaredTensorSplit(param);
+      int64_t dim = param.getDeclaredSplitDim();
       if (dim < 0) {
         continue;
       }

@@ -337,9 +337,7 @@ uint64_t readLittleEndian(const unsigned char *bytes, int count) {
 } // namespace
 
 Status writeSafetensors(const std::string &path, const TensorFile &file) {
-  std::string header = "{";
   std::string data;
-  bool first = true;
   // The tensors' bytes first: the checksum in the metadata covers them.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   Checksum sum;
@@ -358,26 +356,23 @@ Status writeSafetensors(const std::string &path, const TensorFile &file) {
   }
   std::map<std::string, std::string> metadata = file.metadata;
   metadata[kChecksumKey] = sum.hex();
-  {
-    header += "\"__metadata__\":{";
-    bool firstEntry = true;
-    for (const auto &[key, value] : metadata) {
-      header += (firstEntry ? "" : ",") + jsonQuote(key) + ":" + jsonQuote(value);
-      firstEntry = false;
-    }
-    header += "}";
-    first = false;
+  // The metadata always comes first (it holds at least the checksum), each tensor after it.
+  std::string header = "{\"__metadata__\":{";
+  bool firstEntry = true;
+  for (const auto &[key, value] : metadata) {
+    header += (firstEntry ? "" : ",") + jsonQuote(key) + ":" + jsonQuote(value);
+    firstEntry = false;
   }
+  header += "}";
   size_t index = 0;
   for (const auto &[name, tensor] : file.tensors) {
     auto [begin, end] = ranges[index++];
-    header += (first ? "" : ",") + jsonQuote(name) + ":{\"dtype\":\"" +
-              safetensorsName(tensor.dtype) + "\",\"shape\":[";
+    header +=
+        "," + jsonQuote(name) + ":{\"dtype\":\"" + safetensorsName(tensor.dtype) + "\",\"shape\":[";
     for (size_t d = 0; d < tensor.shape.size(); ++d) {
       header += (d ? "," : "") + std::to_string(tensor.shape[d]);
     }
     header += "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
-    first = false;
   }
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' '); // align the data to 8 bytes
@@ -450,7 +445,7 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
     return dataLoss(path, "header is not a JSON object");
   }
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  std::map<std::string, uint64_t> tensorStarts, dataBytes;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> spanOf; // by name, for the checksum
   for (const auto &[name, entry] : root.members) {
     if (name == "__metadata__") {
       for (const auto &[key, value] : entry.members) {
@@ -512,8 +507,7 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
                                 "-byte data section");
     }
     ranges.emplace_back(begin, end);
-    tensorStarts[name] = static_cast<uint64_t>(begin);
-    dataBytes[name] = static_cast<uint64_t>(end - begin);
+    spanOf[name] = {static_cast<uint64_t>(begin), static_cast<uint64_t>(end)};
     int bytesPerElement = static_cast<int>(dtypeBytes(tensor.dtype));
     const unsigned char *cursor = data + begin;
     if (isFloat(tensor.dtype)) {
@@ -554,9 +548,9 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
   if (auto claimed = file.metadata.find(kChecksumKey); claimed != file.metadata.end()) {
     Checksum sum;
     addMetadata(sum, file.metadata);
-    for (const auto &[name, begin] : tensorStarts) { // by name, as the writer adds them
+    for (const auto &[name, span] : spanOf) { // by name, as the writer adds them
       sum.add(name);
-      sum.add(data + begin, dataBytes.at(name));
+      sum.add(data + span.first, span.second - span.first);
     }
     if (sum.hex() != claimed->second) {
       return dataLoss(path, "its checksum (" + claimed->second +

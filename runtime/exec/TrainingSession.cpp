@@ -236,19 +236,22 @@ Status TrainingSession::startState() {
     TensorFile file;
     // The reader's errors name the file already; the checks below say which file they mean.
     MLPERF_RETURN_IF_ERROR(readSafetensors(resumePath, file));
+    auto entry = [&](const char *key) {
+      auto it = file.metadata.find(key);
+      return it == file.metadata.end() ? std::string() : it->second;
+    };
     Status status = Status::ok();
     // A checkpoint without a mesh is a single rank's.
-    std::string savedMesh =
-        file.metadata.count("mesh") ? file.metadata["mesh"] : MeshShape().describe();
+    std::string savedMesh = file.metadata.count("mesh") ? entry("mesh") : MeshShape().describe();
     // Only a train state mlperf-run wrote, untouched: its checksum covers the metadata below.
-    if (status.isOk() && (!hasChecksum(file) || file.metadata["format"] != "mlperfc train state")) {
-      status = invalid("not a train state written by mlperf-run --save (metadata 'format' is '" +
-                       file.metadata["format"] + "'" +
-                       (hasChecksum(file) ? "" : " and it carries no checksum") +
-                       "); --init-from loads weights");
+    if (!hasChecksum(file) || entry("format") != "mlperfc train state") {
+      status =
+          invalid("not a train state written by mlperf-run --save (metadata 'format' is '" +
+                  entry("format") + "'" + (hasChecksum(file) ? "" : " and it carries no checksum") +
+                  "); --init-from loads weights");
     }
-    if (status.isOk() && rank.size > 1 && file.metadata["rank"] != std::to_string(rank.rank)) {
-      status = invalid("holds rank " + file.metadata["rank"] + "'s state, not rank " +
+    if (status.isOk() && rank.size > 1 && entry("rank") != std::to_string(rank.rank)) {
+      status = invalid("holds rank " + entry("rank") + "'s state, not rank " +
                        std::to_string(rank.rank) + "'s");
     }
     if (status.isOk() && savedMesh != mesh.describe()) {
@@ -274,10 +277,6 @@ Status TrainingSession::startState() {
     }
     // The data stream depends on the seed, the order and the batch: a resume continues the
     // checkpoint's stream, so all three must be the run's.
-    auto entry = [&](const char *key) {
-      auto it = file.metadata.find(key);
-      return it == file.metadata.end() ? std::string() : it->second;
-    };
     std::string savedSeed = entry("seed"), savedOrder = entry("data_order"),
                 savedSamples = entry("samples");
     char *end = nullptr;

@@ -171,6 +171,19 @@ def finite_and_within(error, tolerance):
     return bool(np.isfinite(error)) and error <= tolerance
 
 
+def compare_steps(got, reference):
+    """The worst relative difference of (loss, lr, grad_norm) over the steps (inf for NaN),
+    and a line per value outside TRAJECTORY_RTOL."""
+    worst, failures = 0.0, []
+    for step, (ours, ref) in enumerate(zip(got, reference)):
+        for what, a, b in zip(("loss", "lr", "grad_norm"), ours, ref):
+            error = abs(a - b) / abs(b)
+            worst = max(worst, error) if np.isfinite(error) else float("inf")
+            if not finite_and_within(error, TRAJECTORY_RTOL):
+                failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
+    return worst, failures
+
+
 def learning_rate(step):
     """NeMo CosineAnnealing + WarmupAnnealHoldPolicy (shared/reference/MLPERF.md)."""
     base, end = TRAIN["lr"], 0.1 * TRAIN["lr"]
@@ -347,19 +360,10 @@ def check_distributed(name, cfg, mlperfc, workdir, model, weights, reference, fi
                               weights, "--max-steps", str(STEPS), "--print-every", "1",
                               "--save", checkpoint],
                              capture_output=True, text=True, env=mpirun_env())
-        failures = []
+        got = step_lines(run.stdout) if run.returncode == 0 else []
+        worst, failures = compare_steps(got, reference)
         if run.returncode != 0:
             failures.append(f"mpirun failed ({run.returncode}): {run.stderr.strip()[-500:]}")
-            got = []
-        else:
-            got = step_lines(run.stdout)
-        worst = 0.0
-        for step, (ours, ref) in enumerate(zip(got, reference)):
-            for what, a, b in zip(("loss", "lr", "grad_norm"), ours, ref):
-                error = abs(a - b) / abs(b)
-                worst = max(worst, error) if np.isfinite(error) else float("inf")
-                if not finite_and_within(error, TRAJECTORY_RTOL):
-                    failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
         if len(got) != STEPS and run.returncode == 0:
             failures.append(f"expected {STEPS} steps, got {len(got)}")
         worst_param = float("nan")
@@ -419,12 +423,7 @@ def check_fused_qkv(cfg, train, mlperfc, workdir):
     final = dict(params)
     for fused, names in fused_qkv_names(cfg):
         final[fused] = np.concatenate([np.asarray(final.pop(n)) for n in names], axis=0)
-    failures = []
-    for step, (got, ref) in enumerate(zip(ours, reference)):
-        for what, a, b in zip(("loss", "lr", "grad_norm"), got, ref):
-            error = abs(a - b) / abs(b)
-            if not finite_and_within(error, TRAJECTORY_RTOL):
-                failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
+    _, failures = compare_steps(ours, reference)
     if len(ours) != STEPS or planned != ours:
         failures.append(f"{len(ours)} run-reference steps; mlperf-run bit-identical: "
                         f"{planned == ours}")
@@ -457,15 +456,8 @@ def check_trajectory(name, cfg, mlperfc, workdir):
                                            os.path.join(workdir, f"{name}.train.mlir"), weights,
                                            reference, params)
         distributed_ok = check_fused_qkv(cfg, train, mlperfc, workdir) and distributed_ok
-    worst = 0.0
-    failures = []
     clipped = sum(1 for ref in reference if ref[2] > train["clip"])
-    for step, (got, ref) in enumerate(zip(ours, reference)):
-        for what, a, b in zip(("loss", "lr", "grad_norm"), got, ref):
-            error = abs(a - b) / abs(b)
-            worst = max(worst, error) if np.isfinite(error) else float("inf")
-            if not finite_and_within(error, TRAJECTORY_RTOL):
-                failures.append(f"step {step} {what}: {a} vs {b} (rel {error:.1e})")
+    worst, failures = compare_steps(ours, reference)
     if len(ours) != STEPS:
         failures.append(f"expected {STEPS} steps, got {len(ours)}")
     # The plan on the CPU backend computes the interpreter's bits, so any difference is a bug.

@@ -113,26 +113,21 @@ static rt::ModelDims modelDims(tg::ModelOp model) {
   dims.seqLen = batch.getSeqLenAttr().getInt();
   model.walk([&](tg::RepeatLayersOp stack) { dims.layers += stack.getCountAttr().getInt(); });
   for (auto param : body.getOps<tg::ParamOp>()) {
-    mlir::ArrayAttr shard = param.getShardAttr();
-    if (!shard) {
+    int64_t dim = param.getDeclaredSplitDim();
+    if (dim < 0) {
       continue;
     }
-    for (auto [dim, axes] : llvm::enumerate(shard)) {
-      if (mlir::cast<mlir::ArrayAttr>(axes).empty()) {
-        continue;
-      }
-      std::string unit = dim == 0   ? "rows"
-                         : dim == 1 ? "columns"
-                                    : "entries of dim " + std::to_string(dim);
-      dims.tensorSplits.push_back(
-          {param.getTensorType().getDimSize(dim),
-           unit + " of " + param.getSymName().str() + " (declared split over tp)"});
-      for (auto [block, size] :
-           llvm::enumerate(param.getShardBlocks().value_or(llvm::ArrayRef<int64_t>()))) {
-        dims.tensorSplits.push_back({size, unit + " of block " + std::to_string(block) + " of " +
-                                               param.getSymName().str() +
-                                               " (declared split over tp)"});
-      }
+    std::string unit = dim == 0   ? "rows"
+                       : dim == 1 ? "columns"
+                                  : "entries of dim " + std::to_string(dim);
+    dims.tensorSplits.push_back(
+        {param.getTensorType().getDimSize(dim),
+         unit + " of " + param.getSymName().str() + " (declared split over tp)"});
+    for (auto [block, size] :
+         llvm::enumerate(param.getShardBlocks().value_or(llvm::ArrayRef<int64_t>()))) {
+      dims.tensorSplits.push_back({size, unit + " of block " + std::to_string(block) + " of " +
+                                             param.getSymName().str() +
+                                             " (declared split over tp)"});
     }
   }
   return dims;

@@ -218,9 +218,7 @@ LogicalResult ParamOp::verify() {
                            << " dims over 'tp': a parameter splits along one dim";
     }
     if (std::optional<ArrayRef<int64_t>> blocks = getShardBlocks()) {
-      int64_t dim =
-          llvm::find_if(shard, [](Attribute axes) { return !cast<ArrayAttr>(axes).empty(); }) -
-          shard.begin();
+      int64_t dim = getDeclaredSplitDim();
       int64_t total = 0;
       for (int64_t block : *blocks) {
         if (block <= 0) {
@@ -228,7 +226,7 @@ LogicalResult ParamOp::verify() {
         }
         total += block;
       }
-      if (dim >= getTensorType().getRank() || total != getTensorType().getDimSize(dim)) {
+      if (dim < 0 || total != getTensorType().getDimSize(dim)) {
         return emitOpError() << "shard_blocks add up to " << total
                              << ", not to the size of the split dim of " << getTensorType();
       }
@@ -237,6 +235,16 @@ LogicalResult ParamOp::verify() {
     return emitOpError() << "shard_blocks needs shard to name the split dim";
   }
   return success();
+}
+
+int64_t ParamOp::getDeclaredSplitDim() {
+  ArrayAttr shard = getShardAttr();
+  for (auto [dim, axes] : llvm::enumerate(shard ? shard.getValue() : ArrayRef<Attribute>())) {
+    if (!cast<ArrayAttr>(axes).empty()) {
+      return static_cast<int64_t>(dim);
+    }
+  }
+  return -1;
 }
 
 //===----------------------------------------------------------------------===//

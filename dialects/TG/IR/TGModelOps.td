@@ -141,6 +141,8 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
   let extraClassDeclaration = [{
     /// Number of parameters this op declares: `repeat` for per-layer ones, else 1.
     int64_t getCopies() { return getRepeatAttr() ? getRepeatAttr().getInt() : 1; }
+    /// The dim `shard` splits over tp, or -1 (the verifier allows at most one).
+    int64_t getDeclaredSplitDim();
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
