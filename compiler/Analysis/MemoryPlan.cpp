@@ -8,6 +8,11 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
 
 using namespace mlir;
 
@@ -21,36 +26,153 @@ int64_t storageBytes(Type type, int64_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
 
+/// For each range, the ranges alive at a common position with it (adjacency lists in one
+/// array). Empty when there are more than `pairLimit` such pairs.
+struct Overlaps {
+  std::vector<uint32_t> begin; // neighbours of range i: [begin[i], begin[i + 1])
+  std::vector<uint32_t> neighbours;
+};
+
+bool findOverlaps(const std::vector<LiveRange> &ranges, size_t pairLimit, Overlaps &overlaps) {
+  std::vector<uint32_t> byStart(ranges.size());
+  for (size_t i = 0; i < byStart.size(); ++i) {
+    byStart[i] = static_cast<uint32_t>(i);
+  }
+  std::stable_sort(byStart.begin(), byStart.end(),
+                   [&](uint32_t x, uint32_t y) { return ranges[x].firstUse < ranges[y].firstUse; });
+  // A sweep in start order: a range overlaps exactly the earlier-started ones still alive.
+  // The live set as a min-heap on last use: the ones that end first come off first.
+  using Live = std::pair<int64_t, uint32_t>; // (lastUse, range)
+  std::vector<Live> alive;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (uint32_t index : byStart) {
+    while (!alive.empty() && alive.front().first < ranges[index].firstUse) {
+      std::pop_heap(alive.begin(), alive.end(), std::greater<>());
+      alive.pop_back();
+    }
+    if (pairs.size() + alive.size() > pairLimit) {
+      return false;
+    }
+    for (const Live &other : alive) {
+      pairs.push_back({index, other.second});
+    }
+    alive.push_back({ranges[index].lastUse, index});
+    std::push_heap(alive.begin(), alive.end(), std::greater<>());
+  }
+  overlaps.begin.assign(ranges.size() + 1, 0);
+  for (auto [x, y] : pairs) {
+    ++overlaps.begin[x + 1];
+    ++overlaps.begin[y + 1];
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    overlaps.begin[i + 1] += overlaps.begin[i];
+  }
+  overlaps.neighbours.resize(2 * pairs.size());
+  std::vector<uint32_t> next(overlaps.begin.begin(), overlaps.begin.end() - 1);
+  for (auto [x, y] : pairs) {
+    overlaps.neighbours[next[x]++] = y;
+    overlaps.neighbours[next[y]++] = x;
+  }
+  return true;
+}
+
 /// First-fit placement in the given order: each buffer goes to the lowest offset that does
-/// not overlap a placed buffer whose lifetime intersects its own. The placed buffers are kept
-/// sorted by address, so finding the gap is one scan that stops at the first gap that fits
-/// (no per-buffer sort of the busy intervals, which made compile time grow with the square
-/// of the layers times a log).
-int64_t place(std::vector<LiveRange> &buffers, const std::vector<size_t> &order) {
-  std::vector<size_t> byAddress; // placed buffers by (offset, end)
-  byAddress.reserve(order.size());
-  auto addressLess = [&](size_t x, size_t y) {
-    const LiveRange &a = buffers[x], &b = buffers[y];
-    return a.offset != b.offset ? a.offset < b.offset : a.offset + a.bytes < b.offset + b.bytes;
-  };
+/// not overlap a placed buffer whose lifetime intersects its own. The work is the sum over
+/// buffers of their overlapping neighbours (sorted by address), bounded by findOverlaps.
+int64_t placeFirstFit(std::vector<LiveRange> &buffers, const std::vector<size_t> &order,
+                      const Overlaps &overlaps) {
+  std::vector<bool> placed(buffers.size(), false);
+  std::vector<std::pair<int64_t, int64_t>> busy; // [offset, end) of placed neighbours
   int64_t arena = 0;
   for (size_t index : order) {
     LiveRange &buffer = buffers[index];
-    int64_t offset = 0;
-    for (size_t other : byAddress) {
-      const LiveRange &b = buffers[other];
-      if (b.firstUse > buffer.lastUse || buffer.firstUse > b.lastUse) {
-        continue; // never live at the same time
+    busy.clear();
+    for (uint32_t k = overlaps.begin[index]; k < overlaps.begin[index + 1]; ++k) {
+      const LiveRange &other = buffers[overlaps.neighbours[k]];
+      if (placed[overlaps.neighbours[k]]) {
+        busy.push_back({other.offset, other.offset + other.bytes});
       }
-      if (offset + buffer.bytes <= b.offset) {
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (auto [start, end] : busy) {
+      if (offset + buffer.bytes <= start) {
         break;
       }
-      offset = std::max(offset, b.offset + b.bytes);
+      offset = std::max(offset, end);
     }
     buffer.offset = offset;
+    placed[index] = true;
     arena = std::max(arena, offset + buffer.bytes);
-    byAddress.insert(std::upper_bound(byAddress.begin(), byAddress.end(), index, addressLess),
-                     index);
+  }
+  return arena;
+}
+
+/// Placement in time order, as an allocator would do it while the program runs: at its first
+/// use a buffer takes the smallest free gap it fits (best fit), else the top of the arena;
+/// after its last use its bytes return to the free gaps, merged with free neighbours.
+/// O(n log n): the free gaps are kept by address (to merge) and by size (to choose).
+int64_t placeInTimeOrder(std::vector<LiveRange> &buffers) {
+  std::vector<size_t> order(buffers.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return buffers[x].firstUse != buffers[y].firstUse ? buffers[x].firstUse < buffers[y].firstUse
+                                                      : buffers[x].bytes > buffers[y].bytes;
+  });
+  std::map<int64_t, int64_t> gapsByOffset;          // offset -> bytes
+  std::set<std::pair<int64_t, int64_t>> gapsBySize; // (bytes, offset)
+  // Live buffers by last use, the one to free next on top.
+  using Live = std::pair<int64_t, size_t>; // (lastUse, buffer)
+  std::priority_queue<Live, std::vector<Live>, std::greater<Live>> live;
+  int64_t top = 0, arena = 0; // top: the end of the highest byte in use or in a gap
+  auto release = [&](const LiveRange &buffer) {
+    int64_t offset = buffer.offset, bytes = buffer.bytes;
+    auto next = gapsByOffset.lower_bound(offset);
+    if (next != gapsByOffset.end() && next->first == offset + bytes) {
+      bytes += next->second;
+      gapsBySize.erase({next->second, next->first});
+      next = gapsByOffset.erase(next);
+    }
+    if (next != gapsByOffset.begin()) {
+      auto previous = std::prev(next);
+      if (previous->first + previous->second == offset) {
+        offset = previous->first;
+        bytes += previous->second;
+        gapsBySize.erase({previous->second, previous->first});
+        gapsByOffset.erase(previous);
+      }
+    }
+    if (offset + bytes == top) {
+      top = offset; // the arena's top is free: it shrinks instead of keeping a gap
+      return;
+    }
+    gapsByOffset[offset] = bytes;
+    gapsBySize.insert({bytes, offset});
+  };
+  for (size_t index : order) {
+    LiveRange &buffer = buffers[index];
+    while (!live.empty() && live.top().first < buffer.firstUse) {
+      release(buffers[live.top().second]);
+      live.pop();
+    }
+    auto gap = gapsBySize.lower_bound({buffer.bytes, std::numeric_limits<int64_t>::min()});
+    if (gap == gapsBySize.end()) {
+      buffer.offset = top;
+      top += buffer.bytes;
+    } else {
+      auto [bytes, offset] = *gap;
+      gapsBySize.erase(gap);
+      gapsByOffset.erase(offset);
+      buffer.offset = offset;
+      if (bytes > buffer.bytes) {
+        gapsByOffset[offset + buffer.bytes] = bytes - buffer.bytes;
+        gapsBySize.insert({bytes - buffer.bytes, offset + buffer.bytes});
+      }
+    }
+    arena = std::max(arena, top);
+    live.push({buffer.lastUse, index});
   }
   return arena;
 }
@@ -79,25 +201,37 @@ int64_t assignOffsets(std::vector<LiveRange> &ranges, int64_t &lowerBoundBytes) 
     lowerBoundBytes = std::max(lowerBoundBytes, live);
   }
 
-  // Two greedy orders (largest first; longest-lived first), keeping the smaller arena.
-  std::vector<size_t> bySize(ranges.size()), byLifetime;
-  for (size_t i = 0; i < bySize.size(); ++i) {
-    bySize[i] = i;
+  // Time order always; when affordable also first fit in two orders (largest first,
+  // longest-lived first), which packs better when sizes vary a lot. The smallest wins.
+  std::vector<LiveRange> best = ranges;
+  int64_t arena = placeInTimeOrder(best);
+  Overlaps overlaps;
+  if (ranges.size() < std::numeric_limits<uint32_t>::max() &&
+      findOverlaps(ranges, kFirstFitPairLimit, overlaps)) {
+    std::vector<size_t> bySize(ranges.size()), byLifetime;
+    for (size_t i = 0; i < bySize.size(); ++i) {
+      bySize[i] = i;
+    }
+    byLifetime = bySize;
+    const auto &b = ranges;
+    std::stable_sort(bySize.begin(), bySize.end(), [&](size_t x, size_t y) {
+      return b[x].bytes != b[y].bytes ? b[x].bytes > b[y].bytes : b[x].firstUse < b[y].firstUse;
+    });
+    std::stable_sort(byLifetime.begin(), byLifetime.end(), [&](size_t x, size_t y) {
+      int64_t lx = b[x].lastUse - b[x].firstUse, ly = b[y].lastUse - b[y].firstUse;
+      return lx != ly ? lx > ly : b[x].bytes > b[y].bytes;
+    });
+    for (const std::vector<size_t> &order : {bySize, byLifetime}) {
+      std::vector<LiveRange> candidate = ranges;
+      int64_t candidateArena = placeFirstFit(candidate, order, overlaps);
+      if (candidateArena < arena) {
+        arena = candidateArena;
+        best = std::move(candidate);
+      }
+    }
   }
-  byLifetime = bySize;
-  const auto &b = ranges;
-  std::stable_sort(bySize.begin(), bySize.end(), [&](size_t x, size_t y) {
-    return b[x].bytes != b[y].bytes ? b[x].bytes > b[y].bytes : b[x].firstUse < b[y].firstUse;
-  });
-  std::stable_sort(byLifetime.begin(), byLifetime.end(), [&](size_t x, size_t y) {
-    int64_t lx = b[x].lastUse - b[x].firstUse, ly = b[y].lastUse - b[y].firstUse;
-    return lx != ly ? lx > ly : b[x].bytes > b[y].bytes;
-  });
-  std::vector<LiveRange> first = ranges, second = ranges;
-  int64_t arenaBySize = place(first, bySize);
-  int64_t arenaByLifetime = place(second, byLifetime);
-  ranges = arenaBySize <= arenaByLifetime ? std::move(first) : std::move(second);
-  return std::min(arenaBySize, arenaByLifetime);
+  ranges = std::move(best);
+  return arena;
 }
 
 MemoryPlan planFunctionMemory(func::FuncOp func, int64_t alignment) {

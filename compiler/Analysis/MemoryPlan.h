@@ -37,10 +37,16 @@ struct LiveRange {
   int64_t bytes = 0, firstUse = 0, lastUse = 0, offset = 0;
 };
 
-/// Static offsets such that ranges alive at the same position never overlap: first fit in
-/// two orders (largest first, longest-lived first), keeping the smaller arena, whose size is
-/// returned. `lowerBoundBytes` becomes the most bytes alive at one position, which no
-/// assignment can beat. Shared by planFunctionMemory and the plan-memory pass.
+/// First fit in a global order costs the number of pairs of ranges alive together, which grows
+/// with the square of the layers in a backward pass (saved activations overlap everything
+/// after them). Up to this many pairs assignOffsets tries it as well as time order.
+constexpr size_t kFirstFitPairLimit = size_t{1} << 22;
+
+/// Static offsets such that ranges alive at the same position never overlap: best fit in time
+/// order (O(n log n)) and, up to kFirstFitPairLimit overlapping pairs, first fit in two orders
+/// (largest first, longest-lived first), keeping the smallest arena, whose size is returned.
+/// `lowerBoundBytes` becomes the most bytes alive at one position, which no assignment can beat.
+/// Shared by planFunctionMemory and the plan-memory pass.
 int64_t assignOffsets(std::vector<LiveRange> &ranges, int64_t &lowerBoundBytes);
 
 /// Bytes per buffer are the storage size of the value's type (bf16 = 2 bytes), aligned to

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
@@ -141,7 +142,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     out->set_size(arena.getSize());
     out->set_lower_bound(arena.getLowerBound());
   }
-  llvm::StringMap<uint32_t> idOf;
+  llvm::DenseMap<Attribute, uint32_t> idOf; // by name attribute: uniqued, a pointer hash
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
     if (!buffer.getOffsetAttr()) {
       return buffer.emitError() << "plan-emit: buffer @" << buffer.getSymName()
@@ -153,7 +154,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
       return buffer.emitError() << "plan-emit: no plan type for " << tensor;
     }
     uint32_t id = static_cast<uint32_t>(result.buffers_size());
-    idOf[buffer.getSymName()] = id;
+    idOf[buffer.getSymNameAttr()] = id;
     plan::Buffer *out = result.add_buffers();
     out->set_id(id);
     out->set_name(buffer.getSymName().str());
@@ -165,10 +166,10 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     out->set_offset(buffer.getOffsetAttr().getInt());
     out->set_size(buffer.getStorageBytes());
     if (buffer.getViewOf()) {
-      out->set_view_of(idOf.lookup(*buffer.getViewOf())); // views follow their source
+      out->set_view_of(idOf.lookup(buffer.getViewOfAttr().getAttr())); // views follow their source
     }
   }
-  auto id = [&](Attribute ref) { return idOf.lookup(cast<FlatSymbolRefAttr>(ref).getValue()); };
+  auto id = [&](Attribute ref) { return idOf.lookup(cast<FlatSymbolRefAttr>(ref).getAttr()); };
   // The train state: per parameter its value and its optimizer state, by checkpoint name.
   for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
     namespace role = rt::role;

@@ -142,26 +142,35 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
   int64_t events = 0; // per program
 
   llvm::DenseMap<Value, FlatSymbolRefAttr> bufferOf;
-  // The bytes a buffer uses (a view's are its source's).
-  auto rootOf = [&](FlatSymbolRefAttr ref) -> StringRef {
-    plan_ir::BufferOp buffer = bufferOps.lookup(ref.getValue());
-    return buffer && buffer.getViewOfAttr() ? *buffer.getViewOf() : ref.getValue();
+  // The bytes a buffer uses (a view's are its source's), by symbol attribute: attributes are
+  // uniqued, so these maps hash pointers, not the names of ~10^5 buffers.
+  llvm::DenseMap<Attribute, StringAttr> rootCache;
+  auto rootOf = [&](FlatSymbolRefAttr ref) -> StringAttr {
+    auto [it, fresh] = rootCache.try_emplace(ref);
+    if (fresh) {
+      plan_ir::BufferOp buffer = bufferOps.lookup(ref.getValue());
+      it->second =
+          buffer && buffer.getViewOfAttr() ? buffer.getViewOfAttr().getAttr() : ref.getAttr();
+    }
+    return it->second;
   };
   // Per buffer (its bytes), the values bound to it; an entry is stale once its value is
   // bound elsewhere. Calls look up what they overwrite here instead of scanning every value.
-  llvm::StringMap<SmallVector<Value>> holders;
+  llvm::DenseMap<StringAttr, SmallVector<Value, 2>> holders;
   auto bind = [&](Value value, FlatSymbolRefAttr ref) {
     bufferOf[value] = ref;
     if (ref) {
       holders[rootOf(ref)].push_back(value);
     }
   };
-  auto valuesIn = [&](StringRef root) {
+  // The values `root` holds, each once. The array lives in `holders`: read it before the
+  // next bind.
+  auto valuesIn = [&](StringAttr root) -> ArrayRef<Value> {
     auto it = holders.find(root);
     if (it == holders.end()) {
-      return SmallVector<Value>();
+      return {};
     }
-    SmallVector<Value> &values = it->second;
+    SmallVector<Value, 2> &values = it->second;
     llvm::erase_if(values, [&](Value value) { // drop the stale entries for good
       FlatSymbolRefAttr ref = bufferOf.lookup(value);
       return !ref || rootOf(ref) != root;
@@ -213,7 +222,7 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     if (bufferOps.lookup(input.getValue()).getType() != value.getType()) {
       return {};
     }
-    for (Value other : valuesIn(input.getValue())) {
+    for (Value other : valuesIn(rootOf(input))) {
       for (Operation *user : other.getUsers()) {
         if (producer->isBeforeInBlock(user) || user == producer) {
           return {}; // that buffer still holds a value read later
@@ -239,18 +248,15 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
           calleeOutputs.size() != call.getNumResults()) {
         return call.emitError() << "plan-from-tg: the call does not match @" << call.getCallee();
       }
-      llvm::StringSet<> clobbered;
+      llvm::SmallDenseSet<StringAttr> clobbered; // the buffers (roots) the call writes or reads
       SmallVector<std::pair<Value, FlatSymbolRefAttr>> saved;
-      llvm::DenseSet<Value> seen;
       for (FlatSymbolRefAttr callee :
            llvm::concat<const FlatSymbolRefAttr>(calleeInputs, calleeOutputs)) {
-        if (!clobbered.insert(callee.getValue()).second) {
+        StringAttr root = rootOf(callee);
+        if (!clobbered.insert(root).second) {
           continue;
         }
-        for (Value value : valuesIn(rootOf(callee))) {
-          if (!seen.insert(value).second) {
-            continue;
-          }
+        for (Value value : valuesIn(root)) {
           FlatSymbolRefAttr ref = bufferOf.lookup(value);
           bool needed = false;
           for (OpOperand &use : value.getUses()) {
@@ -285,6 +291,12 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
            commands.getDictionaryAttr(
                commands.getNamedAttr("program", commands.getStringAttr(call.getCallee()))),
            0);
+      // What else those buffers held is dead now (saved values moved to buffers of their
+      // own): forgetting it keeps each later call's scan to the values it can clobber, not
+      // every gradient sum of every earlier micro-batch.
+      for (StringAttr root : clobbered) {
+        holders.erase(root);
+      }
       for (auto [result, output] : llvm::zip(call.getResults(), calleeOutputs)) {
         bind(result, output);
       }

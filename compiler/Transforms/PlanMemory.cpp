@@ -28,11 +28,12 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
   SymbolTableCollection symbols;
   Block &body = plan.getBody().front();
   Builder builder(plan.getContext());
-  llvm::StringMap<plan_ir::BufferOp> buffers;
+  // By symbol name attribute: uniqued, so lookups hash a pointer, not a name.
+  llvm::DenseMap<Attribute, plan_ir::BufferOp> buffers;
   llvm::StringMap<plan_ir::ArenaOp> arenas;
   for (Operation &op : body) {
     if (auto buffer = dyn_cast<plan_ir::BufferOp>(op)) {
-      buffers[buffer.getSymName()] = buffer;
+      buffers[buffer.getSymNameAttr()] = buffer;
     } else if (auto arena = dyn_cast<plan_ir::ArenaOp>(op)) {
       arenas[plan_ir::stringifyMemoryClass(arena.getMemoryClass())] = arena;
     }
@@ -46,9 +47,10 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     return buffer.getArena() == arena.getSymName();
   };
   // The buffer whose bytes `name` uses (itself, or the source of a view).
-  auto root = [&](StringRef name) -> plan_ir::BufferOp {
-    plan_ir::BufferOp buffer = buffers.lookup(name);
-    return buffer && buffer.getViewOfAttr() ? buffers.lookup(*buffer.getViewOf()) : buffer;
+  auto root = [&](Attribute ref) -> plan_ir::BufferOp {
+    plan_ir::BufferOp buffer = buffers.lookup(cast<FlatSymbolRefAttr>(ref).getAttr());
+    return buffer && buffer.getViewOfAttr() ? buffers.lookup(buffer.getViewOfAttr().getAttr())
+                                            : buffer;
   };
 
   // Every offset is assigned afresh (the input may carry stale ones).
@@ -66,12 +68,12 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
 
   // Activations: per program, liveness in command order, then first-fit placement.
   int64_t arenaBytes = 0, lowerBound = 0;
-  llvm::StringMap<StringRef> programOf; // activation buffer -> the program using it
+  llvm::DenseMap<Operation *, StringRef> programOf; // activation buffer -> the program using it
   // A program's buffers go above those of every program it calls (a callee's temporaries
   // are live during the call); per program the top of that stack and its lower bound.
   llvm::StringMap<int64_t> extentOf, boundOf;
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {
-    llvm::StringMap<size_t> rangeOf;
+    llvm::DenseMap<Operation *, size_t> rangeOf;
     std::vector<LiveRange> ranges;
     std::vector<plan_ir::BufferOp> owners;
     auto commandList = llvm::to_vector(program.getBody().front().getOps<plan_ir::CommandOp>());
@@ -95,18 +97,18 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     for (auto command : commandList) {
       for (ArrayAttr refs : {command.getOperands(), command.getResults()}) {
         for (Attribute attr : refs) {
-          plan_ir::BufferOp buffer = root(cast<FlatSymbolRefAttr>(attr).getValue());
+          plan_ir::BufferOp buffer = root(attr);
           if (!buffer || !inArena(buffer, activations)) {
             continue;
           }
-          auto [used, fresh] = programOf.try_emplace(buffer.getSymName(), program.getSymName());
+          auto [used, fresh] = programOf.try_emplace(buffer, program.getSymName());
           if (!fresh && used->second != program.getSymName()) {
             return command.emitError()
                    << "plan-memory: activation buffer @" << buffer.getSymName()
                    << " is used by programs @" << used->second << " and @" << program.getSymName()
                    << "; programs share the arena, so they cannot";
           }
-          auto [it, first] = rangeOf.try_emplace(buffer.getSymName(), ranges.size());
+          auto [it, first] = rangeOf.try_emplace(buffer, ranges.size());
           if (first) {
             ranges.push_back({alignUp(buffer.getStorageBytes()), forkedAt[index], index, 0});
             owners.push_back(buffer);
@@ -164,7 +166,7 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
   }
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
     if (buffer.getViewOfAttr()) {
-      buffer.setOffsetAttr(buffers.lookup(*buffer.getViewOf()).getOffsetAttr());
+      buffer.setOffsetAttr(buffers.lookup(buffer.getViewOfAttr().getAttr()).getOffsetAttr());
     }
   }
   persistent.setSizeAttr(builder.getI64IntegerAttr(persistentBytes));

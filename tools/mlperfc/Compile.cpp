@@ -22,6 +22,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Error.h"
@@ -49,6 +50,16 @@ static cl::opt<std::string> compileDumpIR(
     "dump-ir", cl::sub(compileCommand), cl::value_desc("DIR"),
     cl::desc("Write the IR before the first pass and after every pass, numbered in pipeline "
              "order (DIR/00-input.mlir, DIR/01-tg-set-precision.mlir, ...)"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<bool> compileTiming(
+    "timing", cl::sub(compileCommand),
+    cl::desc("Print the wall time of every pass (MLIR's pass timing report) to stderr"),
+    cl::cat(mlperfcCategory()));
+
+static cl::opt<bool> compileVerifyEach(
+    "verify-each", cl::sub(compileCommand),
+    cl::desc("Verify the IR after every pass, not only the input and the final IR (finds the "
+             "pass that broke an invariant; slower on large models)"),
     cl::cat(mlperfcCategory()));
 
 static cl::opt<std::string> compileOutput(
@@ -137,18 +148,19 @@ static rt::ModelDims modelDims(tg::ModelOp model) {
 /// batch inputs and scalars, and the activation arena.
 static void describeRankMemory(plan_ir::PlanOp planOp) {
   mlir::Block &body = planOp.getBody().front();
-  llvm::StringMap<int64_t> bufferBytes;
+  llvm::DenseMap<mlir::Attribute, int64_t> bufferBytes; // by name attribute (a pointer hash)
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
     auto type = mlir::cast<mlir::RankedTensorType>(buffer.getType());
-    bufferBytes[buffer.getSymName()] =
+    bufferBytes[buffer.getSymNameAttr()] =
         type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
   }
   int64_t params = 0, grads = 0, state = 0, activations = 0, persistent = 0;
   for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
-    params += bufferBytes.lookup(parameter.getValue());
-    grads += bufferBytes.lookup(parameter.getGrad());
-    state += bufferBytes.lookup(parameter.getMaster()) + bufferBytes.lookup(parameter.getExpAvg()) +
-             bufferBytes.lookup(parameter.getExpAvgSq());
+    params += bufferBytes.lookup(parameter.getValueAttr().getAttr());
+    grads += bufferBytes.lookup(parameter.getGradAttr().getAttr());
+    state += bufferBytes.lookup(parameter.getMasterAttr().getAttr()) +
+             bufferBytes.lookup(parameter.getExpAvgAttr().getAttr()) +
+             bufferBytes.lookup(parameter.getExpAvgSqAttr().getAttr());
   }
   for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
     (arena.getMemoryClass() == plan_ir::MemoryClass::persistent ? persistent : activations) =
@@ -212,8 +224,18 @@ int runCompile() {
       return fail(error);
     }
   }
+  if (compileTiming) {
+    pm.enableTiming();
+  }
+  // The input was verified when it was parsed and the result is verified below, so a pass
+  // that breaks an invariant is still caught before any plan is written; verifying every
+  // intermediate module too costs a quarter of the compile time of a deep model.
+  pm.enableVerifier(compileVerifyEach);
   if (failed(pm.run(*module))) {
     return fail("lowering failed (errors above)");
+  }
+  if (!compileVerifyEach && failed(mlir::verify(*module))) {
+    return fail("the lowered IR does not verify (errors above; --verify-each finds the pass)");
   }
   // After dist-pipeline the declaration is one model (and one plan) per pipeline stage.
   double seconds =

@@ -247,14 +247,17 @@ LogicalResult CommandOp::verifySymbolUses(SymbolTableCollection &symbols) {
 std::vector<mlperf::rt::StreamCommand>
 mlperf::plan_ir::streamCommands(ProgramOp program, SymbolTableCollection &symbols,
                                 SmallVectorImpl<StringRef> &bufferNames) {
-  llvm::StringMap<uint32_t> idOf;
+  // By root name attribute (uniqued: a pointer hash); the plan is the symbol table.
+  llvm::DenseMap<Attribute, uint32_t> idOf;
+  Operation *plan = program->getParentOp();
   auto range = [&](Attribute ref) {
     auto symbol = cast<FlatSymbolRefAttr>(ref);
-    auto buffer = symbols.lookupNearestSymbolFrom<BufferOp>(program, symbol);
-    StringRef root = buffer && buffer.getViewOf() ? *buffer.getViewOf() : symbol.getValue();
+    auto buffer = plan ? symbols.lookupSymbolIn<BufferOp>(plan, symbol) : BufferOp();
+    StringAttr root =
+        buffer && buffer.getViewOfAttr() ? buffer.getViewOfAttr().getAttr() : symbol.getAttr();
     auto [it, fresh] = idOf.try_emplace(root, bufferNames.size());
     if (fresh) {
-      bufferNames.push_back(root);
+      bufferNames.push_back(root.getValue());
     }
     return mlperf::rt::ByteRange{0, it->second, it->second + 1u, it->second};
   };

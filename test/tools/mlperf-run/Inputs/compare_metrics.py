@@ -28,9 +28,10 @@ def main():
             print(f"step/lr differ: {ref} vs {got}")
             return 1
         for key in worst:
-            if not math.isfinite(got[key]):
-                print(f"step {ref['step']} {key}: {got[key]} is not finite")
-                return 1
+            for name, value in (("run", got[key]), ("reference", ref[key])):
+                if not math.isfinite(value):
+                    print(f"step {ref['step']} {key}: {value} in the {name} is not finite")
+                    return 1
             difference = abs(ref[key] - got[key]) / abs(ref[key])
             worst[key] = max(worst[key], difference)
             if (exact and ref[key] != got[key]) or difference > rtol:
