@@ -2,7 +2,7 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 
-#include <zlib.h>
+#include "runtime/support/Checksum.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -27,28 +27,6 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 /// CRC-32 (zlib) of the metadata (every entry but this one, by key) and of every tensor's name
 /// and bytes (by name): what a reader recomputes to detect any edit or corruption.
 constexpr const char *kChecksumKey = "checksum";
-
-class Checksum {
-public:
-  void add(const void *bytes, size_t size) {
-    const auto *cursor = static_cast<const Bytef *>(bytes);
-    while (size > 0) { // zlib takes 32-bit lengths
-      uInt chunk = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
-      crc = ::crc32(crc, cursor, chunk);
-      cursor += chunk;
-      size -= chunk;
-    }
-  }
-  void add(const std::string &text) { add(text.data(), text.size() + 1); } // with its NUL
-  std::string hex() const {
-    char text[16];
-    std::snprintf(text, sizeof text, "crc32:%08lx", static_cast<unsigned long>(crc));
-    return text;
-  }
-
-private:
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-};
 
 void addMetadata(Checksum &sum, const std::map<std::string, std::string> &metadata) {
   for (const auto &[key, value] : metadata) {

@@ -183,6 +183,7 @@ Status TrainingSession::loadPlan() {
     }
     MLPERF_RETURN_IF_ERROR(checkStageTransfers(stages));
   }
+  planIdentity = planFingerprint(planFile);
   return Status::ok();
 }
 
@@ -257,6 +258,14 @@ Status TrainingSession::startState() {
     if (status.isOk() && savedMesh != mesh.describe()) {
       status = invalid("saved by a run on mesh '" + savedMesh + "', this plan is for '" +
                        mesh.describe() + "'; resume with the plan it was trained with");
+    }
+    // Another plan of the same shapes (other hyperparameters, schedule, precision of a
+    // command) would continue the run with other math.
+    if (status.isOk() && entry("plan") != planIdentity) {
+      status = invalid("saved by a run of plan " +
+                       (entry("plan").empty() ? std::string("(none recorded)") : entry("plan")) +
+                       ", this is plan " + planIdentity +
+                       " (metadata 'plan'); resume with the plan it was trained with");
     }
     if (status.isOk()) {
       status = trainer->load(file, /*withOptimizerState=*/true);
@@ -503,7 +512,8 @@ Status TrainingSession::saveCheckpoint() {
                         {"data_order", options.dataOrder},
                         {"samples", std::to_string(samplesAfter(trainer->stepsTaken()))},
                         {"mesh", mesh.describe()},
-                        {"rank", std::to_string(rank.rank)}});
+                        {"rank", std::to_string(rank.rank)},
+                        {"plan", planIdentity}});
 }
 
 Status TrainingSession::finish(bool converged) {

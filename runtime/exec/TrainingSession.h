@@ -107,6 +107,7 @@ private:
   SessionOptions options;
   RankInfo rank;
   plan::Plan planFile;
+  std::string planIdentity; // planFingerprint(planFile): checkpoints record it
   MeshShape mesh;
   std::unique_ptr<Communicator> communicator;
   std::unique_ptr<Backend> backend;

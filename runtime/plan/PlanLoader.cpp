@@ -4,7 +4,10 @@
 
 #include "runtime/plan/CommandTypes.h"
 #include "runtime/plan/StreamOrder.h"
+#include "runtime/support/Checksum.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
 #include <algorithm>
@@ -51,6 +54,21 @@ int64_t planDTypeBytes(plan::DType dtype) {
   default:
     return 0;
   }
+}
+
+std::string planFingerprint(const plan::Plan &plan) {
+  plan::Plan computed = plan;
+  computed.clear_producer();
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    computed.SerializeToCodedStream(&coded);
+  }
+  Checksum sum;
+  sum.add(bytes.data(), bytes.size());
+  return sum.hex();
 }
 
 Status validatePlan(const plan::Plan &p) {

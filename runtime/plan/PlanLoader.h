@@ -36,6 +36,11 @@ std::string stagePlanPath(const std::string &path, int64_t stage);
 /// The parameters among the plan's train state (state tensors with role "param").
 int64_t parameterCount(const plan::Plan &plan);
 
+/// What the plan computes, as "crc32:xxxxxxxx": the CRC-32 of its deterministic serialization
+/// without the producer (a newer compiler that writes the same plan gives the same value).
+/// Checkpoints record it so that a resume continues with the plan that trained them.
+std::string planFingerprint(const plan::Plan &plan);
+
 /// Reads `path`, parses and validates it.
 Status loadPlan(const std::string &path, plan::Plan &plan);
 

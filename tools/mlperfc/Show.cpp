@@ -50,7 +50,7 @@ int runShow() {
   llvm::raw_ostream &os = llvm::outs();
   const plan::ModelInfo &m = p.model();
   os << "plan " << showInput << ": format " << p.format_version() << ", written by " << p.producer()
-     << "\n";
+     << "; fingerprint " << rt::planFingerprint(p) << "\n";
   os << "model @" << m.name() << " (benchmark " << m.benchmark() << "), precision " << m.precision()
      << ": global batch " << m.global_batch_size() << " = " << m.gradient_accumulation_steps()
      << " micro-batches of " << m.micro_batch_size() << " on each of " << rt::planMesh(p).dp
