@@ -27,6 +27,11 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   // Straight-line @forward with one tg.param per tensor: the form autodiff works on.
   pm.addPass(createTGInlineLayersPass());
   buildTGCleanupPipeline(pm);
+  if (options.fuseAttention) {
+    // Before partitioning (tg.attention has its own sharding rule) and autodiff (its VJP is
+    // the fused backward), so no [seq, seq] tensor is ever built.
+    pm.addPass(createTGFuseAttentionPass());
+  }
   const rt::MeshShape &mesh = options.mesh;
   if (mesh.worldSize() > 1) {
     // The mesh, and @forward split over tp before autodiff (Megatron's parallel layers).

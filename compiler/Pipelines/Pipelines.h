@@ -25,6 +25,9 @@ void buildTGCleanupPipeline(mlir::OpPassManager &pm);
 struct TrainStepOptions {
   /// "bf16" (the declaration's reference precision) or "fp32" (oracle and RCP runs).
   std::string precision = "bf16";
+  /// tg-fuse-attention after inlining (mlperfc compile --fuse-attention=false keeps the
+  /// unfused graph, e.g. to audit the fusion against it).
+  bool fuseAttention = true;
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;
   /// The cluster and parallel strategy (validated: runtime/dist/Mesh.h validateMesh); a

@@ -6,6 +6,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -57,6 +58,20 @@ bool addIRDump(mlir::PassManager &pm, llvm::StringRef directory, std::string &er
   if (std::error_code ec = llvm::sys::fs::create_directories(directory)) {
     error = "cannot create " + directory.str() + ": " + ec.message();
     return false;
+  }
+  // Dumps of an earlier compile into this directory (NN-name.mlir) would read as this one's:
+  // a pipeline with other passes numbers them differently.
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator entry(directory, ec), end; entry != end && !ec;
+       entry.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(entry->path());
+    if (name.size() > 3 && llvm::isDigit(name[0]) && llvm::isDigit(name[1]) && name[2] == '-' &&
+        name.ends_with(".mlir")) {
+      if (std::error_code removed = llvm::sys::fs::remove(entry->path())) {
+        error = "cannot remove the old dump " + entry->path() + ": " + removed.message();
+        return false;
+      }
+    }
   }
   pm.addInstrumentation(std::make_unique<IRDumpInstrumentation>(directory.str()));
   return true;

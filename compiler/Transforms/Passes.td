@@ -92,6 +92,53 @@ def TGInlineLayersPass : Pass<"tg-inline-layers", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
 }
 
+def TGFuseAttentionPass : Pass<"tg-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Fuses softmax(mask(Q·Kᵀ·s))·V, with its GQA repeats, into tg.attention";
+  let description = [{
+    Rewrite class: reassociation. `tg.attention` admits kernels that sum the softmax and the
+    products in another order (FlashAttention-2's online softmax on GPUs); the CPU kernels
+    compute exactly the values of the graph it replaces (runtime/cpu/Attention.h), so on
+    the CPU backend the rewrite changes no bit.
+
+    In every function of each `tg.model`, the chain
+
+    - `%k_groups = tg.repeat %k {dim = 1}` and the same for `%v` (optional: none when heads
+      equal KV heads),
+    - `%scores = tg.matmul %q, %k_groups {transpose_rhs}` with f32 scores,
+    - `%scaled = tg.scale %scores`, an optional `tg.causal_mask`, `tg.softmax` over keys,
+    - an optional `tg.convert` of the probabilities to the value's element type,
+    - `%context = tg.matmul %probs, %v_groups`
+
+    becomes `%context, %lse = tg.attention %q, %k, %v {scale, causal}`. No `[seq, seq]`
+    tensor remains, in the forward or (after tg-autodiff) the backward. A chain whose shapes
+    or types the fused op does not take (scores not f32, probabilities not of the value's
+    type, an intermediate value used elsewhere, different repeats of K and V) is left as it
+    is, with a remark on its softmax naming the reason: never a different result.
+
+    Before (a causal GQA head group of 2):
+
+    ```mlir
+    %kg = tg.repeat %k {dim = 1 : i64, times = 2 : i64} : tensor<1x2x32x16xbf16> -> tensor<1x4x32x16xbf16>
+    %vg = tg.repeat %v {dim = 1 : i64, times = 2 : i64} : tensor<1x2x32x16xbf16> -> tensor<1x4x32x16xbf16>
+    %s = tg.matmul %q, %kg {transpose_rhs} : tensor<1x4x32x16xbf16>, tensor<1x4x32x16xbf16> -> tensor<1x4x32x32xf32>
+    %t = tg.scale %s {factor = 0.25 : f64} : tensor<1x4x32x32xf32>
+    %m = tg.causal_mask %t : tensor<1x4x32x32xf32>
+    %p = tg.softmax %m {dim = 3 : i64} : tensor<1x4x32x32xf32>
+    %pb = tg.convert %p : tensor<1x4x32x32xf32> -> tensor<1x4x32x32xbf16>
+    %o = tg.matmul %pb, %vg : tensor<1x4x32x32xbf16>, tensor<1x4x32x16xbf16> -> tensor<1x4x32x16xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    %o, %lse = tg.attention %q, %k, %v {causal, scale = 2.500000e-01 : f64}
+        : tensor<1x4x32x16xbf16>, tensor<1x2x32x16xbf16>, tensor<1x2x32x16xbf16>
+        -> tensor<1x4x32x16xbf16>, tensor<1x4x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect"];
+}
+
 def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @forward into @forward_backward";
   let description = [{

@@ -17,7 +17,7 @@ namespace {
 // Products per float partial sum before it is added to the f64 accumulator: float sums of
 // 256 products keep the error near a GPU's f32 accumulation, the f64 sum keeps long
 // contractions (K = 14336) from drifting.
-constexpr int64_t kBlockK = 256;
+constexpr int64_t kBlockK = kMatmulBlockK;
 // Columns of C computed together: 4 rows x 128 floats of partial sums stay in L1.
 constexpr int64_t kBlockN = 128;
 

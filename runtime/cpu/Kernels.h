@@ -21,6 +21,11 @@ namespace mlperf::rt::cpu {
 /// C[b] = op(A[b]) · op(B[b]) for b < batch, op = identity or transpose of the stored matrix.
 /// A is [batch, m, k] ([batch, k, m] when transposeA); B likewise [k, n] or [n, k]; when
 /// `broadcastB`, B is one matrix shared by every batch entry.
+/// Products per f32 partial sum of matmul before it is added to the f64 accumulator. Fused
+/// kernels that split a contraction into pieces (Attention.cpp) cut it at multiples of this,
+/// so that their sums are the same as one matmul's.
+constexpr int64_t kMatmulBlockK = 256;
+
 struct MatmulShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transposeA = false, transposeB = false, broadcastB = false;

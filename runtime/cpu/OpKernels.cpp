@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/OpKernels.h"
 
+#include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/Optimizer.h"
@@ -187,6 +188,28 @@ Status Dispatch::run(std::string_view op) {
     size_t dim = integer("dim");
     cpu::softmaxGrad(f(0), f(1), out().values.data(), product(s, 0, dim), s[dim],
                      product(s, dim + 1, s.size()));
+  } else if (op == "attention" || op == "attention_grad") {
+    const std::vector<int64_t> &q = in(0).shape, &k = in(1).shape;
+    cpu::AttentionShape shape;
+    shape.batch = q[0];
+    shape.heads = q[1];
+    shape.queries = q[2];
+    shape.headDim = q[3];
+    shape.kvHeads = k[1];
+    shape.keys = k[2];
+    shape.causal = flag("causal");
+    shape.scale = real("scale");
+    shape.valueType = in(2).dtype;
+    int64_t bad = op == "attention"
+                      ? cpu::attentionForward(f(0), f(1), f(2), out(0).values.data(),
+                                              out(1).values.data(), shape)
+                      : cpu::attentionBackward(f(0), f(1), f(2), f(4), out(0).values.data(),
+                                               out(1).values.data(), out(2).values.data(), shape,
+                                               in(0).dtype);
+    if (bad >= 0) {
+      return invalidInput("attention row " + std::to_string(bad) +
+                          " has no finite score (infinite or NaN inputs)");
+    }
   } else if (op == "repeat") {
     const std::vector<int64_t> &s = in(0).shape;
     size_t dim = integer("dim");

@@ -212,6 +212,31 @@ std::string Checker::run() {
       sameShape(x, in(2));
       sameShape(w, out(1));
     }
+  } else if (op == "attention" || op == "attention_grad") {
+    // The kernel indexes by these shapes (runtime/cpu/Attention.h): a plan that lies about
+    // them would read out of bounds.
+    allOperandsAndResultsFloat();
+    Shape q = in(0), k = in(1), v = in(2);
+    bool shapes = q.size() == 4 && k.size() == 4 && k == v && q[0] == k[0] && q[3] == k[3] &&
+                  k[1] > 0 && q[1] % k[1] == 0;
+    expect(shapes, "attention needs query [b, h, s, d] and key = value [b, kv, s', d] with kv "
+                   "dividing h, got " +
+                       describe(q) + ", " + describe(k) + ", " + describe(v));
+    const plan::Attribute *causal = attribute("causal");
+    expect(!(causal && causal->i()) || (shapes && q[2] == k[2]),
+           "causal attention needs as many queries as keys");
+    expect(attribute("scale") && attribute("scale")->value_case() == plan::Attribute::kF,
+           "attribute 'scale' must be a float");
+    if (shapes && op == "attention") {
+      sameShape(q, out(0));
+      sameShape({q[0], q[1], q[2]}, out(1));
+    } else if (shapes) {
+      sameShape({q[0], q[1], q[2]}, in(3));
+      sameShape(q, in(4));
+      sameShape(q, out(0));
+      sameShape(k, out(1));
+      sameShape(v, out(2));
+    }
   } else if (op == "rope") {
     allOperandsAndResultsFloat();
     sameShape(in(0), out());

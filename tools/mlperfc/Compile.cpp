@@ -51,6 +51,11 @@ static cl::opt<std::string> compileDumpIR(
     cl::desc("Write the IR before the first pass and after every pass, numbered in pipeline "
              "order (DIR/00-input.mlir, DIR/01-tg-set-precision.mlir, ...)"),
     cl::cat(mlperfcCategory()));
+static cl::opt<bool> compileFuseAttention(
+    "fuse-attention", cl::sub(compileCommand), cl::init(true),
+    cl::desc("Fuse each attention into tg.attention (tg-fuse-attention; default on). "
+             "--fuse-attention=false keeps the declared softmax(QKᵀ)V graph"),
+    cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),
     cl::desc("Print the wall time of every pass (MLIR's pass timing report) to stderr"),
@@ -187,6 +192,7 @@ int runCompile() {
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   TrainStepOptions options;
   options.precision = compilePrecision;
+  options.fuseAttention = compileFuseAttention;
   rt::MeshShape &mesh = options.mesh;
   rt::Status status = rt::parseCluster(compileCluster, mesh);
   if (status.isOk()) {

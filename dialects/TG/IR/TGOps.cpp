@@ -221,6 +221,43 @@ LogicalResult CausalMaskOp::verify() {
   return success();
 }
 
+LogicalResult AttentionOp::verify() {
+  auto query = getQuery().getType(), key = getKey().getType(), value = getValue().getType();
+  if (query.getRank() != 4 || key.getRank() != 4 || value.getRank() != 4) {
+    return emitOpError() << "query, key and value must be [batch, heads, seq, head_dim]";
+  }
+  if (key != value) {
+    return emitOpError() << "key and value must have one type, got " << key << " and " << value;
+  }
+  if (query.getElementType() != key.getElementType()) {
+    return emitOpError() << "query and key must have one element type, got "
+                         << query.getElementType() << " and " << key.getElementType();
+  }
+  ArrayRef<int64_t> q = query.getShape(), k = key.getShape();
+  if (q[0] != k[0] || q[3] != k[3]) {
+    return emitOpError() << "query " << query << " and key " << key
+                         << " must agree in batch and head_dim";
+  }
+  if (q[1] % k[1] != 0) {
+    return emitOpError() << q[1] << " query heads are not a multiple of " << k[1]
+                         << " key/value heads";
+  }
+  if (getCausal() && q[2] != k[2]) {
+    return emitOpError() << "causal attention needs as many queries as keys, got " << q[2]
+                         << " queries and " << k[2] << " keys";
+  }
+  if (getResult().getType() != query) {
+    return emitOpError() << "result must have the query's type " << query << ", got "
+                         << getResult().getType();
+  }
+  auto lse = cast<RankedTensorType>(getLse().getType());
+  if (lse.getShape() != q.take_front(3) || !lse.getElementType().isF32()) {
+    return emitOpError() << "lse must be f32 [batch, heads, seq] = tensor<" << q[0] << "x" << q[1]
+                         << "x" << q[2] << "xf32>, got " << lse;
+  }
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
   return checkDimension(getLoc(), getOperationName(), getDimAttr().getInt(),
                         getInput().getType().getRank());

@@ -235,6 +235,45 @@ def TG_RepeatOp : TG_Op<"repeat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
   let hasFolder = 1;
 }
 
+def TG_AttentionOp : TG_Op<"attention", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+  let summary = "Fused scaled-dot-product attention (grouped-query, optionally causal)";
+  let description = [{
+    `query` is `[batch, heads, seq, head_dim]`, `key` and `value` are
+    `[batch, kv_heads, seq, head_dim]` with `heads` a multiple of `kv_heads`: query head `h`
+    reads KV head `h / (heads / kv_heads)` (grouped-query attention without materialising
+    the repeat). Per batch entry and query head, exactly the unfused graph
+    `tg-fuse-attention` replaces:
+
+    - `scores = (query · keyᵀ)` with f32 products and sums (`tg.matmul` to f32), then
+      `scores · scale` rounded to f32 (`tg.scale`);
+    - with `causal`, key positions after the query's are -inf (`tg.causal_mask`);
+    - `p = softmax(scores)` along keys, in f32 (`tg.softmax`), rounded to `value`'s element
+      type (`tg.convert`);
+    - `result = p · value` (`tg.matmul` to `result`'s element type).
+
+    `lse` is each row's log-sum-exp in f32, `max + log(Σ exp(scores − max))`: what a fused
+    backward needs to recompute `p` without storing it. No `[seq, seq]` tensor is a value:
+    kernels work on blocks of query rows, so memory grows linearly with the sequence.
+    Kernels may sum in another order (FlashAttention-2's online softmax on GPUs); the CPU
+    kernels (runtime/cpu/Attention.h) give exactly the unfused graph's values.
+
+    ```mlir
+    %o, %lse = tg.attention %q, %k, %v {scale = 0.125 : f64, causal}
+        : tensor<1x32x8192x128xbf16>, tensor<1x8x8192x128xbf16>, tensor<1x8x8192x128xbf16>
+        -> tensor<1x32x8192x128xbf16>, tensor<1x32x8192xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$query, TG_Tensor:$key, TG_Tensor:$value, F64Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs TG_Tensor:$result, TG_Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value)
+        `->` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//
@@ -343,6 +382,29 @@ def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> 
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+def TG_AttentionGradOp : TG_Op<"attention_grad", [Pure, AllTypesMatch<["query", "query_grad"]>,
+    AllTypesMatch<["key", "key_grad"]>, AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "Vector-Jacobian product of tg.attention";
+  let description = [{
+    For `result, lse = tg.attention(query, key, value)` and the cotangent `grad` of `result`
+    (`lse` takes none), exactly what tg-autodiff builds for the unfused graph, per block of
+    query rows: `p` recomputed as in the forward; `dp = grad · valueᵀ` rounded to `value`'s
+    type; `ds = p · (dp − Σ dp · p)` in f32 (`tg.softmax_grad`), 0 where masked, times
+    `scale`, rounded to `query`'s type; `query_grad = ds · key`, and `key_grad = Σ dsᵀ · query`,
+    `value_grad = Σ pᵀ · grad` over the query rows, then summed over each KV head's group of
+    query heads (`tg.repeat_grad`). Every sum is in f32 blocks of 256 terms added in f64, as
+    `tg.matmul`'s. `lse` is there for kernels that recompute `p` from it (FlashAttention-2);
+    the CPU kernels recompute each row's maximum and sum as the forward did.
+  }];
+  let arguments = (ins TG_Tensor:$query, TG_Tensor:$key, TG_Tensor:$value, TG_Tensor:$lse,
+                       TG_Tensor:$grad, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs TG_Tensor:$query_grad, TG_Tensor:$key_grad, TG_Tensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $lse `,` $grad attr-dict `:` type($query) `,` type($key) `,`
+        type($value) `,` type($lse) `,` type($grad)
+  }];
 }
 
 def TG_EmbeddingGradOp : TG_Op<"embedding_grad", [Pure]> {

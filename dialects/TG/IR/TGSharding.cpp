@@ -103,6 +103,14 @@ FailureOr<SplitRule> SoftmaxOp::inferSplit(ArrayRef<TensorSplit> operands, int64
                            "the softmax normalizes over it");
 }
 
+FailureOr<SplitRule> AttentionOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  // Batch entries and heads are independent (a rank holding heads [r·H/p, (r+1)·H/p) holds
+  // their KV heads [r·KV/p, (r+1)·KV/p) when p divides KV); a row mixes every key position
+  // and head_dim entry. The result and lse split along the same dim.
+  return elementwiseExcept(*this, operands, {2, 3},
+                           "attention combines every key position and head_dim entry");
+}
+
 FailureOr<SplitRule> RMSNormOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   // Normalizes over the last dim with a weight along it: rows split, the weight whole.
   const TensorSplit &input = operands[0], &weight = operands[1];

@@ -113,6 +113,21 @@ LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult AttentionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  // grads[1] is the cotangent of lse, which only a fused backward reads: tg-autodiff gives
+  // it zeros when nothing uses lse, and any use of it on the loss path has no rule here.
+  if (!getLse().use_empty()) {
+    return emitOpError() << "tg-autodiff cannot differentiate through lse: it is an output for "
+                            "the fused backward, not a value of the model";
+  }
+  auto grad = AttentionGradOp::create(b, getLoc(), getQuery().getType(), getKey().getType(),
+                                      getValue().getType(), getQuery(), getKey(), getValue(),
+                                      getLse(), grads[0], getScaleAttr(), getCausalAttr());
+  operandGrads.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  return success();
+}
+
 LogicalResult RepeatOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                  SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(RepeatGradOp::create(b, getLoc(), grads[0], getDimAttr(), getTimesAttr()));

@@ -506,3 +506,30 @@ func.func @random_normal_stream(%seed: tensor<i64>) {
   %w = tg.random_normal %seed {std = 0.02 : f64, stream = -1 : i64} : tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Tests that attention's query heads are a multiple of its KV heads (grouped-query).
+func.func @attention_groups(%q: tensor<1x3x8x4xf32>, %k: tensor<1x2x8x4xf32>) -> tensor<1x3x8x4xf32> {
+  // expected-error @below {{3 query heads are not a multiple of 2 key/value heads}}
+  %o, %lse = tg.attention %q, %k, %k {causal, scale = 0.5 : f64} : tensor<1x3x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x3x8x4xf32>, tensor<1x3x8xf32>
+  return %o : tensor<1x3x8x4xf32>
+}
+
+// -----
+
+// Tests that causal attention has as many queries as keys.
+func.func @attention_causal(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x6x4xf32>) -> tensor<1x2x8x4xf32> {
+  // expected-error @below {{causal attention needs as many queries as keys, got 8 queries and 6 keys}}
+  %o, %lse = tg.attention %q, %k, %k {causal, scale = 0.5 : f64} : tensor<1x2x8x4xf32>, tensor<1x2x6x4xf32>, tensor<1x2x6x4xf32> -> tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  return %o : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// Tests that lse is f32 per query row.
+func.func @attention_lse(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16> {
+  // expected-error @below {{lse must be f32 [batch, heads, seq] = tensor<1x2x8xf32>, got 'tensor<1x2x8xbf16>'}}
+  %o, %lse = tg.attention %q, %k, %k {scale = 0.5 : f64} : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16> -> tensor<1x2x8x4xbf16>, tensor<1x2x8xbf16>
+  return %o : tensor<1x2x8x4xbf16>
+}
