@@ -107,20 +107,8 @@ int64_t attentionForward(const float *q, const float *k, const float *v, float *
   std::vector<float> p;
   return attention.forEachBlock([&](const Block &block) -> int64_t {
     attention.scores(block, p);
-    // lse from the scores, with the softmax's own maximum and f64 sum.
     float *lseRows = lse + (block.batch * s.heads + block.head) * s.queries + block.firstRow;
-    for (int64_t i = 0; i < block.rows; ++i) {
-      const float *row = p.data() + i * block.keys;
-      double maximum = -std::numeric_limits<double>::infinity(), sum = 0.0;
-      for (int64_t j = 0; j < block.keys; ++j) {
-        maximum = std::max(maximum, static_cast<double>(row[j]));
-      }
-      for (int64_t j = 0; j < block.keys; ++j) {
-        sum += std::exp(row[j] - maximum);
-      }
-      lseRows[i] = static_cast<float>(maximum + std::log(sum));
-    }
-    if (int64_t bad = Attention::softmaxRows(block, p); bad >= 0) {
+    if (int64_t bad = softmax(p.data(), p.data(), block.rows, block.keys, 1, lseRows); bad >= 0) {
       return bad;
     }
     roundBuffer(s.valueType, p.data(), block.rows * block.keys); // tg.convert

@@ -360,8 +360,12 @@ void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient)
   }
 }
 
-template <typename T> int64_t softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner) {
+template <typename T>
+int64_t softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, T *logSumExp) {
   int64_t badRow = -1;
+  // Each exp once, kept in f64 for the division (the row may be y itself).
+  thread_local std::vector<double> exps;
+  exps.resize(n);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const T *in = x + o * n * inner + i;
@@ -376,10 +380,14 @@ template <typename T> int64_t softmax(const T *x, T *y, int64_t outer, int64_t n
       }
       double sum = 0.0;
       for (int64_t j = 0; j < n; ++j) {
-        sum += std::exp(in[j * inner] - maximum);
+        exps[j] = std::exp(in[j * inner] - maximum);
+        sum += exps[j];
       }
       for (int64_t j = 0; j < n; ++j) {
-        out[j * inner] = static_cast<T>(std::exp(in[j * inner] - maximum) / sum);
+        out[j * inner] = static_cast<T>(exps[j] / sum);
+      }
+      if (logSumExp) {
+        logSumExp[o * inner + i] = static_cast<T>(maximum + std::log(sum));
       }
     }
   }
@@ -532,7 +540,7 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
   template void rope<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t,                        \
                         const std::vector<double> &, bool);                                        \
   template void causalMask<T>(const T *, T *, int64_t, int64_t, bool);                             \
-  template int64_t softmax<T>(const T *, T *, int64_t, int64_t, int64_t);                          \
+  template int64_t softmax<T>(const T *, T *, int64_t, int64_t, int64_t, T *);                     \
   template void softmaxGrad<T>(const T *, const T *, T *, int64_t, int64_t, int64_t);              \
   template void repeat<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                     \
   template void repeatGrad<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                 \

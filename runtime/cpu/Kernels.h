@@ -74,7 +74,9 @@ void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient)
 /// (the product of the dimensions after it); `outer` = product of dimensions before it.
 /// Returns -1, or the index (outer * inner + i) of the first row with no finite entry, whose
 /// output is undefined (a fully masked row is an error, not a NaN to train on).
-template <typename T> int64_t softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner);
+/// With `logSumExp`, also each row's max + log(Σ exp(x − max)) (outer × inner of them).
+template <typename T>
+int64_t softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, T *logSumExp = nullptr);
 /// dx = y · (dy − Σ dy·y) along the same dimension.
 template <typename T>
 void softmaxGrad(const T *y, const T *dy, T *dx, int64_t outer, int64_t n, int64_t inner);

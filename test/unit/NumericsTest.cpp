@@ -40,11 +40,42 @@ TEST(Numerics, RoundingMatchesMlDtypes) {
     fields >> input >> bf16 >> e4m3 >> e5m2;
     double x = fromBits(input);
     EXPECT_TRUE(sameValue(roundTo(DType::kBF16, x), fromBits(bf16))) << "bf16 of " << input;
+    float buffered = fromBits(input); // roundBuffer's bit-level bf16 path
+    roundBuffer(DType::kBF16, &buffered, 1);
+    EXPECT_TRUE(sameValue(buffered, fromBits(bf16))) << "roundBuffer bf16 of " << input;
     EXPECT_TRUE(sameValue(roundTo(DType::kF8E4M3FN, x), fromBits(e4m3))) << "e4m3 of " << input;
     EXPECT_TRUE(sameValue(roundTo(DType::kF8E5M2, x), fromBits(e5m2))) << "e5m2 of " << input;
     ++cases;
   }
   EXPECT_GT(cases, 4000);
+}
+
+// roundBuffer's bf16 path rounds the encoding; roundTo rounds the value: the same for every
+// float. One float in 4099 of the whole encoding space, plus the neighbours of every power of
+// two (where rounding carries into the exponent).
+TEST(Numerics, Bf16BufferRoundingEqualsRoundTo) {
+  int64_t checked = 0;
+  auto check = [&](uint32_t bits) {
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    float buffered = value;
+    roundBuffer(DType::kBF16, &buffered, 1);
+    ASSERT_TRUE(sameValue(buffered, roundTo(DType::kBF16, value))) << std::hex << bits;
+    ++checked;
+  };
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += 4099) {
+    check(static_cast<uint32_t>(bits));
+  }
+  for (uint32_t exponent = 0; exponent < 256; ++exponent) {
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      uint32_t power = sign | (exponent << 23);
+      for (uint32_t delta = 0; delta < 0x20000u; delta += 0x7FFFu) {
+        check(power + delta);
+        check(power - delta);
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000000);
 }
 
 // Known-answer vectors of the Random123 distribution (kat_vectors, philox4x32 10 rounds).
