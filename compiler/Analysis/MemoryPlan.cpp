@@ -297,4 +297,74 @@ MemoryPlan planFunctionMemory(func::FuncOp func, int64_t alignment) {
   return plan;
 }
 
+SavedActivations savedForBackward(func::FuncOp func) {
+  SavedActivations saved;
+  Block &body = func.getBody().front();
+  // The loss: where the forward ends and the backward begins.
+  int64_t lossIndex = -1, index = 0;
+  for (Operation &op : body) {
+    if (isa<tg::CrossEntropyOp>(op)) {
+      lossIndex = index;
+    }
+    ++index;
+  }
+  if (lossIndex < 0) {
+    return saved;
+  }
+  struct Buffer {
+    int64_t bytes = 0, layer = -1, lastUse = 0;
+  };
+  std::vector<Buffer> buffers;
+  llvm::DenseMap<Value, size_t> bufferOf;
+  int64_t layer = -1; // of the last per-layer parameter read
+  index = 0;
+  for (Operation &op : body) {
+    for (Value operand : op.getOperands()) {
+      if (auto it = bufferOf.find(operand); it != bufferOf.end()) {
+        buffers[it->second].lastUse = index;
+      }
+    }
+    if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<tg::ParamOp>(func, ref.getNameAttr());
+      if (param && param.getLayerAttr()) {
+        layer = param.getLayerAttr().getInt();
+      } else if (index <= lossIndex && layer >= 0) {
+        layer = -1; // past the stack: the final norm and the head
+      }
+    } else if (index <= lossIndex) {
+      for (Value result : op.getResults()) {
+        if (!isa<RankedTensorType>(result.getType())) {
+          continue;
+        }
+        if (auto source = isa<tg::ReshapeOp>(op) ? bufferOf.find(op.getOperand(0)) : bufferOf.end();
+            source != bufferOf.end()) {
+          bufferOf[result] = source->second; // a view of its input's bytes
+          continue;
+        }
+        bufferOf[result] = buffers.size();
+        buffers.push_back({storageBytes(result.getType(), 1), layer, index});
+      }
+    }
+    ++index;
+  }
+  llvm::DenseMap<int64_t, int64_t> bytesOfLayer;
+  for (const Buffer &buffer : buffers) {
+    if (buffer.lastUse <= lossIndex) {
+      continue; // dead before the backward
+    }
+    if (buffer.layer < 0) {
+      saved.otherBytes += buffer.bytes;
+    } else {
+      bytesOfLayer[buffer.layer] += buffer.bytes;
+    }
+  }
+  int64_t total = 0;
+  for (auto [layerIndex, bytes] : bytesOfLayer) {
+    total += bytes;
+  }
+  saved.layers = static_cast<int64_t>(bytesOfLayer.size());
+  saved.bytesPerLayer = saved.layers ? total / saved.layers : 0;
+  return saved;
+}
+
 } // namespace mlperf

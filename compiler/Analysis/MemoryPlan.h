@@ -55,6 +55,20 @@ int64_t assignOffsets(std::vector<LiveRange> &ranges, int64_t &lowerBoundBytes);
 /// a view of its input: it shares the input's buffer, whose life extends to the view's last use.
 MemoryPlan planFunctionMemory(mlir::func::FuncOp func, int64_t alignment = 256);
 
+/// The activations a backward pass keeps from its forward: in a @forward_backward, the bytes
+/// of the values computed up to the loss and read after it (parameters and inputs are not
+/// activations; a view counts as its source). Each is charged to the layer of the last
+/// per-layer parameter read before it was computed (the `layer` tg-inline-layers sets), or
+/// to `otherBytes` (embedding, final norm, logits).
+struct SavedActivations {
+  int64_t layers = 0;        // layers with saved values
+  int64_t bytesPerLayer = 0; // their mean
+  int64_t otherBytes = 0;    // outside any layer
+};
+
+/// Empty (layers = 0) when `func` has no tg.cross_entropy (it is no forward-backward).
+SavedActivations savedForBackward(mlir::func::FuncOp func);
+
 } // namespace mlperf
 
 #endif // MLPERFC_COMPILER_ANALYSIS_MEMORYPLAN_H
