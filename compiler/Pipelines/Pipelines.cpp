@@ -32,6 +32,9 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     // the fused backward), so no [seq, seq] tensor is ever built.
     pm.addPass(createTGFuseAttentionPass());
   }
+  if (options.fuseSwiglu) {
+    pm.addPass(createTGFuseSwigluPass());
+  }
   const rt::MeshShape &mesh = options.mesh;
   if (mesh.worldSize() > 1) {
     // The mesh, and @forward split over tp before autodiff (Megatron's parallel layers).

@@ -28,6 +28,8 @@ struct TrainStepOptions {
   /// tg-fuse-attention after inlining (mlperfc compile --fuse-attention=false keeps the
   /// unfused graph, e.g. to audit the fusion against it).
   bool fuseAttention = true;
+  /// tg-fuse-swiglu after inlining (exact: on unless --fuse-swiglu=false).
+  bool fuseSwiglu = true;
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;
   /// The cluster and parallel strategy (validated: runtime/dist/Mesh.h validateMesh); a

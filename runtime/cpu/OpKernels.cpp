@@ -118,6 +118,27 @@ Status Dispatch::run(std::string_view op) {
     cpu::scale(f(0), out().values.data(), out().numElements(), real("factor"));
   } else if (op == "silu") {
     cpu::silu(f(0), out().values.data(), out().numElements());
+  } else if (op == "swiglu" || op == "swiglu_grad") {
+    // Chunk by chunk through the unfused graph's kernels with its roundings (tg.swiglu is
+    // exactly mul(silu(gate), up) and its autodiff): a few KiB of workspace, not a tensor.
+    constexpr int64_t kChunk = 4096;
+    DType type = in(0).dtype;
+    float act[kChunk], scratch[kChunk];
+    for (int64_t start = 0; start < out(0).numElements(); start += kChunk) {
+      int64_t n = std::min(kChunk, out(0).numElements() - start);
+      const float *gate = f(0) + start, *up = f(1) + start;
+      cpu::silu(gate, act, n);
+      roundBuffer(type, act, n);
+      if (op == "swiglu") {
+        cpu::mul(act, up, out().values.data() + start, n);
+        continue;
+      }
+      const float *grad = f(2) + start;
+      cpu::mul(grad, act, out(1).values.data() + start, n); // up_grad = grad · a
+      cpu::mul(grad, up, scratch, n);                       // the gradient of a
+      roundBuffer(type, scratch, n);
+      cpu::siluGrad(gate, scratch, out(0).values.data() + start, n);
+    }
   } else if (op == "convert" || op == "reshape" || op == "copy") {
     out().values = in(0).values; // rounded to the result type below
     out().ints = in(0).ints;

@@ -131,6 +131,17 @@ std::string Checker::run() {
     allOperandsAndResultsFloat();
     sameShape(in(0), out());
     sameShape(in(1), out());
+  } else if (op == "swiglu" || op == "swiglu_grad") {
+    allOperandsAndResultsFloat();
+    for (int i = 0; i < command.operands_size(); ++i) {
+      sameShape(in(i), out());
+    }
+    if (op == "swiglu_grad") {
+      sameShape(out(0), out(1));
+    }
+    for (int i = 1; i < command.operands_size(); ++i) {
+      expect(operand(i).dtype() == operand(0).dtype(), "swiglu operands must share a dtype");
+    }
   } else if (op == "scale" || op == "silu" || op == "convert") {
     allOperandsAndResultsFloat();
     sameShape(in(0), out());

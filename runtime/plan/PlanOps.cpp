@@ -12,6 +12,8 @@ constexpr PlanOpSignature kOps[] = {
     {"scale", 1, 1, 1, 1},
     {"silu", 1, 1, 1, 1},
     {"silu_grad", 2, 2, 1, 1},
+    {"swiglu", 2, 2, 1, 1},
+    {"swiglu_grad", 3, 3, 2, 2},
     {"convert", 1, 1, 1, 1},
     {"reshape", 1, 1, 1, 1},
     {"transpose", 1, 1, 1, 1},

@@ -56,6 +56,10 @@ static cl::opt<bool> compileFuseAttention(
     cl::desc("Fuse each attention into tg.attention (tg-fuse-attention; default on). "
              "--fuse-attention=false keeps the declared softmax(QKᵀ)V graph"),
     cl::cat(mlperfcCategory()));
+static cl::opt<bool> compileFuseSwiglu(
+    "fuse-swiglu", cl::sub(compileCommand), cl::init(true),
+    cl::desc("Fuse silu(gate) * up into tg.swiglu (tg-fuse-swiglu, exact; default on)"),
+    cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),
     cl::desc("Print the wall time of every pass (MLIR's pass timing report) to stderr"),
@@ -223,6 +227,7 @@ int runCompile() {
   TrainStepOptions options;
   options.precision = compilePrecision;
   options.fuseAttention = compileFuseAttention;
+  options.fuseSwiglu = compileFuseSwiglu;
   rt::MeshShape &mesh = options.mesh;
   rt::Status status = rt::parseCluster(compileCluster, mesh);
   if (status.isOk()) {

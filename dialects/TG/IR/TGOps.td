@@ -76,6 +76,24 @@ def TG_SiluOp : TG_Op<"silu", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def TG_SwigluOp : TG_Op<"swiglu", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "SwiGLU gating, silu(gate) · up, in one op";
+  let description = [{
+    `result[i] = silu(gate[i]) · up[i]` with `silu(gate)` rounded to the element type before
+    the product: exactly `tg.mul(tg.silu(gate), up)`, which tg-fuse-swiglu replaces. Its VJP
+    (`tg.swiglu_grad`) recomputes `silu(gate)` instead of keeping it: one `[tokens, ffn]`
+    tensor less per layer saved for backward.
+
+    ```mlir
+    %g = tg.swiglu %gate, %up : tensor<1x8192x14336xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$gate, TG_Tensor:$up);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
 def TG_ConvertOp : TG_Op<"convert", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
     DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, Elementwise, SameOperandsAndResultShape]> {
   let summary = "Converts between floating-point element types (round to nearest even)";
@@ -373,6 +391,19 @@ def TG_SiluGradOp : TG_Op<"silu_grad", [Pure, Elementwise, SameOperandsAndResult
   let arguments = (ins TG_Tensor:$input, TG_Tensor:$grad);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def TG_SwigluGradOp : TG_Op<"swiglu_grad", [Pure, AllTypesMatch<["gate", "up", "grad",
+                                                                    "gate_grad", "up_grad"]>]> {
+  let summary = "Vector-Jacobian product of tg.swiglu";
+  let description = [{
+    With `a = silu(gate)` rounded to the element type: `up_grad = grad · a` and
+    `gate_grad = silu_grad(gate, grad · up)`, each product rounded to the element type: what
+    tg-autodiff builds for `tg.mul(tg.silu(gate), up)`.
+  }];
+  let arguments = (ins TG_Tensor:$gate, TG_Tensor:$up, TG_Tensor:$grad);
+  let results = (outs TG_Tensor:$gate_grad, TG_Tensor:$up_grad);
+  let assemblyFormat = "$gate `,` $up `,` $grad attr-dict `:` type($gate)";
 }
 
 def TG_SoftmaxGradOp : TG_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {

@@ -80,6 +80,9 @@ FailureOr<SplitRule> ScaleOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t
 FailureOr<SplitRule> SiluOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   return elementwise(*this, operands);
 }
+FailureOr<SplitRule> SwigluOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return elementwise(*this, operands);
+}
 FailureOr<SplitRule> ConvertOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   return elementwise(*this, operands);
 }

@@ -67,6 +67,13 @@ LogicalResult SiluOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult SwigluOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  auto grad = SwigluGradOp::create(b, getLoc(), getType(), getType(), getGate(), getUp(), grads[0]);
+  operandGrads.append({grad.getGateGrad(), grad.getUpGrad()});
+  return success();
+}
+
 LogicalResult ConvertOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                   SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(convertTo(b, getLoc(), grads[0], getInput().getType()));
