@@ -303,7 +303,7 @@ SavedActivations savedForBackward(func::FuncOp func) {
   // The loss: where the forward ends and the backward begins.
   int64_t lossIndex = -1, index = 0;
   for (Operation &op : body) {
-    if (isa<tg::CrossEntropyOp>(op)) {
+    if (isa<tg::CrossEntropyOp, tg::LinearCrossEntropyOp>(op)) {
       lossIndex = index;
     }
     ++index;

@@ -66,7 +66,7 @@ struct SavedActivations {
   int64_t otherBytes = 0;    // outside any layer
 };
 
-/// Empty (layers = 0) when `func` has no tg.cross_entropy (it is no forward-backward).
+/// Empty (layers = 0) when `func` has no loss (tg.cross_entropy or tg.linear_cross_entropy).
 SavedActivations savedForBackward(mlir::func::FuncOp func);
 
 } // namespace mlperf

@@ -35,6 +35,10 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   if (options.fuseSwiglu) {
     pm.addPass(createTGFuseSwigluPass());
   }
+  if (options.fuseCrossEntropy && options.mesh.tp == 1) {
+    // Not yet vocab-parallel: with tp > 1 the output layer stays unfused.
+    pm.addPass(createTGFuseCrossEntropyPass());
+  }
   const rt::MeshShape &mesh = options.mesh;
   if (mesh.worldSize() > 1) {
     // The mesh, and @forward split over tp before autodiff (Megatron's parallel layers).

@@ -166,6 +166,37 @@ def TGFuseSwigluPass : Pass<"tg-fuse-swiglu", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::tg::TGDialect"];
 }
 
+def TGFuseCrossEntropyPass : Pass<"tg-fuse-cross-entropy", "::mlir::ModuleOp"> {
+  let summary = "Fuses the output layer's matmul and tg.cross_entropy into tg.linear_cross_entropy";
+  let description = [{
+    Rewrite class: exact. `tg.linear_cross_entropy` is defined as the pair it replaces (logits
+    rounded to the matmul's result type, the same loss and gradients, runtime/cpu/
+    LinearCrossEntropy.h gives them to the bit); only storage changes: the logits
+    `[tokens, vocab]` and their gradient exist a chunk of tokens at a time instead of for the
+    whole micro-batch, and nothing of them is kept for backward (the backward recomputes them).
+
+    A `tg.cross_entropy` of `tg.matmul %hidden, %weight {transpose_rhs}` with a `[vocab,
+    hidden]` weight, whose logits nothing else reads, becomes one op. The vocab-parallel form
+    (the weight's rows split over tp) is not written yet: the train-step pipeline runs this pass
+    only without tensor parallelism, and the op's sharding rule refuses a split.
+
+    Before:
+
+    ```mlir
+    %logits = tg.matmul %hn, %head {transpose_rhs} : tensor<1x32x64xbf16>, tensor<256x64xbf16> -> tensor<1x32x256xbf16>
+    %loss = tg.cross_entropy %logits, %labels : tensor<1x32x256xbf16>, tensor<1x32xi32> -> tensor<f32>
+    ```
+
+    After:
+
+    ```mlir
+    %loss = tg.linear_cross_entropy %hn, %head, %labels {logits_type = "bf16"}
+        : tensor<1x32x64xbf16>, tensor<256x64xbf16>, tensor<1x32xi32> -> tensor<f32>
+    ```
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect"];
+}
+
 def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @forward into @forward_backward";
   let description = [{

@@ -487,13 +487,12 @@ template <typename T> std::pair<double, double> rowMaxAndExpSum(const T *row, in
 }
 
 template <typename T>
-double crossEntropy(const T *logits, const int64_t *labels, const T *mask, int64_t tokens,
-                    int64_t vocab, int64_t *badLabel) {
-  double total = 0.0, weight = 0.0;
+bool addCrossEntropy(const T *logits, const int64_t *labels, const T *mask, int64_t tokens,
+                     int64_t vocab, double &total, double &weight, int64_t *badLabel) {
   for (int64_t t = 0; t < tokens; ++t) {
     if (labels[t] < 0 || labels[t] >= vocab) {
       *badLabel = t;
-      return std::numeric_limits<double>::quiet_NaN();
+      return false;
     }
     const T *row = logits + t * vocab;
     auto [maximum, sum] = rowMaxAndExpSum(row, vocab);
@@ -502,7 +501,32 @@ double crossEntropy(const T *logits, const int64_t *labels, const T *mask, int64
     weight += w;
   }
   *badLabel = -1;
+  return true;
+}
+
+template <typename T>
+double crossEntropy(const T *logits, const int64_t *labels, const T *mask, int64_t tokens,
+                    int64_t vocab, int64_t *badLabel) {
+  double total = 0.0, weight = 0.0;
+  if (!addCrossEntropy(logits, labels, mask, tokens, vocab, total, weight, badLabel)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   return total / weight;
+}
+
+template <typename T>
+void crossEntropyGradRows(const T *logits, const int64_t *labels, const T *mask, double dloss,
+                          double normalizer, T *dlogits, int64_t tokens, int64_t vocab) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    const T *row = logits + t * vocab;
+    auto [maximum, sum] = rowMaxAndExpSum(row, vocab);
+    double coefficient = dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / normalizer;
+    for (int64_t v = 0; v < vocab; ++v) {
+      double probability = std::exp(row[v] - maximum) / sum;
+      dlogits[t * vocab + v] =
+          static_cast<T>(coefficient * (probability - (v == labels[t] ? 1.0 : 0.0)));
+    }
+  }
 }
 
 template <typename T>
@@ -512,16 +536,7 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
   for (int64_t t = 0; t < tokens; ++t) {
     weight += mask ? static_cast<double>(mask[t]) : 1.0;
   }
-  for (int64_t t = 0; t < tokens; ++t) {
-    const T *row = logits + t * vocab;
-    auto [maximum, sum] = rowMaxAndExpSum(row, vocab);
-    double coefficient = dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / weight;
-    for (int64_t v = 0; v < vocab; ++v) {
-      double probability = std::exp(row[v] - maximum) / sum;
-      dlogits[t * vocab + v] =
-          static_cast<T>(coefficient * (probability - (v == labels[t] ? 1.0 : 0.0)));
-    }
-  }
+  crossEntropyGradRows(logits, labels, mask, dloss, weight, dlogits, tokens, vocab);
 }
 
 // The storage types the backend uses: float for runs, double for finite-difference checks.
@@ -551,7 +566,11 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
   template double crossEntropy<T>(const T *, const int64_t *, const T *, int64_t, int64_t,         \
                                   int64_t *);                                                      \
   template void crossEntropyGrad<T>(const T *, const int64_t *, const T *, double, T *, int64_t,   \
-                                    int64_t);
+                                    int64_t);                                                      \
+  template bool addCrossEntropy<T>(const T *, const int64_t *, const T *, int64_t, int64_t,        \
+                                   double &, double &, int64_t *);                                 \
+  template void crossEntropyGradRows<T>(const T *, const int64_t *, const T *, double, double,     \
+                                        T *, int64_t, int64_t);
 
 MLPERF_INSTANTIATE_KERNELS(float)
 MLPERF_INSTANTIATE_KERNELS(double)

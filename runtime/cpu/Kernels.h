@@ -110,6 +110,17 @@ template <typename T>
 void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, double dloss,
                       T *dlogits, int64_t tokens, int64_t vocab);
 
+/// The pieces of the two above for kernels that visit tokens in chunks (LinearCrossEntropy.h)
+/// and must give the same sums: crossEntropy adds each token's weighted loss to `total` and
+/// its weight to `weight`, in token order (false, with *badLabel set, on a bad label);
+/// crossEntropyGrad's rows with the normalizer of all tokens given.
+template <typename T>
+bool addCrossEntropy(const T *logits, const int64_t *labels, const T *mask, int64_t tokens,
+                     int64_t vocab, double &total, double &weight, int64_t *badLabel);
+template <typename T>
+void crossEntropyGradRows(const T *logits, const int64_t *labels, const T *mask, double dloss,
+                          double normalizer, T *dlogits, int64_t tokens, int64_t vocab);
+
 } // namespace mlperf::rt::cpu
 
 #endif // MLPERFC_RUNTIME_CPU_KERNELS_H

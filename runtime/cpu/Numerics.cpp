@@ -26,6 +26,17 @@ const char *dtypeName(DType type) {
   return "unknown";
 }
 
+bool dtypeFromName(std::string_view name, DType &type) {
+  for (DType candidate :
+       {DType::kF32, DType::kBF16, DType::kF8E4M3FN, DType::kF8E5M2, DType::kI32, DType::kI64}) {
+    if (name == dtypeName(candidate)) {
+      type = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
 int64_t dtypeBytes(DType type) {
   switch (type) {
   case DType::kF32:

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mlperf::rt {
@@ -19,6 +20,8 @@ namespace mlperf::rt {
 enum class DType : uint8_t { kF32, kBF16, kF8E4M3FN, kF8E5M2, kI32, kI64 };
 
 const char *dtypeName(DType type);
+/// The type dtypeName names ("f32", "bf16", ...: MLIR's spellings), or false.
+bool dtypeFromName(std::string_view name, DType &type);
 /// Bytes per element in storage (what a GPU buffer of this type occupies).
 int64_t dtypeBytes(DType type);
 bool isFloat(DType type);

@@ -4,6 +4,7 @@
 
 #include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/LinearCrossEntropy.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/Optimizer.h"
 
@@ -35,6 +36,11 @@ const double *OpAttributes::getFloat(std::string_view name) const {
 const std::vector<int64_t> *OpAttributes::getInts(std::string_view name) const {
   const OpAttributeValue *value = find(name);
   return value ? std::get_if<std::vector<int64_t>>(value) : nullptr;
+}
+
+const std::string *OpAttributes::getString(std::string_view name) const {
+  const OpAttributeValue *value = find(name);
+  return value ? std::get_if<std::string>(value) : nullptr;
 }
 
 namespace {
@@ -80,6 +86,12 @@ private:
       return *value;
     }
     throw BadAttribute(std::string("missing float attribute '") + name + "'");
+  }
+  const std::string &text(const char *name) const {
+    if (const std::string *value = attributes.getString(name)) {
+      return *value;
+    }
+    throw BadAttribute(std::string("missing string attribute '") + name + "'");
   }
   const std::vector<int64_t> &ints(const char *name) const {
     if (const std::vector<int64_t> *value = attributes.getInts(name)) {
@@ -255,6 +267,35 @@ Status Dispatch::run(std::string_view op) {
                           std::to_string(vocab) + ")");
     }
     out().values[0] = static_cast<float>(loss);
+  } else if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
+    // (hidden, weight, labels[, dloss][, mask]): the logits exist one chunk at a time.
+    bool gradient = op == "linear_cross_entropy_grad";
+    const HostTensor &hidden = in(0), &weight = in(1), &labels = in(2);
+    size_t maskIndex = gradient ? 4 : 3;
+    const float *mask = operands.size() > maskIndex ? f(maskIndex) : nullptr;
+    cpu::LinearCrossEntropyShape shape;
+    shape.hidden = hidden.shape.back();
+    shape.tokens = hidden.numElements() / shape.hidden;
+    shape.vocab = weight.shape[0];
+    if (!dtypeFromName(text("logits_type"), shape.logitsType)) {
+      return invalidInput("linear_cross_entropy: unknown logits_type '" + text("logits_type") +
+                          "'");
+    }
+    if (gradient) {
+      cpu::linearCrossEntropyGrad(hidden.values.data(), weight.values.data(), labels.ints.data(),
+                                  mask, in(3).values[0], out(0).values.data(), out(1).values.data(),
+                                  shape);
+    } else {
+      double loss = 0.0;
+      int64_t bad = cpu::linearCrossEntropy(hidden.values.data(), weight.values.data(),
+                                            labels.ints.data(), mask, shape, loss);
+      if (bad >= 0) {
+        return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
+                            std::to_string(bad) + " is outside the vocabulary [0, " +
+                            std::to_string(shape.vocab) + ")");
+      }
+      out().values[0] = static_cast<float>(loss);
+    }
   } else if (op == "cross_entropy_grad") {
     const HostTensor &logits = in(0), &labels = in(1);
     const float *mask = operands.size() > 3 ? f(3) : nullptr;

@@ -32,6 +32,7 @@ public:
   const int64_t *getInt(std::string_view name) const;
   const double *getFloat(std::string_view name) const;
   const std::vector<int64_t> *getInts(std::string_view name) const;
+  const std::string *getString(std::string_view name) const;
 
 private:
   const OpAttributeValue *find(std::string_view name) const;

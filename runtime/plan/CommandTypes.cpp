@@ -307,6 +307,32 @@ std::string Checker::run() {
       scalar(operand(2));
       sameShape(out(), logits);
     }
+  } else if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
+    bool gradient = op == "linear_cross_entropy_grad";
+    Shape hidden = in(0), weight = in(1), labels = in(2);
+    floats({&operand(0), &operand(1), &result(0)});
+    integers(operand(2));
+    expect(hidden.size() >= 2 && weight.size() == 2 && weight[1] == hidden.back() &&
+               Shape(hidden.begin(), hidden.end() - 1) == labels,
+           "linear_cross_entropy needs hidden [..., d], weight [vocab, d] and labels [...], got " +
+               describe(hidden) + ", " + describe(weight) + ", " + describe(labels));
+    const plan::Attribute *logits = attribute("logits_type");
+    expect(logits && logits->value_case() == plan::Attribute::kS &&
+               (logits->s() == "f32" || logits->s() == "bf16"),
+           "attribute 'logits_type' must be \"f32\" or \"bf16\"");
+    int mask = gradient ? 4 : 3;
+    if (command.operands_size() > mask) {
+      floats({&operand(mask)});
+      sameShape(in(mask), labels);
+    }
+    if (gradient) {
+      floats({&operand(3), &result(1)});
+      scalar(operand(3));
+      sameShape(out(0), hidden);
+      sameShape(out(1), weight);
+    } else {
+      scalar(result(0));
+    }
   } else if (op == "fill") {
     floats({&result(0)});
   } else if (op == "lr_value") {

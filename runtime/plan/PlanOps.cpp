@@ -33,6 +33,8 @@ constexpr PlanOpSignature kOps[] = {
     {"concat", 1, -1, 1, 1},
     {"cross_entropy", 2, 3, 1, 1},
     {"cross_entropy_grad", 3, 4, 1, 1},
+    {"linear_cross_entropy", 3, 4, 1, 1},
+    {"linear_cross_entropy_grad", 4, 5, 2, 2},
     {"fill", 0, 0, 1, 1},
     {"random_normal", 1, 1, 1, 1},
     {"local_shard", 1, 1, 1, 1},

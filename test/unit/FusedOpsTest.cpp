@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 using namespace mlperf::rt;
 
@@ -54,6 +55,89 @@ void expectSwigluIsItsGraph(DType type) {
   EXPECT_EQ(fused.values, product.values);
   EXPECT_EQ(fusedGrads[0].values, gateGrad.values);
   EXPECT_EQ(fusedGrads[1].values, upGrad.values);
+}
+
+/// linear_cross_entropy and its gradient against matmul + cross_entropy and the gradients
+/// tg-autodiff builds for them (cross_entropy_grad, then the matmul's two gradient products).
+void expectLinearCrossEntropyIsItsGraph(DType type, bool withMask) {
+  const int64_t batch = 2, seq = 300, hidden = 24, vocab = 40; // 600 tokens: three chunks
+  HostTensor h = randomTensor(type, batch * seq * hidden, 5, 1.0f);
+  h.shape = {batch, seq, hidden};
+  HostTensor w = randomTensor(type, vocab * hidden, 6, 0.3f);
+  w.shape = {vocab, hidden};
+  HostTensor labels = HostTensor::zeros(DType::kI64, {batch, seq});
+  HostTensor mask = HostTensor::zeros(DType::kF32, {batch, seq});
+  std::mt19937 random(7);
+  for (int64_t t = 0; t < batch * seq; ++t) {
+    labels.ints[t] = static_cast<int64_t>(random() % vocab);
+    mask.values[t] = static_cast<float>(random() % 3 != 0);
+  }
+  HostTensor dloss = HostTensor::zeros(DType::kF32, {});
+  dloss.values[0] = 0.125f;
+  OpAttributes transposed;
+  transposed.set("transpose_rhs", int64_t{1});
+  std::vector<HostTensor> logits{HostTensor::zeros(type, {batch, seq, vocab})};
+  ASSERT_TRUE(runHostOp("matmul", transposed, {&h, &w}, logits).isOk());
+  std::vector<const HostTensor *> lossInputs{&logits[0], &labels};
+  if (withMask) {
+    lossInputs.push_back(&mask);
+  }
+  std::vector<HostTensor> loss{HostTensor::zeros(DType::kF32, {})};
+  ASSERT_TRUE(runHostOp("cross_entropy", OpAttributes(), lossInputs, loss).isOk());
+  std::vector<const HostTensor *> gradInputs{&logits[0], &labels, &dloss};
+  if (withMask) {
+    gradInputs.push_back(&mask);
+  }
+  std::vector<HostTensor> dlogits{HostTensor::zeros(type, logits[0].shape)};
+  ASSERT_TRUE(runHostOp("cross_entropy_grad", OpAttributes(), gradInputs, dlogits).isOk());
+  std::vector<HostTensor> dh{HostTensor::zeros(type, h.shape)},
+      dw{HostTensor::zeros(type, w.shape)};
+  ASSERT_TRUE(runHostOp("matmul", OpAttributes(), {&dlogits[0], &w}, dh).isOk());
+  HostTensor dlogitRows = dlogits[0], hiddenRows = h; // flattened, as the matmul VJP does
+  dlogitRows.shape = {batch * seq, vocab};
+  hiddenRows.shape = {batch * seq, hidden};
+  OpAttributes lhsTransposed;
+  lhsTransposed.set("transpose_lhs", int64_t{1});
+  ASSERT_TRUE(runHostOp("matmul", lhsTransposed, {&dlogitRows, &hiddenRows}, dw).isOk());
+
+  OpAttributes fusedAttributes;
+  fusedAttributes.set("logits_type", std::string(dtypeName(type)));
+  std::vector<const HostTensor *> fusedInputs{&h, &w, &labels};
+  if (withMask) {
+    fusedInputs.push_back(&mask);
+  }
+  std::vector<HostTensor> fusedLoss{HostTensor::zeros(DType::kF32, {})};
+  ASSERT_TRUE(runHostOp("linear_cross_entropy", fusedAttributes, fusedInputs, fusedLoss).isOk());
+  std::vector<const HostTensor *> fusedGradInputs{&h, &w, &labels, &dloss};
+  if (withMask) {
+    fusedGradInputs.push_back(&mask);
+  }
+  std::vector<HostTensor> fusedGrads{HostTensor::zeros(type, h.shape),
+                                     HostTensor::zeros(type, w.shape)};
+  ASSERT_TRUE(
+      runHostOp("linear_cross_entropy_grad", fusedAttributes, fusedGradInputs, fusedGrads).isOk());
+  EXPECT_EQ(fusedLoss[0].values, loss[0].values);
+  EXPECT_EQ(fusedGrads[0].values, dh[0].values);
+  EXPECT_EQ(fusedGrads[1].values, dw[0].values);
+}
+
+TEST(FusedOps, LinearCrossEntropyBf16IsMatmulAndLoss) {
+  expectLinearCrossEntropyIsItsGraph(DType::kBF16, false);
+}
+TEST(FusedOps, LinearCrossEntropyF32WithMaskIsMatmulAndLoss) {
+  expectLinearCrossEntropyIsItsGraph(DType::kF32, true);
+}
+
+TEST(FusedOps, LinearCrossEntropyReportsABadLabel) {
+  HostTensor h = HostTensor::zeros(DType::kF32, {1, 2, 3}),
+             w = HostTensor::zeros(DType::kF32, {4, 3});
+  HostTensor labels = HostTensor::zeros(DType::kI64, {1, 2});
+  labels.ints[1] = 7;
+  OpAttributes attributes;
+  attributes.set("logits_type", std::string("f32"));
+  std::vector<HostTensor> loss{HostTensor::zeros(DType::kF32, {})};
+  Status status = runHostOp("linear_cross_entropy", attributes, {&h, &w, &labels}, loss);
+  EXPECT_EQ(status.message(), "label 7 at position 1 is outside the vocabulary [0, 4)");
 }
 
 TEST(FusedOps, SwigluBf16IsMulOfSilu) { expectSwigluIsItsGraph(DType::kBF16); }

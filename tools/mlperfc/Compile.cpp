@@ -60,6 +60,11 @@ static cl::opt<bool> compileFuseSwiglu(
     "fuse-swiglu", cl::sub(compileCommand), cl::init(true),
     cl::desc("Fuse silu(gate) * up into tg.swiglu (tg-fuse-swiglu, exact; default on)"),
     cl::cat(mlperfcCategory()));
+static cl::opt<bool> compileFuseCrossEntropy(
+    "fuse-cross-entropy", cl::sub(compileCommand), cl::init(true),
+    cl::desc("Fuse the output layer and the loss into tg.linear_cross_entropy "
+             "(tg-fuse-cross-entropy, exact; default on without tensor parallelism)"),
+    cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),
     cl::desc("Print the wall time of every pass (MLIR's pass timing report) to stderr"),
@@ -228,6 +233,7 @@ int runCompile() {
   options.precision = compilePrecision;
   options.fuseAttention = compileFuseAttention;
   options.fuseSwiglu = compileFuseSwiglu;
+  options.fuseCrossEntropy = compileFuseCrossEntropy;
   rt::MeshShape &mesh = options.mesh;
   rt::Status status = rt::parseCluster(compileCluster, mesh);
   if (status.isOk()) {

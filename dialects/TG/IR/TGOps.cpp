@@ -258,6 +258,29 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+LogicalResult LinearCrossEntropyOp::verify() {
+  auto hidden = getHidden().getType(), weight = getWeight().getType();
+  auto labels = cast<RankedTensorType>(getLabels().getType());
+  if (hidden.getRank() < 2 || weight.getRank() != 2 ||
+      weight.getDimSize(1) != hidden.getShape().back()) {
+    return emitOpError() << "needs hidden [..., d] and weight [vocab, d], got " << hidden << " and "
+                         << weight;
+  }
+  if (labels.getShape() != hidden.getShape().drop_back()) {
+    return emitOpError() << "labels must have the hidden states' shape without their last dim, got "
+                         << labels;
+  }
+  if (getLossMask() &&
+      cast<RankedTensorType>(getLossMask().getType()).getShape() != labels.getShape()) {
+    return emitOpError() << "the loss mask must have the labels' shape";
+  }
+  StringRef logits = getLogitsType();
+  if (logits != "f32" && logits != "bf16") {
+    return emitOpError() << "logits_type must be \"f32\" or \"bf16\", got \"" << logits << "\"";
+  }
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
   return checkDimension(getLoc(), getOperationName(), getDimAttr().getInt(),
                         getInput().getType().getRank());

@@ -296,6 +296,32 @@ def TG_AttentionOp : TG_Op<"attention", [DeclareOpInterfaceMethods<TG_VJPOpInter
 // Loss
 //===----------------------------------------------------------------------===//
 
+def TG_LinearCrossEntropyOp : TG_Op<"linear_cross_entropy", [
+    DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+  let summary = "Output layer and mean token cross-entropy, fused";
+  let description = [{
+    Exactly `tg.cross_entropy(tg.matmul(hidden, weight) {transpose_rhs}, labels[, mask])`
+    with the logits `[..., vocab]` rounded to `logits_type` (the replaced matmul's result
+    element type, "bf16" or "f32"): `hidden` `[..., hidden_size]`, `weight`
+    `[vocab, hidden_size]`. Kernels compute the logits and their gradient a chunk of tokens at
+    a time, so neither exists for the whole micro-batch (runtime/cpu/LinearCrossEntropy.h).
+
+    ```mlir
+    %loss = tg.linear_cross_entropy %hn, %head, %labels {logits_type = "bf16"}
+        : tensor<1x8192x4096xbf16>, tensor<128256x4096xbf16>, tensor<1x8192xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
+                       Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = [{
+    $hidden `,` $weight `,` $labels (`,` $loss_mask^)? attr-dict `:` type($hidden) `,`
+    type($weight) `,` type($labels) (`,` type($loss_mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
     DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface, ["applySplit"]>, Pure]> {
   let summary = "Mean token cross-entropy of logits against labels";
@@ -464,6 +490,24 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [Pure,
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad (`mask` $loss_mask^)? attr-dict `:` type($logits) `,`
     type($labels) `,` type($grad) (`,` type($loss_mask)^)?
+  }];
+}
+
+def TG_LinearCrossEntropyGradOp : TG_Op<"linear_cross_entropy_grad", [Pure,
+    AllTypesMatch<["hidden", "hidden_grad"]>, AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Vector-Jacobian product of tg.linear_cross_entropy";
+  let description = [{
+    What tg-autodiff builds for the replaced pair: `dlogits = tg.cross_entropy_grad(logits,
+    labels, grad[, mask])` rounded to `logits_type`, `hidden_grad = dlogits · weight`,
+    `weight_grad = Σ_tokens dlogitsᵀ · hidden` (f32 blocks of 256 tokens added in f64, as
+    `tg.matmul` sums), with the logits recomputed chunk by chunk.
+  }];
+  let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
+                       TG_F32Scalar:$grad, Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type);
+  let results = (outs TG_Tensor:$hidden_grad, TG_Tensor:$weight_grad);
+  let assemblyFormat = [{
+    $hidden `,` $weight `,` $labels `,` $grad (`mask` $loss_mask^)? attr-dict `:` type($hidden)
+    `,` type($weight) `,` type($labels) `,` type($grad) (`,` type($loss_mask)^)?
   }];
 }
 

@@ -114,6 +114,18 @@ FailureOr<SplitRule> AttentionOp::inferSplit(ArrayRef<TensorSplit> operands, int
                            "attention combines every key position and head_dim entry");
 }
 
+FailureOr<SplitRule> LinearCrossEntropyOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  // The vocab-parallel variant (the weight's rows split, maxima and sums combined over the
+  // axis) is not written yet: the pipeline leaves the output layer unfused when tp > 1.
+  for (auto [index, operand] : llvm::enumerate(operands)) {
+    if (operand.dim >= 0) {
+      return emitOpError() << "cannot be split (operand " << index << " along dim " << operand.dim
+                           << "): compile with --fuse-cross-entropy=false";
+    }
+  }
+  return SplitRule{};
+}
+
 FailureOr<SplitRule> RMSNormOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   // Normalizes over the last dim with a weight along it: rows split, the weight whole.
   const TensorSplit &input = operands[0], &weight = operands[1];

@@ -153,6 +153,18 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult LinearCrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                             SmallVectorImpl<Value> &operandGrads) {
+  auto grad = LinearCrossEntropyGradOp::create(
+      b, getLoc(), getHidden().getType(), getWeight().getType(), getHidden(), getWeight(),
+      getLabels(), grads[0], getLossMask(), getLogitsTypeAttr());
+  operandGrads.append({grad.getHiddenGrad(), grad.getWeightGrad(), nullptr});
+  if (getLossMask()) {
+    operandGrads.push_back(nullptr); // the mask is data, not a parameter
+  }
+  return success();
+}
+
 LogicalResult TransposeOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &operandGrads) {
   ArrayRef<int64_t> perm = getPermutation();

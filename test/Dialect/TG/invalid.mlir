@@ -533,3 +533,21 @@ func.func @attention_lse(%q: tensor<1x2x8x4xbf16>, %k: tensor<1x2x8x4xbf16>) -> 
   %o, %lse = tg.attention %q, %k, %k {scale = 0.5 : f64} : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16> -> tensor<1x2x8x4xbf16>, tensor<1x2x8xbf16>
   return %o : tensor<1x2x8x4xbf16>
 }
+
+// -----
+
+// Tests that the fused output layer names the logits' type it rounds to.
+func.func @linear_cross_entropy_type(%h: tensor<4x8xf32>, %w: tensor<16x8xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @below {{logits_type must be "f32" or "bf16", got "f16"}}
+  %loss = tg.linear_cross_entropy %h, %w, %labels {logits_type = "f16"} : tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Tests that the weight is [vocab, hidden] for hidden states [..., hidden].
+func.func @linear_cross_entropy_shape(%h: tensor<4x8xf32>, %w: tensor<16x6xf32>, %labels: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @below {{needs hidden [..., d] and weight [vocab, d], got 'tensor<4x8xf32>' and 'tensor<16x6xf32>'}}
+  %loss = tg.linear_cross_entropy %h, %w, %labels {logits_type = "f32"} : tensor<4x8xf32>, tensor<16x6xf32>, tensor<4xi32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

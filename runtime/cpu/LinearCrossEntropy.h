@@ -1,0 +1,41 @@
+//===- LinearCrossEntropy.h - Output layer and loss, fused -----*- C++ -*-===//
+//
+// tg.linear_cross_entropy and its VJP (docs/dialects/tg.md): the logits of a linear output
+// layer and their mean cross-entropy, 256 tokens at a time, so that neither the logits
+// [tokens, vocab] nor their gradient exist for the whole micro-batch (Liger-Kernel's and
+// llm.c's fused classifier). Every value is the unfused graph's (tg.matmul, tg.cross_entropy
+// and what tg-autodiff builds from them), to the bit: the chunks call the same kernels, the
+// loss adds token by token in order, and the weight gradient, a contraction over tokens, is cut
+// at multiples of kMatmulBlockK.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_RUNTIME_CPU_LINEARCROSSENTROPY_H
+#define MLPERFC_RUNTIME_CPU_LINEARCROSSENTROPY_H
+
+#include "runtime/cpu/Numerics.h"
+
+#include <cstdint>
+
+namespace mlperf::rt::cpu {
+
+struct LinearCrossEntropyShape {
+  int64_t tokens = 0, hidden = 0, vocab = 0;
+  DType logitsType = DType::kF32; // what the logits are rounded to, as tg.matmul's result
+};
+
+/// The loss of hidden [tokens, hidden] through weight [vocab, hidden] (logits = hidden ·
+/// weightᵀ) against labels, weighted by `mask` when given. Returns -1, or the first token
+/// whose label is outside [0, vocab).
+int64_t linearCrossEntropy(const float *hidden, const float *weight, const int64_t *labels,
+                           const float *mask, const LinearCrossEntropyShape &shape, double &loss);
+
+/// The gradients of `dloss` times that loss: hiddenGrad like hidden, weightGrad like weight
+/// (the caller rounds them to their types).
+void linearCrossEntropyGrad(const float *hidden, const float *weight, const int64_t *labels,
+                            const float *mask, double dloss, float *hiddenGrad, float *weightGrad,
+                            const LinearCrossEntropyShape &shape);
+
+} // namespace mlperf::rt::cpu
+
+#endif // MLPERFC_RUNTIME_CPU_LINEARCROSSENTROPY_H
