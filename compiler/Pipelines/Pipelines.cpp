@@ -35,8 +35,7 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   if (options.fuseSwiglu) {
     pm.addPass(createTGFuseSwigluPass());
   }
-  if (options.fuseCrossEntropy && options.mesh.tp == 1) {
-    // Not yet vocab-parallel: with tp > 1 the output layer stays unfused.
+  if (options.fuseCrossEntropy) {
     pm.addPass(createTGFuseCrossEntropyPass());
   }
   const rt::MeshShape &mesh = options.mesh;

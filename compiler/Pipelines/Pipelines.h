@@ -30,7 +30,7 @@ struct TrainStepOptions {
   bool fuseAttention = true;
   /// tg-fuse-swiglu after inlining (exact: on unless --fuse-swiglu=false).
   bool fuseSwiglu = true;
-  /// tg-fuse-cross-entropy after inlining (exact), with tp == 1 only (--fuse-cross-entropy).
+  /// tg-fuse-cross-entropy after inlining (exact; --fuse-cross-entropy=false skips it).
   bool fuseCrossEntropy = true;
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;

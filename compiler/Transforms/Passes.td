@@ -176,9 +176,9 @@ def TGFuseCrossEntropyPass : Pass<"tg-fuse-cross-entropy", "::mlir::ModuleOp"> {
     whole micro-batch, and nothing of them is kept for backward (the backward recomputes them).
 
     A `tg.cross_entropy` of `tg.matmul %hidden, %weight {transpose_rhs}` with a `[vocab,
-    hidden]` weight, whose logits nothing else reads, becomes one op. The vocab-parallel form
-    (the weight's rows split over tp) is not written yet: the train-step pipeline runs this pass
-    only without tensor parallelism, and the op's sharding rule refuses a split.
+    hidden]` weight, whose logits nothing else reads, becomes one op. Under tensor
+    parallelism dist-tensor-parallel then splits the weight's rows (vocab-parallel, as for the
+    unfused pair).
 
     Before:
 

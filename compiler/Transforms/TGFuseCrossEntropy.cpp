@@ -50,7 +50,7 @@ struct TGFuseCrossEntropyPass : impl::TGFuseCrossEntropyPassBase<TGFuseCrossEntr
       OpBuilder builder(loss);
       auto fused = LinearCrossEntropyOp::create(
           builder, loss.getLoc(), loss.getType(), head.getLhs(), head.getRhs(), loss.getLabels(),
-          loss.getLossMask(), builder.getStringAttr(logits.isF32() ? "f32" : "bf16"));
+          loss.getLossMask(), builder.getStringAttr(logits.isF32() ? "f32" : "bf16"), StringAttr());
       loss.getResult().replaceAllUsesWith(fused.getResult());
       loss->erase();
       head->erase();

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/exec/Backend.h"
@@ -256,11 +257,15 @@ public:
           attributes.set("part_index", communicator->coordinates().along(along));
         }
       }
-      bool splitLoss =
-          vocabAxis && (command.op() == "cross_entropy" || command.op() == "cross_entropy_grad");
-      Status status = isCollective(command.op()) ? runCollective(command, operands, results)
-                      : splitLoss ? runSplitCrossEntropy(command.op(), axis, operands, results[0])
-                                  : runHostOp(command.op(), attributes, operands, results);
+      const std::string &op = command.op();
+      bool splitLoss = vocabAxis && (op == "cross_entropy" || op == "cross_entropy_grad");
+      bool splitLinearLoss =
+          vocabAxis && (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad");
+      Status status = isCollective(op) ? runCollective(command, operands, results)
+                      : splitLoss      ? runSplitCrossEntropy(op, axis, operands, results[0])
+                      : splitLinearLoss
+                          ? runSplitLinearCrossEntropy(op, axis, attributes, operands, results)
+                          : runHostOp(op, attributes, operands, results);
       if (!status.isOk()) {
         return Status(status.code(), "program '" + program.name() + "', command " +
                                          std::to_string(c) + " (" + command.op() +
@@ -407,65 +412,175 @@ private:
     return nullptr;
   }
 
-  /// Megatron-LM's vocab-parallel cross-entropy: logits [..., V / G] are this rank's
-  /// vocabulary slice; row maxima, sums of exponentials (f64) and label logits are combined
-  /// over the axis, so the loss and the gradient of this rank's slice equal the unsplit op's
-  /// up to the summation order of the exponentials.
+  /// Megatron-LM's vocab-parallel cross-entropy, for `tokens` rows of this rank's logits
+  /// slice [tokens, columns]: row maxima, sums of exponentials (f64) and label logits
+  /// combined over the axis, so the loss and the gradient of this rank's slice equal the
+  /// unsplit op's up to the summation order of the exponentials. Every token is independent:
+  /// a caller may visit them in chunks and gets the same values.
+  struct VocabSlices {
+    std::vector<float> maxima;
+    std::vector<double> sums, labelLogits;
+  };
+  Status combineVocabSlices(MeshAxis axis, const float *logits, const int64_t *labels,
+                            int64_t tokens, int64_t columns, VocabSlices &slices) {
+    int64_t first = communicator->coordinates().along(axis) * columns;
+    int64_t vocab = columns * communicator->mesh().axisSize(axis);
+    slices.maxima.assign(tokens, 0.0f);
+    slices.sums.assign(tokens, 0.0);
+    slices.labelLogits.assign(tokens, 0.0);
+    for (int64_t t = 0; t < tokens; ++t) {
+      if (labels[t] < 0 || labels[t] >= vocab) {
+        return Status(StatusCode::kInvalidArgument,
+                      "label " + std::to_string(labels[t]) + " at position " + std::to_string(t) +
+                          " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+      }
+      const float *row = logits + t * columns;
+      slices.maxima[t] = *std::max_element(row, row + columns);
+    }
+    MLPERF_RETURN_IF_ERROR(communicator->allReduceMax(axis, slices.maxima));
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float *row = logits + t * columns;
+      for (int64_t v = 0; v < columns; ++v) {
+        slices.sums[t] += std::exp(static_cast<double>(row[v]) - slices.maxima[t]);
+      }
+      int64_t local = labels[t] - first;
+      if (local >= 0 && local < columns) {
+        slices.labelLogits[t] = row[local];
+      }
+    }
+    MLPERF_RETURN_IF_ERROR(communicator->allReduceSum(axis, slices.sums));
+    return communicator->allReduceSum(axis, slices.labelLogits);
+  }
+  /// Adds the weighted loss of each token to `total`, in token order.
+  static void addSplitLoss(const VocabSlices &slices, const float *mask, int64_t tokens,
+                           double &total) {
+    for (int64_t t = 0; t < tokens; ++t) {
+      double w = mask ? static_cast<double>(mask[t]) : 1.0;
+      total += w * (slices.maxima[t] + std::log(slices.sums[t]) - slices.labelLogits[t]);
+    }
+  }
+  /// This rank's slice of the logits' gradient for `tokens` rows.
+  void splitLossGradRows(MeshAxis axis, const VocabSlices &slices, const float *logits,
+                         const int64_t *labels, const float *mask, double dloss, double weight,
+                         int64_t tokens, int64_t columns, float *dlogits) {
+    int64_t first = communicator->coordinates().along(axis) * columns;
+    for (int64_t t = 0; t < tokens; ++t) {
+      double coefficient = dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / weight;
+      const float *row = logits + t * columns;
+      for (int64_t v = 0; v < columns; ++v) {
+        double probability =
+            std::exp(static_cast<double>(row[v]) - slices.maxima[t]) / slices.sums[t];
+        dlogits[t * columns + v] =
+            static_cast<float>(coefficient * (probability - (first + v == labels[t] ? 1.0 : 0.0)));
+      }
+    }
+  }
+  static double lossWeight(const float *mask, int64_t tokens) {
+    double weight = 0.0;
+    for (int64_t t = 0; t < tokens; ++t) {
+      weight += mask ? static_cast<double>(mask[t]) : 1.0;
+    }
+    return weight;
+  }
+
+  /// cross_entropy and cross_entropy_grad on this rank's slice of the vocabulary.
   Status runSplitCrossEntropy(const std::string &op, MeshAxis axis,
                               const std::vector<const HostTensor *> &operands, HostTensor &result) {
     const HostTensor &logits = *operands[0], &labels = *operands[1];
     bool gradient = op == "cross_entropy_grad";
     const HostTensor *mask = operands.size() > (gradient ? 3u : 2u) ? operands.back() : nullptr;
+    const float *maskValues = mask ? mask->values.data() : nullptr;
     int64_t tokens = labels.numElements(), columns = logits.shape.back();
-    int64_t first = communicator->coordinates().along(axis) * columns;
-    int64_t vocab = columns * communicator->mesh().axisSize(axis);
-    std::vector<float> maxima(tokens);
-    std::vector<double> sums(tokens), labelLogits(tokens, 0.0);
-    for (int64_t t = 0; t < tokens; ++t) {
-      if (labels.ints[t] < 0 || labels.ints[t] >= vocab) {
-        return Status(StatusCode::kInvalidArgument, "label " + std::to_string(labels.ints[t]) +
-                                                        " at position " + std::to_string(t) +
-                                                        " is outside the vocabulary [0, " +
-                                                        std::to_string(vocab) + ")");
-      }
-      const float *row = logits.values.data() + t * columns;
-      maxima[t] = *std::max_element(row, row + columns);
-    }
-    MLPERF_RETURN_IF_ERROR(communicator->allReduceMax(axis, maxima));
-    for (int64_t t = 0; t < tokens; ++t) {
-      const float *row = logits.values.data() + t * columns;
-      for (int64_t v = 0; v < columns; ++v) {
-        sums[t] += std::exp(static_cast<double>(row[v]) - maxima[t]);
-      }
-      int64_t local = labels.ints[t] - first;
-      if (local >= 0 && local < columns) {
-        labelLogits[t] = row[local];
-      }
-    }
-    MLPERF_RETURN_IF_ERROR(communicator->allReduceSum(axis, sums));
-    MLPERF_RETURN_IF_ERROR(communicator->allReduceSum(axis, labelLogits));
-    double weight = 0.0;
-    for (int64_t t = 0; t < tokens; ++t) {
-      weight += mask ? static_cast<double>(mask->values[t]) : 1.0;
-    }
+    VocabSlices slices;
+    MLPERF_RETURN_IF_ERROR(combineVocabSlices(axis, logits.values.data(), labels.ints.data(),
+                                              tokens, columns, slices));
+    double weight = lossWeight(maskValues, tokens);
     if (!gradient) {
       double total = 0.0;
-      for (int64_t t = 0; t < tokens; ++t) {
-        double w = mask ? static_cast<double>(mask->values[t]) : 1.0;
-        total += w * (maxima[t] + std::log(sums[t]) - labelLogits[t]);
-      }
+      addSplitLoss(slices, maskValues, tokens, total);
       result.values[0] = static_cast<float>(total / weight);
       return Status::ok();
     }
-    double dloss = operands[2]->values[0];
-    for (int64_t t = 0; t < tokens; ++t) {
-      double coefficient = dloss * (mask ? static_cast<double>(mask->values[t]) : 1.0) / weight;
-      const float *row = logits.values.data() + t * columns;
-      for (int64_t v = 0; v < columns; ++v) {
-        double probability = std::exp(static_cast<double>(row[v]) - maxima[t]) / sums[t];
-        result.values[t * columns + v] = static_cast<float>(
-            coefficient * (probability - (first + v == labels.ints[t] ? 1.0 : 0.0)));
+    splitLossGradRows(axis, slices, logits.values.data(), labels.ints.data(), maskValues,
+                      operands[2]->values[0], weight, tokens, columns, result.values.data());
+    return Status::ok();
+  }
+
+  /// linear_cross_entropy(_grad) with the weight's rows (the vocabulary) split over `axis`: the
+  /// logits of this rank's slice 256 tokens at a time (as runtime/cpu/LinearCrossEntropy.h),
+  /// each chunk's rows combined over the axis as above. Every rank visits the same chunks, so
+  /// the collectives pair up; the hidden states' gradient is this rank's partial sum, which
+  /// the region's all-reduce completes, as for the unfused matmul.
+  Status runSplitLinearCrossEntropy(const std::string &op, MeshAxis axis,
+                                    const OpAttributes &attributes,
+                                    const std::vector<const HostTensor *> &operands,
+                                    std::vector<HostTensor> &results) {
+    bool gradient = op == "linear_cross_entropy_grad";
+    const HostTensor &hidden = *operands[0], &weight = *operands[1], &labels = *operands[2];
+    size_t maskIndex = gradient ? 4 : 3;
+    const float *mask = operands.size() > maskIndex ? operands[maskIndex]->values.data() : nullptr;
+    const int64_t width = hidden.shape.back(), tokens = hidden.numElements() / width;
+    const int64_t columns = weight.shape[0];
+    DType logitsType = DType::kF32;
+    const std::string *typeName = attributes.getString("logits_type");
+    if (!typeName || !dtypeFromName(*typeName, logitsType)) {
+      return Status(StatusCode::kInvalidArgument, "missing or unknown 'logits_type'");
+    }
+    constexpr int64_t kTokens = cpu::kMatmulBlockK;
+    std::vector<float> logits, dlogits, piece;
+    std::vector<double> weightSums;
+    double total = 0.0, lossWeightSum = lossWeight(mask, tokens);
+    if (gradient) {
+      piece.resize(columns * width);
+      weightSums.assign(columns * width, 0.0);
+    }
+    VocabSlices slices;
+    for (int64_t first = 0; first < tokens; first += kTokens) {
+      int64_t count = std::min(kTokens, tokens - first);
+      logits.resize(count * columns);
+      cpu::MatmulShape shape;
+      shape.m = count;
+      shape.n = columns;
+      shape.k = width;
+      shape.transposeB = true;
+      cpu::matmul(hidden.values.data() + first * width, weight.values.data(), logits.data(), shape);
+      roundBuffer(logitsType, logits.data(), count * columns);
+      const float *chunkMask = mask ? mask + first : nullptr;
+      MLPERF_RETURN_IF_ERROR(combineVocabSlices(axis, logits.data(), labels.ints.data() + first,
+                                                count, columns, slices));
+      if (!gradient) {
+        addSplitLoss(slices, chunkMask, count, total);
+        continue;
       }
+      dlogits.resize(count * columns);
+      splitLossGradRows(axis, slices, logits.data(), labels.ints.data() + first, chunkMask,
+                        operands[3]->values[0], lossWeightSum, count, columns, dlogits.data());
+      roundBuffer(logitsType, dlogits.data(), count * columns);
+      cpu::MatmulShape rows;
+      rows.m = count;
+      rows.n = width;
+      rows.k = columns;
+      cpu::matmul(dlogits.data(), weight.values.data(), results[0].values.data() + first * width,
+                  rows);
+      cpu::MatmulShape share;
+      share.m = columns;
+      share.n = width;
+      share.k = count;
+      share.transposeA = true;
+      cpu::matmul(dlogits.data(), hidden.values.data() + first * width, piece.data(), share);
+      for (size_t i = 0; i < piece.size(); ++i) {
+        weightSums[i] += piece[i];
+      }
+    }
+    if (!gradient) {
+      results[0].values[0] = static_cast<float>(total / lossWeightSum);
+      return Status::ok();
+    }
+    for (size_t i = 0; i < weightSums.size(); ++i) {
+      results[1].values[i] = static_cast<float>(weightSums[i]);
+    }
+    for (HostTensor &result : results) {
+      roundBuffer(result.dtype, result.values.data(), result.numElements());
     }
     return Status::ok();
   }

@@ -122,7 +122,8 @@ std::string Checker::run() {
   if (const plan::Attribute *vocab = attribute("vocab_shard_axis")) {
     MeshAxis axis;
     expect(op == "embedding" || op == "embedding_grad" || op == "cross_entropy" ||
-               op == "cross_entropy_grad",
+               op == "cross_entropy_grad" || op == "linear_cross_entropy" ||
+               op == "linear_cross_entropy_grad",
            "only embedding and cross-entropy commands take a split vocabulary");
     expect(vocab->value_case() == plan::Attribute::kS && parseMeshAxis(vocab->s(), axis),
            "attribute 'vocab_shard_axis' must be one of dp, tp, pp");

@@ -63,7 +63,7 @@ static cl::opt<bool> compileFuseSwiglu(
 static cl::opt<bool> compileFuseCrossEntropy(
     "fuse-cross-entropy", cl::sub(compileCommand), cl::init(true),
     cl::desc("Fuse the output layer and the loss into tg.linear_cross_entropy "
-             "(tg-fuse-cross-entropy, exact; default on without tensor parallelism)"),
+             "(tg-fuse-cross-entropy, exact; default on)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),

@@ -298,7 +298,7 @@ def TG_AttentionOp : TG_Op<"attention", [DeclareOpInterfaceMethods<TG_VJPOpInter
 
 def TG_LinearCrossEntropyOp : TG_Op<"linear_cross_entropy", [
     DeclareOpInterfaceMethods<TG_VJPOpInterface>,
-    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface, ["applySplit"]>, Pure]> {
   let summary = "Output layer and mean token cross-entropy, fused";
   let description = [{
     Exactly `tg.cross_entropy(tg.matmul(hidden, weight) {transpose_rhs}, labels[, mask])`
@@ -307,13 +307,18 @@ def TG_LinearCrossEntropyOp : TG_Op<"linear_cross_entropy", [
     `[vocab, hidden_size]`. Kernels compute the logits and their gradient a chunk of tokens at
     a time, so neither exists for the whole micro-batch (runtime/cpu/LinearCrossEntropy.h).
 
+    With `vocab_shard_axis` (vocab-parallel), `weight` holds this rank's rows of the
+    vocabulary and the op combines each token's maxima, sums and label logit over the axis, as
+    `tg.cross_entropy` does: the result is the whole loss on every rank.
+
     ```mlir
     %loss = tg.linear_cross_entropy %hn, %head, %labels {logits_type = "bf16"}
         : tensor<1x8192x4096xbf16>, tensor<128256x4096xbf16>, tensor<1x8192xi32> -> tensor<f32>
     ```
   }];
   let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
-                       Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type);
+                       Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type,
+                       OptionalAttr<StrAttr>:$vocab_shard_axis);
   let results = (outs TG_F32Scalar:$result);
   let assemblyFormat = [{
     $hidden `,` $weight `,` $labels (`,` $loss_mask^)? attr-dict `:` type($hidden) `,`
@@ -500,10 +505,12 @@ def TG_LinearCrossEntropyGradOp : TG_Op<"linear_cross_entropy_grad", [Pure,
     What tg-autodiff builds for the replaced pair: `dlogits = tg.cross_entropy_grad(logits,
     labels, grad[, mask])` rounded to `logits_type`, `hidden_grad = dlogits · weight`,
     `weight_grad = Σ_tokens dlogitsᵀ · hidden` (f32 blocks of 256 tokens added in f64, as
-    `tg.matmul` sums), with the logits recomputed chunk by chunk.
+    `tg.matmul` sums), with the logits recomputed chunk by chunk. With `vocab_shard_axis`,
+    `hidden_grad` is this rank's partial sum (its vocabulary rows' share).
   }];
   let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
-                       TG_F32Scalar:$grad, Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type);
+                       TG_F32Scalar:$grad, Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type,
+                       OptionalAttr<StrAttr>:$vocab_shard_axis);
   let results = (outs TG_Tensor:$hidden_grad, TG_Tensor:$weight_grad);
   let assemblyFormat = [{
     $hidden `,` $weight `,` $labels `,` $grad (`mask` $loss_mask^)? attr-dict `:` type($hidden)

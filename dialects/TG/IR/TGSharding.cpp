@@ -115,15 +115,26 @@ FailureOr<SplitRule> AttentionOp::inferSplit(ArrayRef<TensorSplit> operands, int
 }
 
 FailureOr<SplitRule> LinearCrossEntropyOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
-  // The vocab-parallel variant (the weight's rows split, maxima and sums combined over the
-  // axis) is not written yet: the pipeline leaves the output layer unfused when tp > 1.
+  // Vocab-parallel: the weight's rows (the vocabulary) split, everything else whole; the hidden
+  // states enter the region, so their gradient, a partial sum per rank, is all-reduced.
   for (auto [index, operand] : llvm::enumerate(operands)) {
-    if (operand.dim >= 0) {
-      return emitOpError() << "cannot be split (operand " << index << " along dim " << operand.dim
-                           << "): compile with --fuse-cross-entropy=false";
+    if (operand.dim >= 0 && (index != 1 || operand.dim != 0)) {
+      return emitOpError() << "can only be split along the vocabulary (the rows of the weight), "
+                              "got operand "
+                           << index << " along dim " << operand.dim;
     }
   }
-  return SplitRule{};
+  if (operands[1].dim >= 0 &&
+      failed(contiguous(*this, operands[1], "a rank's vocabulary is one range of ids"))) {
+    return failure();
+  }
+  return SplitRule{}; // the whole loss on every rank
+}
+
+void LinearCrossEntropyOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands, int64_t) {
+  if (operands[1].dim >= 0) {
+    setVocabShardAxisAttr(axis);
+  }
 }
 
 FailureOr<SplitRule> RMSNormOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {

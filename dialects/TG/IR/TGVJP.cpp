@@ -157,7 +157,7 @@ LogicalResult LinearCrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads
                                              SmallVectorImpl<Value> &operandGrads) {
   auto grad = LinearCrossEntropyGradOp::create(
       b, getLoc(), getHidden().getType(), getWeight().getType(), getHidden(), getWeight(),
-      getLabels(), grads[0], getLossMask(), getLogitsTypeAttr());
+      getLabels(), grads[0], getLossMask(), getLogitsTypeAttr(), getVocabShardAxisAttr());
   operandGrads.append({grad.getHiddenGrad(), grad.getWeightGrad(), nullptr});
   if (getLossMask()) {
     operandGrads.push_back(nullptr); // the mask is data, not a parameter
