@@ -48,6 +48,11 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     pm.addPass(createDistPipelinePass());
     buildTGCleanupPipeline(pm);
   }
+  if (options.fuseAddRMSNorm) {
+    // After dist-pipeline: a layer's last residual add and the next layer's first norm may sit
+    // on two stages, and a stage boundary must stay a value between two ops.
+    pm.addPass(createTGFuseAddRMSNormPass());
+  }
   // Backward of loss / (A·dp): summing A micro-batch gradients on each of dp ranks gives the
   // global batch's mean-loss gradient (Megatron scales by 1/A, then by 1/dp before reducing;
   // both are powers of two in every MLPerf configuration, so the product is the same bits).

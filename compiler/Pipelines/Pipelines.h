@@ -32,6 +32,10 @@ struct TrainStepOptions {
   bool fuseSwiglu = true;
   /// tg-fuse-cross-entropy after inlining (exact; --fuse-cross-entropy=false skips it).
   bool fuseCrossEntropy = true;
+  /// tg-fuse-add-rms-norm after partitioning (exact; off by default: it saves a GPU kernel's
+  /// second read of the row, the CPU nothing, and its plan keeps one [tokens, hidden] tensor
+  /// more: --fuse-add-rms-norm turns it on).
+  bool fuseAddRMSNorm = false;
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;
   /// The cluster and parallel strategy (validated: runtime/dist/Mesh.h validateMesh); a

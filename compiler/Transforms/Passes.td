@@ -197,6 +197,32 @@ def TGFuseCrossEntropyPass : Pass<"tg-fuse-cross-entropy", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::tg::TGDialect"];
 }
 
+def TGFuseAddRMSNormPass : Pass<"tg-fuse-add-rms-norm", "::mlir::ModuleOp"> {
+  let summary = "Fuses a residual tg.add and the tg.rms_norm of its sum into tg.add_rms_norm";
+  let description = [{
+    Rewrite class: exact. `tg.add_rms_norm` returns both the sum and its normalization, each
+    exactly as the pair computed it, and its VJP is what tg-autodiff builds for the pair. On a
+    GPU one kernel reads the row once instead of twice; on the CPU nothing changes.
+
+    Every `tg.rms_norm` whose input a `tg.add` computes becomes part of one op (the sum stays
+    a result: the residual stream reads it).
+
+    Before:
+
+    ```mlir
+    %h = tg.add %x, %attn : tensor<1x32x64xbf16>
+    %hn = tg.rms_norm %h, %w {epsilon = 1.0e-05 : f64} : tensor<1x32x64xbf16>, tensor<64xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    %h, %hn = tg.add_rms_norm %x, %attn, %w {epsilon = 1.0e-05 : f64} : tensor<1x32x64xbf16>, tensor<64xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect"];
+}
+
 def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @forward into @forward_backward";
   let description = [{

@@ -154,6 +154,13 @@ Status Dispatch::run(std::string_view op) {
   } else if (op == "convert" || op == "reshape" || op == "copy") {
     out().values = in(0).values; // rounded to the result type below
     out().ints = in(0).ints;
+  } else if (op == "add_rms_norm") {
+    // The pair's kernels, the sum rounded to its type before the norm reads it.
+    int64_t dim = out(0).shape.back();
+    cpu::add(f(0), f(1), out(0).values.data(), out(0).numElements());
+    roundBuffer(out(0).dtype, out(0).values.data(), out(0).numElements());
+    cpu::rmsNorm(out(0).values.data(), f(2), out(1).values.data(), out(0).numElements() / dim, dim,
+                 real("epsilon"));
   } else if (op == "rms_norm") {
     int64_t dim = out().shape.back();
     cpu::rmsNorm(f(0), f(1), out().values.data(), out().numElements() / dim, dim, real("epsilon"));

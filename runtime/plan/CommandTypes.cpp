@@ -215,6 +215,13 @@ std::string Checker::run() {
     Shape expected = ids;
     expected.push_back(table.size() == 2 ? table[1] : -1);
     expect(table.size() == 2 && grad == expected, "embedding_grad shapes do not match");
+  } else if (op == "add_rms_norm") {
+    allOperandsAndResultsFloat();
+    Shape x = in(0), w = in(2);
+    expect(!x.empty() && w == Shape{x.back()}, "the weight must match the last dim");
+    sameShape(x, in(1));
+    sameShape(x, out(0));
+    sameShape(x, out(1));
   } else if (op == "rms_norm" || op == "rms_norm_grad") {
     allOperandsAndResultsFloat();
     Shape x = in(0), w = in(1);

@@ -21,6 +21,7 @@ constexpr PlanOpSignature kOps[] = {
     {"embedding_grad", 2, 2, 1, 1},
     {"rms_norm", 2, 2, 1, 1},
     {"rms_norm_grad", 3, 3, 2, 2},
+    {"add_rms_norm", 3, 3, 2, 2},
     {"rope", 1, 1, 1, 1},
     {"causal_mask", 1, 1, 1, 1},
     {"softmax", 1, 1, 1, 1},

@@ -140,6 +140,24 @@ TEST(FusedOps, LinearCrossEntropyReportsABadLabel) {
   EXPECT_EQ(status.message(), "label 7 at position 1 is outside the vocabulary [0, 4)");
 }
 
+void expectAddRMSNormIsItsGraph(DType type) {
+  HostTensor x = randomTensor(type, 6 * 40, 8, 1.0f), y = randomTensor(type, 6 * 40, 9, 1.0f),
+             w = randomTensor(type, 40, 10, 1.0f);
+  x.shape = y.shape = {6, 40};
+  OpAttributes epsilon;
+  epsilon.set("epsilon", 1e-5);
+  HostTensor sum = run("add", {&x, &y}, 1)[0];
+  std::vector<HostTensor> normed{HostTensor::zeros(type, x.shape)};
+  ASSERT_TRUE(runHostOp("rms_norm", epsilon, {&sum, &w}, normed).isOk());
+  std::vector<HostTensor> fused{HostTensor::zeros(type, x.shape), HostTensor::zeros(type, x.shape)};
+  ASSERT_TRUE(runHostOp("add_rms_norm", epsilon, {&x, &y, &w}, fused).isOk());
+  EXPECT_EQ(fused[0].values, sum.values);
+  EXPECT_EQ(fused[1].values, normed[0].values);
+}
+
+TEST(FusedOps, AddRMSNormBf16IsAddThenNorm) { expectAddRMSNormIsItsGraph(DType::kBF16); }
+TEST(FusedOps, AddRMSNormF32IsAddThenNorm) { expectAddRMSNormIsItsGraph(DType::kF32); }
+
 TEST(FusedOps, SwigluBf16IsMulOfSilu) { expectSwigluIsItsGraph(DType::kBF16); }
 TEST(FusedOps, SwigluF32IsMulOfSilu) { expectSwigluIsItsGraph(DType::kF32); }
 

@@ -65,6 +65,11 @@ static cl::opt<bool> compileFuseCrossEntropy(
     cl::desc("Fuse the output layer and the loss into tg.linear_cross_entropy "
              "(tg-fuse-cross-entropy, exact; default on)"),
     cl::cat(mlperfcCategory()));
+static cl::opt<bool> compileFuseAddRMSNorm(
+    "fuse-add-rms-norm", cl::sub(compileCommand), cl::init(false),
+    cl::desc("Fuse each residual add and the RMSNorm of its sum into tg.add_rms_norm "
+             "(tg-fuse-add-rms-norm, exact; default off: no gain on the CPU backend)"),
+    cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),
     cl::desc("Print the wall time of every pass (MLIR's pass timing report) to stderr"),
@@ -234,6 +239,7 @@ int runCompile() {
   options.fuseAttention = compileFuseAttention;
   options.fuseSwiglu = compileFuseSwiglu;
   options.fuseCrossEntropy = compileFuseCrossEntropy;
+  options.fuseAddRMSNorm = compileFuseAddRMSNorm;
   rt::MeshShape &mesh = options.mesh;
   rt::Status status = rt::parseCluster(compileCluster, mesh);
   if (status.isOk()) {

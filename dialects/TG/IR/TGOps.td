@@ -161,6 +161,25 @@ def TG_RMSNormOp : TG_Op<"rms_norm", [DeclareOpInterfaceMethods<TG_VJPOpInterfac
   let hasVerifier = 1;
 }
 
+def TG_AddRMSNormOp : TG_Op<"add_rms_norm", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure,
+    AllTypesMatch<["lhs", "rhs", "sum", "normed"]>]> {
+  let summary = "Residual add and RMSNorm of the sum, fused";
+  let description = [{
+    Exactly `sum = tg.add(lhs, rhs)` and `normed = tg.rms_norm(sum, weight)`, both results
+    (the residual stream goes on with `sum`): what tg-fuse-add-rms-norm replaces. One pass over
+    the row instead of two on a GPU; the same values.
+
+    ```mlir
+    %h, %hn = tg.add_rms_norm %x, %attn, %w {epsilon = 1.0e-05 : f64}
+        : tensor<1x8192x4096xbf16>, tensor<4096xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$lhs, TG_Tensor:$rhs, TG_Tensor:$weight, F64Attr:$epsilon);
+  let results = (outs TG_Tensor:$sum, TG_Tensor:$normed);
+  let assemblyFormat = "$lhs `,` $rhs `,` $weight attr-dict `:` type($lhs) `,` type($weight)";
+}
+
 def TG_RopeOp : TG_Op<"rope", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
     DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Rotary position embedding, rotate-half form, with optional Llama 3.1 scaling";

@@ -137,6 +137,19 @@ void LinearCrossEntropyOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> ope
   }
 }
 
+FailureOr<SplitRule> AddRMSNormOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  // The add's rule on its operands, then the norm's: rows split, the weight whole.
+  FailureOr<SplitRule> rule = elementwise(*this, operands.take_front(2));
+  if (failed(rule)) {
+    return failure();
+  }
+  if (operands[2].dim >= 0 || rule->resultDim == rankOf(getLhs()) - 1) {
+    return emitOpError() << "normalizes over the last dim: only rows can be split, and the "
+                            "weight is whole";
+  }
+  return rule;
+}
+
 FailureOr<SplitRule> RMSNormOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   // Normalizes over the last dim with a weight along it: rows split, the weight whole.
   const TensorSplit &input = operands[0], &weight = operands[1];

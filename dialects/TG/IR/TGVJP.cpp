@@ -96,6 +96,20 @@ LogicalResult RMSNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult AddRMSNormOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  // As for the pair: the norm's input gradient added to what the sum's other readers sent
+  // (nothing to add when it has none: the pair's gradient is the norm's alone).
+  auto norm = RMSNormGradOp::create(b, getLoc(), getSum().getType(), getWeight().getType(),
+                                    getSum(), getWeight(), grads[1], getEpsilon());
+  Value sumGrad = norm.getInputGrad();
+  if (!getSum().use_empty()) {
+    sumGrad = AddOp::create(b, getLoc(), grads[0], sumGrad);
+  }
+  operandGrads.append({sumGrad, sumGrad, norm.getWeightGrad()});
+  return success();
+}
+
 LogicalResult RopeOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                SmallVectorImpl<Value> &operandGrads) {
   // A rotation's VJP is the inverse rotation.
