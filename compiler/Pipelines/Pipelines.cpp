@@ -32,6 +32,9 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     // the fused backward), so no [seq, seq] tensor is ever built.
     pm.addPass(createTGFuseAttentionPass());
   }
+  if (options.fuseRopeQK) {
+    pm.addPass(createTGFuseRopeQKPass());
+  }
   if (options.fuseSwiglu) {
     pm.addPass(createTGFuseSwigluPass());
   }

@@ -36,6 +36,9 @@ struct TrainStepOptions {
   /// second read of the row, the CPU nothing, and its plan keeps one [tokens, hidden] tensor
   /// more: --fuse-add-rms-norm turns it on).
   bool fuseAddRMSNorm = false;
+  /// tg-fuse-rope-qk after tg-fuse-attention (exact; off by default for the same reason:
+  /// --fuse-rope-qk turns it on).
+  bool fuseRopeQK = false;
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;
   /// The cluster and parallel strategy (validated: runtime/dist/Mesh.h validateMesh); a

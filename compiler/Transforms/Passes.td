@@ -223,6 +223,33 @@ def TGFuseAddRMSNormPass : Pass<"tg-fuse-add-rms-norm", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::tg::TGDialect"];
 }
 
+def TGFuseRopeQKPass : Pass<"tg-fuse-rope-qk", "::mlir::ModuleOp"> {
+  let summary = "Fuses the tg.rope of an attention's queries and that of its keys into tg.rope_qk";
+  let description = [{
+    Rewrite class: exact. `tg.rope_qk` is the two rotations with their one set of attributes;
+    its VJP is both inverse rotations. On a GPU one kernel computes the angles once; on the CPU
+    nothing changes.
+
+    For each `tg.attention` whose query and key are `tg.transpose`s of two `tg.rope` with the
+    same attributes, read by nothing else, the two become one op (run after
+    tg-fuse-attention).
+
+    Before:
+
+    ```mlir
+    %qr = tg.rope %q {theta = 1.0e+04 : f64} : tensor<1x32x4x16xbf16>
+    %kr = tg.rope %k {theta = 1.0e+04 : f64} : tensor<1x32x2x16xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    %qr, %kr = tg.rope_qk %q, %k {theta = 1.0e+04 : f64} : tensor<1x32x4x16xbf16>, tensor<1x32x2x16xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect"];
+}
+
 def TGAutodiffPass : Pass<"tg-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @forward into @forward_backward";
   let description = [{

@@ -203,14 +203,19 @@ Status Dispatch::run(std::string_view op) {
                           std::to_string(bad) + " is outside the vocabulary [0, " +
                           std::to_string(table.shape[0]) + ")");
     }
-  } else if (op == "rope") {
+  } else if (op == "rope" || op == "rope_qk") {
+    // rope_qk: the same rotation of both operands, the angles computed once.
     const std::vector<int64_t> &s = out().shape;
     bool scaled = attributes.has("scaling_factor");
     std::vector<double> frequencies = cpu::ropeFrequencies(
         s[3], real("theta"), scaled, scaled ? real("scaling_factor") : 0.0,
         scaled ? real("low_freq_factor") : 0.0, scaled ? real("high_freq_factor") : 0.0,
         scaled ? integer("original_max_position") : 0);
-    cpu::rope(f(0), out().values.data(), s[0], s[1], s[2], s[3], frequencies, flag("inverse"));
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::vector<int64_t> &shape = out(i).shape;
+      cpu::rope(f(i), out(i).values.data(), shape[0], shape[1], shape[2], shape[3], frequencies,
+                flag("inverse"));
+    }
   } else if (op == "causal_mask") {
     int64_t n = out().shape.back();
     cpu::causalMask(f(0), out().values.data(), out().numElements() / (n * n), n, flag("gradient"));

@@ -256,6 +256,15 @@ std::string Checker::run() {
       sameShape(k, out(1));
       sameShape(v, out(2));
     }
+  } else if (op == "rope_qk") {
+    allOperandsAndResultsFloat();
+    Shape q = in(0), k = in(1);
+    sameShape(q, out(0));
+    sameShape(k, out(1));
+    expect(
+        q.size() == 4 && k.size() == 4 && q[0] == k[0] && q[1] == k[1] && q[3] == k[3] &&
+            q[3] % 2 == 0,
+        "rope_qk needs [batch, seq, heads, even dim] queries and keys of one batch, seq and dim");
   } else if (op == "rope") {
     allOperandsAndResultsFloat();
     sameShape(in(0), out());

@@ -23,6 +23,7 @@ constexpr PlanOpSignature kOps[] = {
     {"rms_norm_grad", 3, 3, 2, 2},
     {"add_rms_norm", 3, 3, 2, 2},
     {"rope", 1, 1, 1, 1},
+    {"rope_qk", 2, 2, 2, 2},
     {"causal_mask", 1, 1, 1, 1},
     {"softmax", 1, 1, 1, 1},
     {"attention", 3, 3, 2, 2},

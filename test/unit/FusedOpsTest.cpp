@@ -158,6 +158,33 @@ void expectAddRMSNormIsItsGraph(DType type) {
 TEST(FusedOps, AddRMSNormBf16IsAddThenNorm) { expectAddRMSNormIsItsGraph(DType::kBF16); }
 TEST(FusedOps, AddRMSNormF32IsAddThenNorm) { expectAddRMSNormIsItsGraph(DType::kF32); }
 
+TEST(FusedOps, RopeQKIsTwoRotations) {
+  for (bool inverse : {false, true}) {
+    HostTensor q = randomTensor(DType::kBF16, 2 * 6 * 4 * 8, 11, 1.0f),
+               k = randomTensor(DType::kBF16, 2 * 6 * 2 * 8, 12, 1.0f);
+    q.shape = {2, 6, 4, 8};
+    k.shape = {2, 6, 2, 8};
+    OpAttributes rotation;
+    rotation.set("theta", 500000.0);
+    rotation.set("scaling_factor", 8.0);
+    rotation.set("low_freq_factor", 1.0);
+    rotation.set("high_freq_factor", 4.0);
+    rotation.set("original_max_position", int64_t{8192});
+    if (inverse) {
+      rotation.set("inverse", int64_t{1});
+    }
+    std::vector<HostTensor> qr{HostTensor::zeros(q.dtype, q.shape)},
+        kr{HostTensor::zeros(k.dtype, k.shape)};
+    ASSERT_TRUE(runHostOp("rope", rotation, {&q}, qr).isOk());
+    ASSERT_TRUE(runHostOp("rope", rotation, {&k}, kr).isOk());
+    std::vector<HostTensor> fused{HostTensor::zeros(q.dtype, q.shape),
+                                  HostTensor::zeros(k.dtype, k.shape)};
+    ASSERT_TRUE(runHostOp("rope_qk", rotation, {&q, &k}, fused).isOk());
+    EXPECT_EQ(fused[0].values, qr[0].values);
+    EXPECT_EQ(fused[1].values, kr[0].values);
+  }
+}
+
 TEST(FusedOps, SwigluBf16IsMulOfSilu) { expectSwigluIsItsGraph(DType::kBF16); }
 TEST(FusedOps, SwigluF32IsMulOfSilu) { expectSwigluIsItsGraph(DType::kF32); }
 

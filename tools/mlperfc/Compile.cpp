@@ -70,6 +70,11 @@ static cl::opt<bool> compileFuseAddRMSNorm(
     cl::desc("Fuse each residual add and the RMSNorm of its sum into tg.add_rms_norm "
              "(tg-fuse-add-rms-norm, exact; default off: no gain on the CPU backend)"),
     cl::cat(mlperfcCategory()));
+static cl::opt<bool> compileFuseRopeQK(
+    "fuse-rope-qk", cl::sub(compileCommand), cl::init(false),
+    cl::desc("Fuse each attention's query and key rotations into tg.rope_qk (tg-fuse-rope-qk, "
+             "exact; default off: no gain on the CPU backend)"),
+    cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),
     cl::desc("Print the wall time of every pass (MLIR's pass timing report) to stderr"),
@@ -240,6 +245,7 @@ int runCompile() {
   options.fuseSwiglu = compileFuseSwiglu;
   options.fuseCrossEntropy = compileFuseCrossEntropy;
   options.fuseAddRMSNorm = compileFuseAddRMSNorm;
+  options.fuseRopeQK = compileFuseRopeQK;
   rt::MeshShape &mesh = options.mesh;
   rt::Status status = rt::parseCluster(compileCluster, mesh);
   if (status.isOk()) {

@@ -215,6 +215,25 @@ def TG_RopeOp : TG_Op<"rope", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
   let hasVerifier = 1;
 }
 
+def TG_RopeQKOp : TG_Op<"rope_qk", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure,
+    AllTypesMatch<["query", "query_result"]>, AllTypesMatch<["key", "key_result"]>]> {
+  let summary = "Rotary position embedding of the queries and keys, fused";
+  let description = [{
+    Exactly two `tg.rope` with these attributes, one on `query` `[batch, seq, heads, head_dim]`
+    and one on `key` `[batch, seq, kv_heads, head_dim]`: what tg-fuse-rope-qk replaces. One
+    kernel computes the angles once for both on a GPU; the same values. With `inverse`, both
+    rotate back (the VJP).
+  }];
+  let arguments = (ins TG_Tensor:$query, TG_Tensor:$key, F64Attr:$theta, UnitAttr:$inverse,
+                       OptionalAttr<F64Attr>:$scaling_factor,
+                       OptionalAttr<F64Attr>:$low_freq_factor,
+                       OptionalAttr<F64Attr>:$high_freq_factor,
+                       OptionalAttr<I64Attr>:$original_max_position);
+  let results = (outs TG_Tensor:$query_result, TG_Tensor:$key_result);
+  let assemblyFormat = "$query `,` $key attr-dict `:` type($query) `,` type($key)";
+}
+
 //===----------------------------------------------------------------------===//
 // Attention primitives
 //===----------------------------------------------------------------------===//

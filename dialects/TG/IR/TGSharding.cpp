@@ -95,6 +95,13 @@ FailureOr<SplitRule> RopeOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t)
                            "entries (dim 3)");
 }
 
+FailureOr<SplitRule> RopeQKOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  // tg.rope's rule on both: batch or heads split alike.
+  return elementwiseExcept(*this, operands, {1, 3},
+                           "a rotary embedding reads positions (dim 1) and pairs head_dim "
+                           "entries (dim 3)");
+}
+
 FailureOr<SplitRule> CausalMaskOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   int64_t rank = rankOf(getInput());
   return elementwiseExcept(*this, operands, {rank - 2, rank - 1},

@@ -120,6 +120,16 @@ LogicalResult RopeOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult RopeQKOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  // Both rotations' VJPs, the inverse rotations, in one op.
+  auto inverse = cast<RopeQKOp>(b.clone(*getOperation()));
+  inverse->setOperands({grads[0], grads[1]});
+  inverse.setInverse(!getInverse());
+  operandGrads.append({inverse.getQueryResult(), inverse.getKeyResult()});
+  return success();
+}
+
 LogicalResult CausalMaskOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                      SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
