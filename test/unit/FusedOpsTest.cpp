@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -183,6 +184,63 @@ TEST(FusedOps, RopeQKIsTwoRotations) {
     EXPECT_EQ(fused[0].values, qr[0].values);
     EXPECT_EQ(fused[1].values, kr[0].values);
   }
+}
+
+/// Central differences of a scalar function of `x` against `grad`, in f32 (the kernels' type).
+template <typename Loss>
+void expectGradient(HostTensor &x, const std::vector<float> &grad, Loss loss, const char *what) {
+  const float eps = 1e-2f;
+  for (size_t i = 0; i < x.values.size(); ++i) {
+    float saved = x.values[i];
+    x.values[i] = saved + eps;
+    double plus = loss();
+    x.values[i] = saved - eps;
+    double minus = loss();
+    x.values[i] = saved;
+    double numeric = (plus - minus) / (2.0 * eps);
+    EXPECT_NEAR(grad[i], numeric, 2e-3 + 2e-3 * std::fabs(numeric)) << what << "[" << i << "]";
+  }
+}
+
+TEST(FusedOps, SwigluGradIsTheGradient) {
+  HostTensor gate = randomTensor(DType::kF32, 12, 13, 1.5f),
+             up = randomTensor(DType::kF32, 12, 14, 1.0f),
+             w = randomTensor(DType::kF32, 12, 15, 1.0f);
+  auto loss = [&] {
+    HostTensor out = run("swiglu", {&gate, &up}, 1)[0];
+    double sum = 0.0;
+    for (size_t i = 0; i < out.values.size(); ++i) {
+      sum += static_cast<double>(out.values[i]) * w.values[i];
+    }
+    return sum;
+  };
+  std::vector<HostTensor> grads = run("swiglu_grad", {&gate, &up, &w}, 2);
+  expectGradient(gate, grads[0].values, loss, "gate");
+  expectGradient(up, grads[1].values, loss, "up");
+}
+
+TEST(FusedOps, LinearCrossEntropyGradIsTheGradient) {
+  HostTensor h = randomTensor(DType::kF32, 3 * 4, 16, 1.0f),
+             w = randomTensor(DType::kF32, 5 * 4, 17, 1.0f);
+  h.shape = {3, 4};
+  w.shape = {5, 4};
+  HostTensor labels = HostTensor::zeros(DType::kI64, {3});
+  labels.ints = {4, 0, 2};
+  HostTensor dloss = HostTensor::zeros(DType::kF32, {});
+  dloss.values[0] = 1.0f;
+  OpAttributes attributes;
+  attributes.set("logits_type", std::string("f32"));
+  auto loss = [&] {
+    std::vector<HostTensor> out{HostTensor::zeros(DType::kF32, {})};
+    EXPECT_TRUE(runHostOp("linear_cross_entropy", attributes, {&h, &w, &labels}, out).isOk());
+    return static_cast<double>(out[0].values[0]);
+  };
+  std::vector<HostTensor> grads{HostTensor::zeros(DType::kF32, h.shape),
+                                HostTensor::zeros(DType::kF32, w.shape)};
+  ASSERT_TRUE(
+      runHostOp("linear_cross_entropy_grad", attributes, {&h, &w, &labels, &dloss}, grads).isOk());
+  expectGradient(h, grads[0].values, loss, "hidden");
+  expectGradient(w, grads[1].values, loss, "weight");
 }
 
 TEST(FusedOps, SwigluBf16IsMulOfSilu) { expectSwigluIsItsGraph(DType::kBF16); }
