@@ -13,6 +13,7 @@
 #include "test/unit/UnfusedAttention.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -314,6 +314,16 @@ SavedActivations savedForBackward(func::FuncOp func) {
   struct Buffer {
     int64_t bytes = 0, layer = -1, lastUse = 0;
   };
+  // Per-layer parameters by name, read once: a symbol lookup per parameter read would scan
+  // the model's ~10^4 parameters each time.
+  llvm::DenseMap<Attribute, int64_t> layerOf;
+  if (auto model = func->getParentOfType<tg::ModelOp>()) {
+    for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+      if (IntegerAttr layerAttr = param.getLayerAttr()) {
+        layerOf[param.getSymNameAttr()] = layerAttr.getInt();
+      }
+    }
+  }
   std::vector<Buffer> buffers;
   llvm::DenseMap<Value, size_t> bufferOf;
   int64_t layer = -1; // of the last per-layer parameter read
@@ -325,9 +335,8 @@ SavedActivations savedForBackward(func::FuncOp func) {
       }
     }
     if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
-      auto param = SymbolTable::lookupNearestSymbolFrom<tg::ParamOp>(func, ref.getNameAttr());
-      if (param && param.getLayerAttr()) {
-        layer = param.getLayerAttr().getInt();
+      if (auto it = layerOf.find(ref.getNameAttr().getAttr()); it != layerOf.end()) {
+        layer = it->second;
       } else if (index <= lossIndex && layer >= 0) {
         layer = -1; // past the stack: the final norm and the head
       }

@@ -43,8 +43,8 @@ std::pair<Value, int64_t> kvHeads(Value operand) {
   return {operand, 1};
 }
 
-/// The chain around `softmax`, or the reason it is not one the fused op computes exactly;
-/// nullopt with an empty reason when `softmax` is no attention at all.
+/// The chain around `softmax`, or failure with the reason it is not one the fused op computes
+/// exactly (an empty reason when `softmax` is no attention at all).
 FailureOr<AttentionChain> matchChain(SoftmaxOp softmax, std::string &reason) {
   AttentionChain chain;
   chain.softmax = softmax;

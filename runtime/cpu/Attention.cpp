@@ -5,7 +5,6 @@
 #include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -63,12 +62,8 @@ public:
   /// causal_mask of the unfused graph).
   void scores(const Block &block, std::vector<float> &scores) const {
     scores.resize(block.rows * block.keys);
-    MatmulShape shape;
-    shape.m = block.rows;
-    shape.n = block.keys;
-    shape.k = s.headDim;
-    shape.transposeB = true;
-    matmul(queryRows(block), keyHead(block), scores.data(), shape);
+    matmul(queryRows(block), keyHead(block), scores.data(),
+           matmulShape(block.rows, block.keys, s.headDim, false, true));
     scale(scores.data(), scores.data(), block.rows * block.keys, s.scale);
     if (s.causal) {
       for (int64_t i = 0; i < block.rows; ++i) {
@@ -78,26 +73,9 @@ public:
     }
   }
 
-  /// In place: scores -> f32 probabilities (tg.softmax); the first row without a finite
-  /// score, or -1.
-  static int64_t softmaxRows(const Block &block, std::vector<float> &scores) {
-    return softmax(scores.data(), scores.data(), block.rows, block.keys, 1);
-  }
-
   const float *q, *k, *v;
   const AttentionShape &s;
 };
-
-/// C [m, n] = Aᵀ · B for A [rows, m] and B [rows, n]: one piece of a contraction over rows.
-void transposedProduct(const float *a, const float *b, float *c, int64_t rows, int64_t m,
-                       int64_t n) {
-  MatmulShape shape;
-  shape.m = m;
-  shape.n = n;
-  shape.k = rows;
-  shape.transposeA = true;
-  matmul(a, b, c, shape);
-}
 
 } // namespace
 
@@ -112,11 +90,8 @@ int64_t attentionForward(const float *q, const float *k, const float *v, float *
       return bad;
     }
     roundBuffer(s.valueType, p.data(), block.rows * block.keys); // tg.convert
-    MatmulShape shape;
-    shape.m = block.rows;
-    shape.n = s.headDim;
-    shape.k = block.keys;
-    matmul(p.data(), attention.valueHead(block), out + attention.rowOffset(block), shape);
+    matmul(p.data(), attention.valueHead(block), out + attention.rowOffset(block),
+           matmulShape(block.rows, s.headDim, block.keys));
     return -1;
   });
 }
@@ -138,7 +113,7 @@ int64_t attentionBackward(const float *q, const float *k, const float *v, const 
       valueSums.assign(headElements, 0.0);
     }
     attention.scores(block, p);
-    if (int64_t badRow = Attention::softmaxRows(block, p); badRow >= 0) {
+    if (int64_t badRow = softmax(p.data(), p.data(), block.rows, block.keys, 1); badRow >= 0) {
       return badRow;
     }
     const int64_t n = block.rows * block.keys;
@@ -147,12 +122,8 @@ int64_t attentionBackward(const float *q, const float *k, const float *v, const 
     const float *doutRows = dout + attention.rowOffset(block);
     // dp = dout · valueᵀ, of the probabilities' type.
     dp.resize(n);
-    MatmulShape shape;
-    shape.m = block.rows;
-    shape.n = block.keys;
-    shape.k = s.headDim;
-    shape.transposeB = true;
-    matmul(doutRows, attention.valueHead(block), dp.data(), shape);
+    matmul(doutRows, attention.valueHead(block), dp.data(),
+           matmulShape(block.rows, block.keys, s.headDim, false, true));
     roundBuffer(s.valueType, dp.data(), n);
     // ds = softmax_grad, masked, scaled, of the query's type (in dp's storage).
     softmaxGrad(p.data(), dp.data(), dp.data(), block.rows, block.keys, 1);
@@ -165,18 +136,16 @@ int64_t attentionBackward(const float *q, const float *k, const float *v, const 
     scale(dp.data(), dp.data(), n, s.scale);
     roundBuffer(queryType, dp.data(), n);
     // dq = ds · key over this block's keys (the masked rest contributes zeros).
-    MatmulShape dqShape;
-    dqShape.m = block.rows;
-    dqShape.n = s.headDim;
-    dqShape.k = block.keys;
-    matmul(dp.data(), attention.keyHead(block), dq + attention.rowOffset(block), dqShape);
+    matmul(dp.data(), attention.keyHead(block), dq + attention.rowOffset(block),
+           matmulShape(block.rows, s.headDim, block.keys));
     // This block's share of dk = dsᵀ · query and dv = pᵀ · dout.
-    transposedProduct(dp.data(), attention.queryRows(block), piece.data(), block.rows, block.keys,
-                      s.headDim);
+    matmul(dp.data(), attention.queryRows(block), piece.data(),
+           matmulShape(block.keys, s.headDim, block.rows, true));
     for (int64_t i = 0; i < block.keys * s.headDim; ++i) {
       keySums[i] += piece[i];
     }
-    transposedProduct(rounded.data(), doutRows, piece.data(), block.rows, block.keys, s.headDim);
+    matmul(rounded.data(), doutRows, piece.data(),
+           matmulShape(block.keys, s.headDim, block.rows, true));
     for (int64_t i = 0; i < block.keys * s.headDim; ++i) {
       valueSums[i] += piece[i];
     }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/LinearCrossEntropy.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/exec/Backend.h"
@@ -475,14 +476,6 @@ private:
       }
     }
   }
-  static double lossWeight(const float *mask, int64_t tokens) {
-    double weight = 0.0;
-    for (int64_t t = 0; t < tokens; ++t) {
-      weight += mask ? static_cast<double>(mask[t]) : 1.0;
-    }
-    return weight;
-  }
-
   /// cross_entropy and cross_entropy_grad on this rank's slice of the vocabulary.
   Status runSplitCrossEntropy(const std::string &op, MeshAxis axis,
                               const std::vector<const HostTensor *> &operands, HostTensor &result) {
@@ -494,7 +487,7 @@ private:
     VocabSlices slices;
     MLPERF_RETURN_IF_ERROR(combineVocabSlices(axis, logits.values.data(), labels.ints.data(),
                                               tokens, columns, slices));
-    double weight = lossWeight(maskValues, tokens);
+    double weight = cpu::crossEntropyWeight(maskValues, tokens);
     if (!gradient) {
       double total = 0.0;
       addSplitLoss(slices, maskValues, tokens, total);
@@ -526,59 +519,34 @@ private:
     if (!typeName || !dtypeFromName(*typeName, logitsType)) {
       return Status(StatusCode::kInvalidArgument, "missing or unknown 'logits_type'");
     }
-    constexpr int64_t kTokens = cpu::kMatmulBlockK;
-    std::vector<float> logits, dlogits, piece;
-    std::vector<double> weightSums;
-    double total = 0.0, lossWeightSum = lossWeight(mask, tokens);
-    if (gradient) {
-      piece.resize(columns * width);
-      weightSums.assign(columns * width, 0.0);
-    }
+    cpu::LinearCrossEntropyShape shape{tokens, width, columns, logitsType};
+    const int64_t *labelIds = labels.ints.data();
+    double weightSum = cpu::crossEntropyWeight(mask, tokens);
     VocabSlices slices;
-    for (int64_t first = 0; first < tokens; first += kTokens) {
-      int64_t count = std::min(kTokens, tokens - first);
-      logits.resize(count * columns);
-      cpu::MatmulShape shape;
-      shape.m = count;
-      shape.n = columns;
-      shape.k = width;
-      shape.transposeB = true;
-      cpu::matmul(hidden.values.data() + first * width, weight.values.data(), logits.data(), shape);
-      roundBuffer(logitsType, logits.data(), count * columns);
-      const float *chunkMask = mask ? mask + first : nullptr;
-      MLPERF_RETURN_IF_ERROR(combineVocabSlices(axis, logits.data(), labels.ints.data() + first,
-                                                count, columns, slices));
-      if (!gradient) {
-        addSplitLoss(slices, chunkMask, count, total);
-        continue;
-      }
-      dlogits.resize(count * columns);
-      splitLossGradRows(axis, slices, logits.data(), labels.ints.data() + first, chunkMask,
-                        operands[3]->values[0], lossWeightSum, count, columns, dlogits.data());
-      roundBuffer(logitsType, dlogits.data(), count * columns);
-      cpu::MatmulShape rows;
-      rows.m = count;
-      rows.n = width;
-      rows.k = columns;
-      cpu::matmul(dlogits.data(), weight.values.data(), results[0].values.data() + first * width,
-                  rows);
-      cpu::MatmulShape share;
-      share.m = columns;
-      share.n = width;
-      share.k = count;
-      share.transposeA = true;
-      cpu::matmul(dlogits.data(), hidden.values.data() + first * width, piece.data(), share);
-      for (size_t i = 0; i < piece.size(); ++i) {
-        weightSums[i] += piece[i];
-      }
-    }
     if (!gradient) {
-      results[0].values[0] = static_cast<float>(total / lossWeightSum);
+      double total = 0.0;
+      MLPERF_RETURN_IF_ERROR(cpu::forEachLogitsChunk(
+          hidden.values.data(), weight.values.data(), shape,
+          [&](int64_t first, int64_t count, const float *logits) {
+            MLPERF_RETURN_IF_ERROR(
+                combineVocabSlices(axis, logits, labelIds + first, count, columns, slices));
+            addSplitLoss(slices, mask ? mask + first : nullptr, count, total);
+            return Status::ok();
+          }));
+      results[0].values[0] = static_cast<float>(total / weightSum);
       return Status::ok();
     }
-    for (size_t i = 0; i < weightSums.size(); ++i) {
-      results[1].values[i] = static_cast<float>(weightSums[i]);
-    }
+    double dloss = operands[3]->values[0];
+    MLPERF_RETURN_IF_ERROR(cpu::linearCrossEntropyGradChunks(
+        hidden.values.data(), weight.values.data(), shape,
+        [&](int64_t first, int64_t count, const float *logits, float *dlogits) {
+          MLPERF_RETURN_IF_ERROR(
+              combineVocabSlices(axis, logits, labelIds + first, count, columns, slices));
+          splitLossGradRows(axis, slices, logits, labelIds + first, mask ? mask + first : nullptr,
+                            dloss, weightSum, count, columns, dlogits);
+          return Status::ok();
+        },
+        results[0].values.data(), results[1].values.data()));
     for (HostTensor &result : results) {
       roundBuffer(result.dtype, result.values.data(), result.numElements());
     }

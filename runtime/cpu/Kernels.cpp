@@ -529,14 +529,19 @@ void crossEntropyGradRows(const T *logits, const int64_t *labels, const T *mask,
   }
 }
 
-template <typename T>
-void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, double dloss,
-                      T *dlogits, int64_t tokens, int64_t vocab) {
+template <typename T> double crossEntropyWeight(const T *mask, int64_t tokens) {
   double weight = 0.0;
   for (int64_t t = 0; t < tokens; ++t) {
     weight += mask ? static_cast<double>(mask[t]) : 1.0;
   }
-  crossEntropyGradRows(logits, labels, mask, dloss, weight, dlogits, tokens, vocab);
+  return weight;
+}
+
+template <typename T>
+void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, double dloss,
+                      T *dlogits, int64_t tokens, int64_t vocab) {
+  crossEntropyGradRows(logits, labels, mask, dloss, crossEntropyWeight(mask, tokens), dlogits,
+                       tokens, vocab);
 }
 
 // The storage types the backend uses: float for runs, double for finite-difference checks.
@@ -567,6 +572,7 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
                                   int64_t *);                                                      \
   template void crossEntropyGrad<T>(const T *, const int64_t *, const T *, double, T *, int64_t,   \
                                     int64_t);                                                      \
+  template double crossEntropyWeight<T>(const T *, int64_t);                                       \
   template bool addCrossEntropy<T>(const T *, const int64_t *, const T *, int64_t, int64_t,        \
                                    double &, double &, int64_t *);                                 \
   template void crossEntropyGradRows<T>(const T *, const int64_t *, const T *, double, double,     \

@@ -30,6 +30,18 @@ struct MatmulShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transposeA = false, transposeB = false, broadcastB = false;
 };
+/// `batch` [m, k] · [k, n] products with the given transposes.
+inline MatmulShape matmulShape(int64_t m, int64_t n, int64_t k, bool transposeA = false,
+                               bool transposeB = false, int64_t batch = 1) {
+  MatmulShape shape;
+  shape.batch = batch;
+  shape.m = m;
+  shape.n = n;
+  shape.k = k;
+  shape.transposeA = transposeA;
+  shape.transposeB = transposeB;
+  return shape;
+}
 template <typename T> void matmul(const T *a, const T *b, T *c, const MatmulShape &shape);
 
 /// y = x / sqrt(mean(x²) + eps) · w over rows of length `dim`.
@@ -114,6 +126,8 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
 /// and must give the same sums: crossEntropy adds each token's weighted loss to `total` and
 /// its weight to `weight`, in token order (false, with *badLabel set, on a bad label);
 /// crossEntropyGrad's rows with the normalizer of all tokens given.
+/// The loss normalizer: Σ mask over the tokens, in order (the token count without a mask).
+template <typename T> double crossEntropyWeight(const T *mask, int64_t tokens);
 template <typename T>
 bool addCrossEntropy(const T *logits, const int64_t *labels, const T *mask, int64_t tokens,
                      int64_t vocab, double &total, double &weight, int64_t *badLabel);

@@ -14,8 +14,10 @@
 #define MLPERFC_RUNTIME_CPU_LINEARCROSSENTROPY_H
 
 #include "runtime/cpu/Numerics.h"
+#include "runtime/support/Status.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace mlperf::rt::cpu {
 
@@ -23,6 +25,22 @@ struct LinearCrossEntropyShape {
   int64_t tokens = 0, hidden = 0, vocab = 0;
   DType logitsType = DType::kF32; // what the logits are rounded to, as tg.matmul's result
 };
+
+/// The chunk loops, shared by the kernels below and the CPU backend's vocab-parallel form
+/// (whose weight is this rank's rows and whose loss pieces are combined over a mesh axis):
+/// `loss` sees tokens [first, first + count) and their logits [count, vocab], rounded to
+/// logitsType; `gradient` also fills their logits' gradient, which is then rounded, multiplied
+/// into hiddenGrad's rows and, summed over chunks in f64, into weightGrad. The first error a
+/// callback returns ends the loop.
+using LogitsChunkLoss = std::function<Status(int64_t first, int64_t count, const float *logits)>;
+using LogitsChunkGradient =
+    std::function<Status(int64_t first, int64_t count, const float *logits, float *dlogits)>;
+Status forEachLogitsChunk(const float *hidden, const float *weight,
+                          const LinearCrossEntropyShape &shape, const LogitsChunkLoss &loss);
+Status linearCrossEntropyGradChunks(const float *hidden, const float *weight,
+                                    const LinearCrossEntropyShape &shape,
+                                    const LogitsChunkGradient &gradient, float *hiddenGrad,
+                                    float *weightGrad);
 
 /// The loss of hidden [tokens, hidden] through weight [vocab, hidden] (logits = hidden ·
 /// weightᵀ) against labels, weighted by `mask` when given. Returns -1, or the first token

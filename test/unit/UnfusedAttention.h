@@ -18,17 +18,6 @@ namespace mlperf::rt::cpu::testing {
 
 using Floats = std::vector<float>;
 
-inline MatmulShape product(int64_t batch, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
-  MatmulShape shape;
-  shape.batch = batch;
-  shape.m = m;
-  shape.n = n;
-  shape.k = k;
-  shape.transposeA = ta;
-  shape.transposeB = tb;
-  return shape;
-}
-
 struct Unfused {
   Floats out, dq, dk, dv;
   int64_t badRow = -1; // the softmax's report
@@ -47,7 +36,7 @@ inline Unfused unfusedAttention(const Floats &q, const Floats &k, const Floats &
   repeat(k.data(), kg.data(), s.batch, s.kvHeads, sk * d, group);
   repeat(v.data(), vg.data(), s.batch, s.kvHeads, sk * d, group);
   Floats scores(bh * sq * sk);
-  matmul(q.data(), kg.data(), scores.data(), product(bh, sq, sk, d, false, true));
+  matmul(q.data(), kg.data(), scores.data(), matmulShape(sq, sk, d, false, true, bh));
   scale(scores.data(), scores.data(), static_cast<int64_t>(scores.size()), s.scale);
   if (s.causal) {
     causalMask(scores.data(), scores.data(), bh, sq, false);
@@ -57,14 +46,14 @@ inline Unfused unfusedAttention(const Floats &q, const Floats &k, const Floats &
   r.badRow = softmax(scores.data(), probs.data(), bh * sq, sk, 1);
   Floats probsRounded = rounded(probs);
   r.out.resize(bh * sq * d);
-  matmul(probsRounded.data(), vg.data(), r.out.data(), product(bh, sq, d, sk, false, false));
+  matmul(probsRounded.data(), vg.data(), r.out.data(), matmulShape(sq, d, sk, false, false, bh));
   r.out = rounded(r.out);
 
   Floats dprobs(scores.size());
-  matmul(dout.data(), vg.data(), dprobs.data(), product(bh, sq, sk, d, false, true));
+  matmul(dout.data(), vg.data(), dprobs.data(), matmulShape(sq, sk, d, false, true, bh));
   dprobs = rounded(dprobs);
   Floats dvg(bh * sk * d);
-  matmul(probsRounded.data(), dout.data(), dvg.data(), product(bh, sk, d, sq, true, false));
+  matmul(probsRounded.data(), dout.data(), dvg.data(), matmulShape(sk, d, sq, true, false, bh));
   dvg = rounded(dvg);
   Floats dscores(scores.size());
   softmaxGrad(probs.data(), dprobs.data(), dscores.data(), bh * sq, sk, 1);
@@ -74,10 +63,10 @@ inline Unfused unfusedAttention(const Floats &q, const Floats &k, const Floats &
   scale(dscores.data(), dscores.data(), static_cast<int64_t>(dscores.size()), s.scale);
   dscores = rounded(dscores); // the f32 gradient enters the operand-precision matmuls
   r.dq.resize(q.size());
-  matmul(dscores.data(), kg.data(), r.dq.data(), product(bh, sq, d, sk, false, false));
+  matmul(dscores.data(), kg.data(), r.dq.data(), matmulShape(sq, d, sk, false, false, bh));
   r.dq = rounded(r.dq);
   Floats dkg(bh * sk * d);
-  matmul(dscores.data(), q.data(), dkg.data(), product(bh, sk, d, sq, true, false));
+  matmul(dscores.data(), q.data(), dkg.data(), matmulShape(sk, d, sq, true, false, bh));
   dkg = rounded(dkg);
   r.dk.resize(k.size());
   r.dv.resize(v.size());
