@@ -2,6 +2,8 @@
 
 #include "compiler/Analysis/MemoryPlan.h"
 
+#include "compiler/Analysis/ForwardBackward.h"
+
 #include "dialects/TG/IR/TGOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -299,48 +301,25 @@ MemoryPlan planFunctionMemory(func::FuncOp func, int64_t alignment) {
 
 SavedActivations savedForBackward(func::FuncOp func) {
   SavedActivations saved;
-  Block &body = func.getBody().front();
-  // The loss: where the forward ends and the backward begins.
-  int64_t lossIndex = -1, index = 0;
-  for (Operation &op : body) {
-    if (isa<tg::CrossEntropyOp, tg::LinearCrossEntropyOp>(op)) {
-      lossIndex = index;
-    }
-    ++index;
-  }
+  int64_t lossIndex = isDifferentiated(func) ? forwardEnd(func) : -1;
   if (lossIndex < 0) {
     return saved;
   }
   struct Buffer {
     int64_t bytes = 0, layer = -1, lastUse = 0;
   };
-  // Per-layer parameters by name, read once: a symbol lookup per parameter read would scan
-  // the model's ~10^4 parameters each time.
-  llvm::DenseMap<Attribute, int64_t> layerOf;
-  if (auto model = func->getParentOfType<tg::ModelOp>()) {
-    for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
-      if (IntegerAttr layerAttr = param.getLayerAttr()) {
-        layerOf[param.getSymNameAttr()] = layerAttr.getInt();
-      }
-    }
-  }
+  std::vector<int64_t> layerOf = layerOfOps(func);
   std::vector<Buffer> buffers;
   llvm::DenseMap<Value, size_t> bufferOf;
-  int64_t layer = -1; // of the last per-layer parameter read
-  index = 0;
-  for (Operation &op : body) {
-    for (Value operand : op.getOperands()) {
+  int64_t index = 0;
+  for (Operation &op : func.getBody().front()) {
+    // What the function returns (the loss, a stage's output) is the caller's, not saved.
+    for (Value operand : op.hasTrait<OpTrait::IsTerminator>() ? ValueRange() : op.getOperands()) {
       if (auto it = bufferOf.find(operand); it != bufferOf.end()) {
         buffers[it->second].lastUse = index;
       }
     }
-    if (auto ref = dyn_cast<tg::ParamRefOp>(op)) {
-      if (auto it = layerOf.find(ref.getNameAttr().getAttr()); it != layerOf.end()) {
-        layer = it->second;
-      } else if (index <= lossIndex && layer >= 0) {
-        layer = -1; // past the stack: the final norm and the head
-      }
-    } else if (index <= lossIndex) {
+    if (!isa<tg::ParamRefOp>(op) && index <= lossIndex) {
       for (Value result : op.getResults()) {
         if (!isa<RankedTensorType>(result.getType())) {
           continue;
@@ -351,7 +330,7 @@ SavedActivations savedForBackward(func::FuncOp func) {
           continue;
         }
         bufferOf[result] = buffers.size();
-        buffers.push_back({storageBytes(result.getType(), 1), layer, index});
+        buffers.push_back({storageBytes(result.getType(), 1), layerOf[index], index});
       }
     }
     ++index;

@@ -64,6 +64,33 @@ double matmulFlops(tg::MatmulOp matmul) {
   return flops;
 }
 
+} // namespace
+
+double modelFlops(Operation *op) {
+  if (auto matmul = dyn_cast<tg::MatmulOp>(op)) {
+    return matmulFlops(matmul);
+  }
+  if (auto attention = dyn_cast<tg::AttentionOp>(op)) {
+    // The two matmuls of the unfused graph: scores [b, h, sq, sk] over d, and their product
+    // with the values; causal at half, as above.
+    auto query = cast<RankedTensorType>(attention.getQuery().getType());
+    auto key = cast<RankedTensorType>(attention.getKey().getType());
+    double flops = 4.0 * static_cast<double>(query.getNumElements()) *
+                   static_cast<double>(key.getDimSize(key.getRank() - 2));
+    return attention.getCausal() ? flops * 0.5 : flops;
+  }
+  if (auto head = dyn_cast<tg::LinearCrossEntropyOp>(op)) {
+    // The logits matmul [tokens, hidden] x [hidden, vocab rows].
+    auto hidden = cast<RankedTensorType>(head.getOperand(0).getType());
+    auto weight = cast<RankedTensorType>(head.getOperand(1).getType());
+    return 2.0 * static_cast<double>(hidden.getNumElements()) *
+           static_cast<double>(weight.getDimSize(0));
+  }
+  return 0.0;
+}
+
+namespace {
+
 /// FLOPs and op counts of one call of a function, recursing into layer stacks and calls.
 struct FunctionCost {
   double flops = 0;
@@ -85,8 +112,8 @@ public:
         return;
       }
       ++total.ops[op->getName().getStringRef().str()];
-      if (auto matmul = dyn_cast<tg::MatmulOp>(op)) {
-        total.flops += matmulFlops(matmul);
+      if (isa<tg::MatmulOp, tg::AttentionOp, tg::LinearCrossEntropyOp>(op)) {
+        total.flops += modelFlops(op);
       } else if (auto layers = dyn_cast<tg::RepeatLayersOp>(op)) {
         addCallee(total, layers.getCallee(), layers.getCountAttr().getInt());
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
@@ -161,6 +188,38 @@ ModelSummary summarizeModel(tg::ModelOp model) {
         summary.trainFlopsPerToken * static_cast<double>(summary.globalBatch * summary.seqLen);
   }
   return summary;
+}
+
+/// Sizes a parallel strategy must divide, read from the declaration: the batch, the layers of
+/// its tg.repeat_layers stacks (dist-pipeline cuts them as one sequence) and every dim, and
+/// every block of a dim, a parameter declares split over tp.
+rt::ModelDims parallelDims(tg::ModelOp model) {
+  rt::ModelDims dims;
+  Block &body = model.getBody().front();
+  auto batch = *body.getOps<tg::BatchOp>().begin();
+  dims.globalBatch = batch.getGlobalBatchSizeAttr().getInt();
+  dims.microBatch = batch.getMicroBatchSizeAttr().getInt();
+  dims.seqLen = batch.getSeqLenAttr().getInt();
+  model.walk([&](tg::RepeatLayersOp stack) { dims.layers += stack.getCountAttr().getInt(); });
+  for (auto param : body.getOps<tg::ParamOp>()) {
+    int64_t dim = param.getDeclaredSplitDim();
+    if (dim < 0) {
+      continue;
+    }
+    std::string unit = dim == 0   ? "rows"
+                       : dim == 1 ? "columns"
+                                  : "entries of dim " + std::to_string(dim);
+    dims.tensorSplits.push_back(
+        {param.getTensorType().getDimSize(dim),
+         unit + " of " + param.getSymName().str() + " (declared split over tp)"});
+    for (auto [block, size] :
+         llvm::enumerate(param.getShardBlocks().value_or(llvm::ArrayRef<int64_t>()))) {
+      dims.tensorSplits.push_back({size, unit + " of block " + std::to_string(block) + " of " +
+                                             param.getSymName().str() +
+                                             " (declared split over tp)"});
+    }
+  }
+  return dims;
 }
 
 } // namespace mlperf

@@ -9,6 +9,7 @@
 #define MLPERFC_COMPILER_ANALYSIS_MODELSUMMARY_H
 
 #include "dialects/TG/IR/TGOps.h"
+#include "runtime/dist/Mesh.h"
 
 #include <cstdint>
 #include <map>
@@ -32,6 +33,16 @@ struct ModelSummary {
   /// Ops executed by one @forward call, layer stacks unrolled.
   std::map<std::string, int64_t> forwardOps;
 };
+
+/// Model FLOPs of one forward op, as MFU counts them: 2·M·N·K per matmul (tg.matmul, the
+/// two of tg.attention, the logits of tg.linear_cross_entropy), causal attention at half;
+/// 0 for everything else (elementwise work is not counted).
+double modelFlops(mlir::Operation *op);
+
+/// The sizes a parallel strategy must divide (rt::validateMesh), read from a declaration:
+/// its batch, the layers of its tg.repeat_layers stacks (dist-pipeline cuts them as one
+/// sequence), and every dim, and every block of a dim, a parameter declares split over tp.
+rt::ModelDims parallelDims(tg::ModelOp model);
 
 /// Summarizes a verified model.
 ModelSummary summarizeModel(tg::ModelOp model);

@@ -70,6 +70,12 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     pm.addPass(createDistPartitionPass());
     buildTGCleanupPipeline(pm);
   }
+  // Last of the function rewrites, after the final CSE (which would merge a recomputed clone
+  // back into its original): the backward reads clones of what the policy recomputes.
+  TGRecomputePassOptions recompute;
+  recompute.policy = options.recompute;
+  recompute.budgets.assign(options.recomputeBudgets.begin(), options.recomputeBudgets.end());
+  pm.addPass(createTGRecomputePass(recompute));
   // The whole step: micro-batches in the pipeline schedule's order with their transfers,
   // gradient accumulation, the loss vector and the optimizer (@train_step, @eval_step).
   pm.addPass(createTGTrainStepPass(TGTrainStepPassOptions{options.accumulationSteps}));

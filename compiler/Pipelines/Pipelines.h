@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class OpPassManager;
@@ -39,6 +40,10 @@ struct TrainStepOptions {
   /// tg-fuse-rope-qk after tg-fuse-attention (exact; off by default for the same reason:
   /// --fuse-rope-qk turns it on).
   bool fuseRopeQK = false;
+  /// tg-recompute's policy (none, selective, full, auto) and, for auto, the activation bytes
+  /// each pipeline stage's differentiated functions may use (one value: every stage).
+  std::string recompute = "none";
+  std::vector<int64_t> recomputeBudgets;
   /// Micro-batches per optimizer step on one data-parallel rank (global / micro-batch / dp).
   int64_t accumulationSteps = 1;
   /// The cluster and parallel strategy (validated: runtime/dist/Mesh.h validateMesh); a

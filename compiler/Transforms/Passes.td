@@ -452,6 +452,49 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
 }
 
+def TGRecomputePass : Pass<"tg-recompute", "::mlir::ModuleOp"> {
+  let summary = "Recomputes forward values in the backward instead of keeping them";
+  let description = [{
+    Rewrite class: exact. A recomputed value is the same op on the same operands, so the CPU
+    backend's kernels give the same bits as the kept value (the MLPerf closed rules allow
+    "recomputation of node state").
+
+    In every function tg-autodiff built (`@forward_backward`, the chunk functions of an
+    interleaved pipeline rank), a backward op that reads a forward value chosen for recompute
+    reads a clone instead, computed just before the first backward op that needs it from
+    values that are kept (recursively: a recomputed op whose operand is recomputed too reads
+    its clone). The forward value then dies at its last forward use. Per declared layer (the
+    parameters' `layer`), one of four levels:
+
+    - keep: nothing recomputed;
+    - swiglu: the `tg.swiglu` output (its inputs are kept for its backward anyway);
+    - selective: also the attention core, `tg.attention` and the layout ops of its output
+      (Korthikanti et al. 2205.05198, Megatron's selective recompute);
+    - full: everything the layer computes except what later layers read (its output): the
+      layer's forward runs again before its backward (Megatron's full, uniform method).
+
+    `policy` chooses the levels: `none`, `selective` and `full` set every layer to keep,
+    selective and full; `auto` recomputes as little as makes each function's activation arena
+    (memory planning's placement of the rewritten function, `planFunctionMemory`) fit its
+    model's budget: it applies swiglu, then selective, then full, layer by layer from the
+    first, in that order of cost per byte saved, and takes the shortest prefix that fits
+    (binary search, every candidate placed for real). When even full recompute does not fit,
+    it keeps full and the caller reports the overflow.
+
+    Each function gets `tg.recompute`: the policy, the levels per layer (`first_layer`,
+    `levels`: 0 keep, 1 swiglu, 2 selective, 3 full), the recomputed model FLOPs against the
+    function's model FLOPs (3 x its forward half), the arena before and after, and the budget.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none, selective, full or auto">,
+    ListOption<"budgets", "budgets", "int64_t",
+               "auto: the activation arena bytes each tg.model's differentiated functions may "
+               "use, one value for every model or one per model in module order">,
+  ];
+  let dependentDialects = ["::mlperf::tg::TGDialect"];
+}
+
 def TGTrainStepPass : Pass<"tg-train-step", "::mlir::ModuleOp"> {
   let summary = "Builds @train_step and @eval_step: the whole optimizer step as one function";
   let description = [{

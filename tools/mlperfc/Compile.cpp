@@ -12,8 +12,10 @@
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/support/NumberFormat.h"
 
+#include "compiler/Analysis/DeviceMemory.h"
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Analysis/ModelSummary.h"
+#include "compiler/Pipelines/DeviceFit.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/PlanEmit.h"
 #include "compiler/Registration.h"
@@ -25,6 +27,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -32,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <optional>
 
 namespace cl = llvm::cl;
 
@@ -74,6 +78,18 @@ static cl::opt<bool> compileFuseRopeQK(
     "fuse-rope-qk", cl::sub(compileCommand), cl::init(false),
     cl::desc("Fuse each attention's query and key rotations into tg.rope_qk (tg-fuse-rope-qk, "
              "exact; default off: no gain on the CPU backend)"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compileRecompute(
+    "recompute", cl::sub(compileCommand), cl::value_desc("POLICY"),
+    cl::desc("Activation recompute (tg-recompute): none, selective (attention core and SwiGLU "
+             "output), full (per layer, keep the layer input) or auto (recompute as little as "
+             "makes each rank fit --device; the default with --device, none without)"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compileDevice(
+    "device", cl::sub(compileCommand), cl::value_desc("h100|h200|b200|NAME=SIZE"),
+    cl::desc("The accelerator each rank runs on (for example mygpu=80GiB): the summary prints "
+             "each rank's peak memory against it, recompute defaults to auto, and a strategy "
+             "that cannot fit is refused with the strategies nearby that would"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),
@@ -119,8 +135,65 @@ static double korthikantiBytesPerLayer(int64_t seq, int64_t batch, int64_t hidde
   return sequenceParallel ? sbh * 34.0 / t : sbh * (10.0 + 24.0 / t);
 }
 
+/// "layers 0-7 full, 8-31 selective" from tg-recompute's levels.
+static std::string describeLevels(int64_t firstLayer, llvm::ArrayRef<int64_t> levels) {
+  static const char *const names[] = {"kept", "swiglu recomputed", "selective", "full"};
+  std::string text;
+  for (size_t begin = 0; begin < levels.size();) {
+    size_t end = begin;
+    while (end + 1 < levels.size() && levels[end + 1] == levels[begin]) {
+      ++end;
+    }
+    int64_t level = std::clamp<int64_t>(levels[begin], 0, 3);
+    text += (text.empty() ? "" : ", ") + std::string(begin == end ? "layer " : "layers ") +
+            std::to_string(firstLayer + begin) +
+            (begin == end ? "" : "-" + std::to_string(firstLayer + end)) + " " + names[level];
+    begin = end + 1;
+  }
+  return text;
+}
+
+/// What tg-recompute chose for a differentiated function (its `tg.recompute` report).
+struct RecomputeTotals {
+  double recomputed = 0, model = 0;
+};
+
+static void describeRecompute(mlir::func::FuncOp func, RecomputeTotals &totals) {
+  auto report = func->getAttrOfType<mlir::DictionaryAttr>("tg.recompute");
+  if (!report) {
+    return;
+  }
+  auto number = [&](llvm::StringRef key) {
+    if (auto value = report.getAs<mlir::FloatAttr>(key)) {
+      return value.getValueAsDouble();
+    }
+    auto value = report.getAs<mlir::IntegerAttr>(key);
+    return value ? static_cast<double>(value.getInt()) : 0.0;
+  };
+  auto levels = report.getAs<mlir::DenseI64ArrayAttr>("levels");
+  auto policy = report.getAs<mlir::StringAttr>("policy");
+  double recomputed = number("recomputed_flops"), model = number("model_flops");
+  totals.recomputed += recomputed;
+  totals.model += model;
+  if (policy && policy.getValue() == "none") {
+    return; // the step's total line says so
+  }
+  llvm::outs() << llvm::format(
+      "    recompute %s: %.4g model FLOPs recomputed per call, %.2f%% of its %.4g; activation "
+      "arena of the function alone %s before, %s after\n",
+      policy ? policy.getValue().str().c_str() : "?", recomputed,
+      model > 0 ? 100.0 * recomputed / model : 0.0, model,
+      rt::humanBytes(static_cast<int64_t>(number("arena_before"))).c_str(),
+      rt::humanBytes(static_cast<int64_t>(number("arena_after"))).c_str());
+  if (levels && !levels.empty()) {
+    llvm::outs() << "      "
+                 << describeLevels(static_cast<int64_t>(number("first_layer")), levels.asArrayRef())
+                 << "\n";
+  }
+}
+
 static void describeFunction(mlir::func::FuncOp func, const rt::ModelDims &dims,
-                             const rt::MeshShape &mesh) {
+                             const rt::MeshShape &mesh, RecomputeTotals &recompute) {
   llvm::MapVector<llvm::StringRef, unsigned> counts;
   unsigned total = 0;
   func.walk([&](mlir::Operation *op) {
@@ -164,66 +237,79 @@ static void describeFunction(mlir::func::FuncOp func, const rt::ModelDims &dims,
         rt::humanBytes(static_cast<int64_t>(estimate)).c_str(),
         static_cast<double>(saved.bytesPerLayer) / estimate);
   }
-}
-
-/// Sizes a parallel strategy must divide, read from the declaration: the batch, the layers of
-/// its tg.repeat_layers stacks (dist-pipeline cuts them as one sequence) and every dim, and
-/// every block of a dim, a parameter declares split over tp.
-static rt::ModelDims modelDims(tg::ModelOp model) {
-  rt::ModelDims dims;
-  mlir::Block &body = model.getBody().front();
-  auto batch = *body.getOps<tg::BatchOp>().begin();
-  dims.globalBatch = batch.getGlobalBatchSizeAttr().getInt();
-  dims.microBatch = batch.getMicroBatchSizeAttr().getInt();
-  dims.seqLen = batch.getSeqLenAttr().getInt();
-  model.walk([&](tg::RepeatLayersOp stack) { dims.layers += stack.getCountAttr().getInt(); });
-  for (auto param : body.getOps<tg::ParamOp>()) {
-    int64_t dim = param.getDeclaredSplitDim();
-    if (dim < 0) {
-      continue;
-    }
-    std::string unit = dim == 0   ? "rows"
-                       : dim == 1 ? "columns"
-                                  : "entries of dim " + std::to_string(dim);
-    dims.tensorSplits.push_back(
-        {param.getTensorType().getDimSize(dim),
-         unit + " of " + param.getSymName().str() + " (declared split over tp)"});
-    for (auto [block, size] :
-         llvm::enumerate(param.getShardBlocks().value_or(llvm::ArrayRef<int64_t>()))) {
-      dims.tensorSplits.push_back({size, unit + " of block " + std::to_string(block) + " of " +
-                                             param.getSymName().str() +
-                                             " (declared split over tp)"});
-    }
-  }
-  return dims;
+  describeRecompute(func, recompute);
 }
 
 /// What one rank holds: parameters, gradients, optimizer state (masters and moments), the
-/// batch inputs and scalars, and the activation arena.
-static void describeRankMemory(plan_ir::PlanOp planOp) {
-  mlir::Block &body = planOp.getBody().front();
-  llvm::DenseMap<mlir::Attribute, int64_t> bufferBytes; // by name attribute (a pointer hash)
-  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
-    auto type = mlir::cast<mlir::RankedTensorType>(buffer.getType());
-    bufferBytes[buffer.getSymNameAttr()] =
-        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+/// batch inputs and scalars, and the activation arena; with a device, the peak against it.
+static void describeRankMemory(const RankMemory &memory, const rt::MeshShape &mesh,
+                               const DeviceMemory *device) {
+  llvm::outs() << "  per-rank memory: parameters " << rt::humanBytes(memory.parameters)
+               << ", gradients " << rt::humanBytes(memory.gradients) << ", optimizer state "
+               << rt::humanBytes(memory.optimizerState) << ", activations "
+               << rt::humanBytes(memory.activationArena) << "; arenas "
+               << rt::humanBytes(memory.persistentArena + memory.activationArena) << "\n";
+  if (!device) {
+    return;
   }
-  int64_t params = 0, grads = 0, state = 0, activations = 0, persistent = 0;
-  for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
-    params += bufferBytes.lookup(parameter.getValueAttr().getAttr());
-    grads += bufferBytes.lookup(parameter.getGradAttr().getAttr());
-    state += bufferBytes.lookup(parameter.getMasterAttr().getAttr()) +
-             bufferBytes.lookup(parameter.getExpAvgAttr().getAttr()) +
-             bufferBytes.lookup(parameter.getExpAvgSqAttr().getAttr());
+  int64_t peak = memory.peak();
+  llvm::outs() << "  per-rank peak on " << device->name << ": " << rt::humanBytes(peak) << " of "
+               << rt::humanBytes(device->capacityBytes)
+               << (peak <= device->capacityBytes
+                       ? " (" + rt::humanBytes(device->capacityBytes - peak) + " free)"
+                       : " (" + rt::humanBytes(peak - device->capacityBytes) +
+                             " over: does not fit)")
+               << ": arenas " << rt::humanBytes(memory.persistentArena + memory.activationArena)
+               << " + reserves " << rt::humanBytes(memory.reserves) << " (";
+  llvm::interleaveComma(rankReserves(mesh), llvm::outs(), [](const MemoryReserve &reserve) {
+    llvm::outs() << reserve.what << " " << rt::humanBytes(reserve.bytes);
+  });
+  llvm::outs() << ")\n";
+}
+
+/// A plan that cannot fit its device is not written: the error gives the numbers, and the
+/// strategies one change away that would fit (each compiled, with the same recompute policy).
+static int refuseUnfit(mlir::ModuleOp declaration, const TrainStepOptions &options,
+                       const rt::ModelDims &dims, int64_t microBatchesOnOneRank,
+                       const CompiledStep &step, const DeviceMemory &device) {
+  llvm::outs().flush(); // the summary above, before the diagnosis
+  size_t stage = step.peakStage();
+  const RankMemory &memory = step.stages[stage];
+  std::string where =
+      step.stages.size() > 1 ? "pipeline stage " + std::to_string(stage) : "each rank";
+  llvm::errs() << "mlperfc compile: " << options.mesh.describe() << " with --recompute "
+               << options.recompute << " does not fit --device " << device.name << ": " << where
+               << " needs " << rt::humanBytes(memory.peak()) << " of "
+               << rt::humanBytes(device.capacityBytes) << " (persistent "
+               << rt::humanBytes(memory.persistentArena) << ", activations "
+               << rt::humanBytes(memory.activationArena) << ", reserves "
+               << rt::humanBytes(memory.reserves) << "); trying the strategies nearby\n";
+  std::vector<std::string> fitting, tried;
+  for (const NearbyStrategy &nearby : nearbyStrategies(options, dims, microBatchesOnOneRank)) {
+    llvm::errs() << "  " << nearby.change << " ...";
+    llvm::errs().flush();
+    mlir::FailureOr<CompiledStep> candidate = compileForDevice(declaration, nearby.options, device);
+    if (failed(candidate)) {
+      llvm::errs() << " does not compile\n";
+      continue;
+    }
+    int64_t peak = candidate->peakBytes();
+    bool fits = peak <= device.capacityBytes;
+    llvm::errs() << (fits ? " fits with " : " needs ") << rt::humanBytes(peak) << "\n";
+    (fits ? fitting : tried)
+        .push_back(nearby.change + (fits ? " fits with " : " needs ") + rt::humanBytes(peak));
   }
-  for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
-    (arena.getMemoryClass() == plan_ir::MemoryClass::persistent ? persistent : activations) =
-        arena.getSize();
+  std::string message = "needs " + rt::humanBytes(memory.peak()) + " of " +
+                        rt::humanBytes(device.capacityBytes) + " (" + device.name + ", " +
+                        rt::humanBytes(memory.peak() - device.capacityBytes) + " over)";
+  if (!fitting.empty()) {
+    message += "; " + llvm::join(fitting, ", ");
+  } else {
+    message += "; no strategy one change away fits either" +
+               (tried.empty() ? std::string() : " (" + llvm::join(tried, ", ") + ")") +
+               ": use more GPUs or a larger device";
   }
-  llvm::outs() << "  per-rank memory: parameters " << rt::humanBytes(params) << ", gradients "
-               << rt::humanBytes(grads) << ", optimizer state " << rt::humanBytes(state)
-               << ", activations " << rt::humanBytes(activations) << "; arenas "
-               << rt::humanBytes(persistent + activations) << "\n";
+  return fail(message + "; no plan written");
 }
 
 int runCompile() {
@@ -237,7 +323,7 @@ int runCompile() {
     return 1;
   }
   tg::ModelOp model = getModel(*module);
-  rt::ModelDims dims = modelDims(model);
+  rt::ModelDims dims = parallelDims(model);
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   TrainStepOptions options;
   options.precision = compilePrecision;
@@ -246,6 +332,25 @@ int runCompile() {
   options.fuseCrossEntropy = compileFuseCrossEntropy;
   options.fuseAddRMSNorm = compileFuseAddRMSNorm;
   options.fuseRopeQK = compileFuseRopeQK;
+  std::optional<DeviceMemory> device;
+  if (!compileDevice.empty()) {
+    device.emplace();
+    if (rt::Status parsed = parseDevice(compileDevice, *device); !parsed.isOk()) {
+      return fail(parsed.message());
+    }
+  }
+  options.recompute = !compileRecompute.empty() ? std::string(compileRecompute)
+                      : device                  ? "auto"
+                                                : "none";
+  if (options.recompute != "none" && options.recompute != "selective" &&
+      options.recompute != "full" && options.recompute != "auto") {
+    return fail("--recompute must be none, selective, full or auto, got '" + options.recompute +
+                "'");
+  }
+  if (options.recompute == "auto" && !device) {
+    return fail("--recompute auto fits the plan to a device: give --device (h100, h200, b200 "
+                "or NAME=SIZE)");
+  }
   rt::MeshShape &mesh = options.mesh;
   rt::Status status = rt::parseCluster(compileCluster, mesh);
   if (status.isOk()) {
@@ -274,28 +379,24 @@ int runCompile() {
   for ([[maybe_unused]] auto param : model.getBody().front().getOps<tg::ParamOp>()) {
     declaredTensors += param.getCopies();
   }
-  mlir::PassManager pm(contextOwner.get());
-  buildTrainStepPipeline(pm, options);
-  buildPlanPipeline(pm, options);
-  if (!compileDumpIR.empty()) {
-    std::string error;
-    if (!addIRDump(pm, compileDumpIR, error)) {
-      return fail(error);
+  std::string dumpError;
+  auto configure = [&](mlir::PassManager &pm) -> mlir::LogicalResult {
+    if (!compileDumpIR.empty() && !addIRDump(pm, compileDumpIR, dumpError)) {
+      return mlir::failure();
     }
+    if (compileTiming) {
+      pm.enableTiming();
+    }
+    pm.enableVerifier(compileVerifyEach);
+    return mlir::success();
+  };
+  mlir::FailureOr<CompiledStep> step = device
+                                           ? compileForDevice(*module, options, *device, configure)
+                                           : compileStep(*module, options, configure);
+  if (failed(step)) {
+    return fail(dumpError.empty() ? std::string("lowering failed (errors above)") : dumpError);
   }
-  if (compileTiming) {
-    pm.enableTiming();
-  }
-  // The input was verified when it was parsed and the result is verified below, so a pass
-  // that breaks an invariant is still caught before any plan is written; verifying every
-  // intermediate module too costs a quarter of the compile time of a deep model.
-  pm.enableVerifier(compileVerifyEach);
-  if (failed(pm.run(*module))) {
-    return fail("lowering failed (errors above)");
-  }
-  if (!compileVerifyEach && failed(mlir::verify(*module))) {
-    return fail("the lowered IR does not verify (errors above; --verify-each finds the pass)");
-  }
+  mlir::ModuleOp lowered = *step->module;
   // After dist-pipeline the declaration is one model (and one plan) per pipeline stage.
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -328,13 +429,14 @@ int runCompile() {
   llvm::outs() << llvm::format("  %lld parameters, %.4g model FLOPs per step (%.4g per token)\n",
                                static_cast<long long>(declared.parameters),
                                declared.trainFlopsPerStep, declared.trainFlopsPerToken);
-  auto plans = llvm::to_vector(module->getOps<plan_ir::PlanOp>());
-  for (auto [stage, stageModel] : llvm::enumerate(module->getOps<tg::ModelOp>())) {
+  auto plans = llvm::to_vector(lowered.getOps<plan_ir::PlanOp>());
+  RecomputeTotals recompute;
+  for (auto [stage, stageModel] : llvm::enumerate(lowered.getOps<tg::ModelOp>())) {
     if (mesh.pp > 1) {
       llvm::outs() << "  stage " << stage << " (@" << stageModel.getSymName() << "):\n";
     }
     for (auto func : stageModel.getBody().front().getOps<mlir::func::FuncOp>()) {
-      describeFunction(func, dims, mesh);
+      describeFunction(func, dims, mesh, recompute);
     }
     // The placed plan: what the runtime will allocate and run.
     plan_ir::PlanOp planOp = plans[stage];
@@ -356,10 +458,18 @@ int runCompile() {
             bound > 0 ? static_cast<double>(arena.getSize()) / static_cast<double>(bound) : 1.0);
       }
     }
-    describeRankMemory(planOp);
+    describeRankMemory(step->stages[stage], mesh, device ? &*device : nullptr);
+  }
+  if (recompute.model > 0) {
+    llvm::outs() << llvm::format("  recompute %s: %.2f%% of the step's model FLOPs recomputed\n",
+                                 options.recompute.c_str(),
+                                 100.0 * recompute.recomputed / recompute.model);
   }
   if (!compileDumpIR.empty()) {
     llvm::outs() << "  IR after every pass: " << compileDumpIR << "/\n";
+  }
+  if (device && step->peakBytes() > device->capacityBytes) {
+    return refuseUnfit(*module, options, dims, accumulationStepsOnOneRank(model), *step, *device);
   }
   if (compileOutput.empty()) {
     return 0;

@@ -1,0 +1,137 @@
+//===- DeviceMemory.cpp - What one rank's plan needs of its device -*- C++ -*-===//
+
+#include "compiler/Analysis/DeviceMemory.h"
+
+#include "dialects/Plan/IR/PlanOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace mlperf {
+namespace {
+
+constexpr int64_t kKiB = int64_t{1} << 10, kMiB = int64_t{1} << 20, kGiB = int64_t{1} << 30;
+
+/// Device memory as the CUDA runtime reports its total (cudaMemGetInfo), not the marketing
+/// size: H100 SXM 80 GB and H200 141 GB from ../reference figures (an H200 measured here
+/// reported 143,771 MiB through nvidia-smi), B200 from cudaGetDeviceProperties'
+/// totalGlobalMem as reported in pytorch/ao#4002 (178.35 GiB).
+struct KnownDevice {
+  const char *name;
+  double gib;
+};
+constexpr KnownDevice kKnownDevices[] = {
+    {"h100", 79.1},
+    {"h200", 139.8},
+    {"b200", 178.35},
+};
+
+/// Per-rank reserves. Sources: NVIDIA's CUDA programming guide (lazy module loading, the
+/// default since CUDA 12.2, keeps the context at about 0.5-1 GiB; we take the top), the
+/// cuBLASLt guidance of 32 MiB of workspace per stream on Hopper (Transformer Engine uses
+/// 32 MiB + 1 KiB), cuDNN's fused-attention workspace (tens of MiB at seq 8192, head dim 128),
+/// NCCL's per-communicator buffers (NCCL_BUFFSIZE 4 MiB per channel, peer and protocol: a few
+/// hundred MiB per communicator in practice), and slack for the runtime's own small device
+/// allocations outside the arenas (events, graph executables, scalars). A static arena has no
+/// caching-allocator fragmentation; its alignment padding is already in the arena sizes.
+constexpr int64_t kCudaContextBytes = kGiB;
+constexpr int64_t kCublasLtWorkspaceBytes = 32 * kMiB + kKiB;
+constexpr int64_t kCudnnWorkspaceBytes = 64 * kMiB;
+constexpr int64_t kNcclCommunicatorBytes = 384 * kMiB;
+constexpr int64_t kRuntimeSlackBytes = 256 * kMiB;
+
+rt::Status invalid(const std::string &message) {
+  return rt::Status(rt::StatusCode::kInvalidArgument, message);
+}
+
+} // namespace
+
+rt::Status parseDevice(std::string_view text, DeviceMemory &device) {
+  for (const KnownDevice &known : kKnownDevices) {
+    if (text == known.name) {
+      device.name = known.name;
+      device.capacityBytes = static_cast<int64_t>(std::llround(known.gib * kGiB));
+      return rt::Status::ok();
+    }
+  }
+  std::string known = "h100, h200, b200";
+  size_t equals = text.find('=');
+  if (equals == std::string_view::npos) {
+    return invalid("--device '" + std::string(text) + "' is not a known device (" + known +
+                   ") or NAME=SIZE (for example mygpu=80GiB)");
+  }
+  std::string_view name = text.substr(0, equals), size = text.substr(equals + 1);
+  double value = 0;
+  auto [end, error] = std::from_chars(size.data(), size.data() + size.size(), value);
+  std::string_view unit(end, size.data() + size.size() - end);
+  struct Unit {
+    const char *name;
+    double bytes;
+  };
+  static const Unit units[] = {{"B", 1.0},      {"KiB", 0x1p10}, {"MiB", 0x1p20},
+                               {"GiB", 0x1p30}, {"TiB", 0x1p40}, {"KB", 1e3},
+                               {"MB", 1e6},     {"GB", 1e9},     {"TB", 1e12}};
+  double scale = 0;
+  for (const Unit &candidate : units) {
+    if (unit == candidate.name) {
+      scale = candidate.bytes;
+    }
+  }
+  double bytes = value * scale;
+  if (name.empty() || error != std::errc() || end == size.data() || scale == 0 || !(bytes >= 1.0) ||
+      bytes > 0x1p62) {
+    return invalid("--device '" + std::string(text) +
+                   "': NAME=SIZE needs a name and a positive size with a unit (B, KiB, MiB, GiB, "
+                   "TiB, KB, MB, GB, TB), for example mygpu=80GiB");
+  }
+  device.name = std::string(name);
+  device.capacityBytes = static_cast<int64_t>(bytes);
+  return rt::Status::ok();
+}
+
+std::vector<MemoryReserve> rankReserves(const rt::MeshShape &mesh) {
+  std::vector<MemoryReserve> reserves{
+      {"CUDA context", kCudaContextBytes},
+      {"cuBLASLt workspace", kCublasLtWorkspaceBytes},
+      {"cuDNN attention workspace", kCudnnWorkspaceBytes},
+  };
+  for (rt::MeshAxis axis : {rt::MeshAxis::kTP, rt::MeshAxis::kDP, rt::MeshAxis::kPP}) {
+    if (mesh.axisSize(axis) > 1) {
+      reserves.push_back({std::string("NCCL ") + rt::meshAxisName(axis) + " communicator",
+                          kNcclCommunicatorBytes});
+    }
+  }
+  reserves.push_back({"runtime slack", kRuntimeSlackBytes});
+  return reserves;
+}
+
+RankMemory rankMemory(plan_ir::PlanOp plan, const rt::MeshShape &mesh) {
+  RankMemory memory;
+  mlir::Block &body = plan.getBody().front();
+  llvm::DenseMap<mlir::Attribute, int64_t> bufferBytes; // by name attribute (a pointer hash)
+  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
+    auto type = mlir::cast<mlir::RankedTensorType>(buffer.getType());
+    bufferBytes[buffer.getSymNameAttr()] =
+        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  }
+  for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
+    memory.parameters += bufferBytes.lookup(parameter.getValueAttr().getAttr());
+    memory.gradients += bufferBytes.lookup(parameter.getGradAttr().getAttr());
+    memory.optimizerState += bufferBytes.lookup(parameter.getMasterAttr().getAttr()) +
+                             bufferBytes.lookup(parameter.getExpAvgAttr().getAttr()) +
+                             bufferBytes.lookup(parameter.getExpAvgSqAttr().getAttr());
+  }
+  for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
+    (arena.getMemoryClass() == plan_ir::MemoryClass::persistent ? memory.persistentArena
+                                                                : memory.activationArena) =
+        arena.getSize();
+  }
+  for (const MemoryReserve &reserve : rankReserves(mesh)) {
+    memory.reserves += reserve.bytes;
+  }
+  return memory;
+}
+
+} // namespace mlperf

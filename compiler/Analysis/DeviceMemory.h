@@ -1,0 +1,57 @@
+//===- DeviceMemory.h - What one rank's plan needs of its device -*- C++ -*-===//
+//
+// The compile-time memory model: a device's capacity, the memory a rank needs besides the
+// plan's arenas (CUDA context, library workspaces, NCCL buffers, slack), each a named number
+// in one table with its source, and a placed plan's per-rank peak against it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_COMPILER_ANALYSIS_DEVICEMEMORY_H
+#define MLPERFC_COMPILER_ANALYSIS_DEVICEMEMORY_H
+
+#include "runtime/dist/Mesh.h"
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlperf {
+
+namespace plan_ir {
+class PlanOp;
+} // namespace plan_ir
+
+struct DeviceMemory {
+  std::string name;          // "h100", or the NAME of NAME=SIZE
+  int64_t capacityBytes = 0; // device memory as the CUDA runtime reports its total
+};
+
+/// `h100`, `h200`, `b200`, or `NAME=SIZE` with SIZE a positive number and a unit: B, KiB,
+/// MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), e.g. `mygpu=80GiB`.
+rt::Status parseDevice(std::string_view text, DeviceMemory &device);
+
+/// Device memory a rank uses outside the plan's arenas.
+struct MemoryReserve {
+  std::string what;
+  int64_t bytes = 0;
+};
+
+/// The reserves of one rank of `mesh` (one NCCL communicator per mesh axis longer than 1).
+std::vector<MemoryReserve> rankReserves(const rt::MeshShape &mesh);
+
+/// One rank's memory in a placed plan.
+struct RankMemory {
+  int64_t parameters = 0, gradients = 0, optimizerState = 0; // inside the persistent arena
+  int64_t persistentArena = 0, activationArena = 0;
+  int64_t reserves = 0; // rankReserves' sum
+  int64_t peak() const { return persistentArena + activationArena + reserves; }
+};
+
+/// The arenas of a plan placed by plan-memory and the reserves of a rank of `mesh`.
+RankMemory rankMemory(plan_ir::PlanOp plan, const rt::MeshShape &mesh);
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_ANALYSIS_DEVICEMEMORY_H

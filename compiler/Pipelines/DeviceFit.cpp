@@ -1,0 +1,168 @@
+//===- DeviceFit.cpp - Compile a train step that fits its device -*- C++ -*-===//
+
+#include "compiler/Pipelines/DeviceFit.h"
+
+#include "compiler/Analysis/ForwardBackward.h"
+#include "dialects/Plan/IR/PlanOps.h"
+#include "dialects/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+/// A budget no arena reaches: tg-recompute's auto keeps everything.
+constexpr int64_t kUnlimitedBudget = std::numeric_limits<int64_t>::max() / 4;
+/// Compiles compileForDevice may make: budgets only shrink, and a stage that recomputes every
+/// layer fully stops asking, so this bounds a search that normally ends after two or three.
+constexpr int kMaxFitCompiles = 6;
+
+/// What tg-recompute reported for one stage's differentiated functions.
+struct StageRecompute {
+  int64_t arenaAfter = 0; // the largest function arena after recompute
+  bool everythingRecomputed = true;
+};
+
+StageRecompute stageRecompute(tg::ModelOp model) {
+  StageRecompute stage;
+  for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
+    auto report = func->getAttrOfType<DictionaryAttr>("tg.recompute");
+    if (!isDifferentiated(func) || !report) {
+      continue;
+    }
+    if (auto after = report.getAs<IntegerAttr>("arena_after")) {
+      stage.arenaAfter = std::max(stage.arenaAfter, after.getInt());
+    }
+    if (auto levels = report.getAs<DenseI64ArrayAttr>("levels")) {
+      stage.everythingRecomputed &=
+          llvm::all_of(levels.asArrayRef(), [](int64_t level) { return level == 3; });
+    }
+  }
+  return stage;
+}
+
+} // namespace
+
+int64_t CompiledStep::peakBytes() const { return stages.empty() ? 0 : stages[peakStage()].peak(); }
+
+size_t CompiledStep::peakStage() const {
+  size_t most = 0;
+  for (size_t stage = 1; stage < stages.size(); ++stage) {
+    if (stages[stage].peak() > stages[most].peak()) {
+      most = stage;
+    }
+  }
+  return most;
+}
+
+FailureOr<CompiledStep> compileStep(ModuleOp declaration, const TrainStepOptions &options,
+                                    ConfigurePassManager configure) {
+  CompiledStep step;
+  step.module = cast<ModuleOp>(declaration->clone());
+  PassManager pm(declaration.getContext());
+  buildTrainStepPipeline(pm, options);
+  buildPlanPipeline(pm, options);
+  // The input was verified when it was parsed and the result is verified below, so a pass
+  // that breaks an invariant is still caught before any plan is written; verifying every
+  // intermediate module too costs a quarter of the compile time of a deep model.
+  pm.enableVerifier(false);
+  if (configure && failed(configure(pm))) {
+    return failure();
+  }
+  if (failed(pm.run(*step.module))) {
+    return failure();
+  }
+  if (failed(verify(*step.module))) {
+    return step.module->emitError("the lowered IR does not verify (--verify-each finds the pass)");
+  }
+  for (auto plan : step.module->getOps<plan_ir::PlanOp>()) {
+    step.stages.push_back(rankMemory(plan, options.mesh));
+  }
+  return step;
+}
+
+FailureOr<CompiledStep> compileForDevice(ModuleOp declaration, const TrainStepOptions &options,
+                                         const DeviceMemory &device,
+                                         ConfigurePassManager configure) {
+  if (options.recompute != "auto") {
+    return compileStep(declaration, options, configure);
+  }
+  TrainStepOptions trial = options;
+  trial.recomputeBudgets = {kUnlimitedBudget};
+  for (int compile = 0;; ++compile) {
+    FailureOr<CompiledStep> step = compileStep(declaration, trial, configure);
+    if (failed(step)) {
+      return failure();
+    }
+    auto models = llvm::to_vector(step->module->getOps<tg::ModelOp>());
+    if (trial.recomputeBudgets.size() != models.size()) {
+      trial.recomputeBudgets.assign(models.size(), trial.recomputeBudgets.front());
+    }
+    bool tightened = false;
+    for (size_t stage = 0; stage < step->stages.size() && stage < models.size(); ++stage) {
+      int64_t overflow = step->stages[stage].peak() - device.capacityBytes;
+      StageRecompute recompute = stageRecompute(models[stage]);
+      if (overflow <= 0 || recompute.everythingRecomputed) {
+        continue;
+      }
+      int64_t &budget = trial.recomputeBudgets[stage];
+      budget = std::max<int64_t>(0, std::min(budget, recompute.arenaAfter) - overflow);
+      tightened = true;
+    }
+    if (!tightened || compile + 1 == kMaxFitCompiles) {
+      return step;
+    }
+  }
+}
+
+std::vector<NearbyStrategy> nearbyStrategies(const TrainStepOptions &options,
+                                             const rt::ModelDims &dims,
+                                             int64_t microBatchesOnOneRank) {
+  std::vector<NearbyStrategy> nearby;
+  auto consider = [&](std::string change, rt::MeshShape mesh, std::string recompute) {
+    if (!rt::validateMesh(mesh, dims, /*dpGiven=*/true).isOk() ||
+        microBatchesOnOneRank % mesh.dp != 0) {
+      return;
+    }
+    TrainStepOptions candidate = options;
+    candidate.mesh = mesh;
+    candidate.recompute = std::move(recompute);
+    candidate.recomputeBudgets.clear();
+    candidate.accumulationSteps = microBatchesOnOneRank / mesh.dp;
+    nearby.push_back({std::move(change), std::move(candidate)});
+  };
+  const rt::MeshShape &mesh = options.mesh;
+  if (mesh.zero == 0 && mesh.dp > 1) {
+    rt::MeshShape next = mesh;
+    next.zero = 1;
+    consider("zero=1", next, options.recompute);
+  }
+  if (mesh.tp > 1 && !mesh.sequenceParallel) {
+    rt::MeshShape next = mesh;
+    next.sequenceParallel = true;
+    consider("sp=on", next, options.recompute);
+  }
+  if (mesh.dp % 2 == 0) {
+    rt::MeshShape next = mesh;
+    next.tp *= 2;
+    next.dp /= 2;
+    consider("tp=" + std::to_string(next.tp), next, options.recompute);
+    next = mesh;
+    next.pp *= 2;
+    next.dp /= 2;
+    consider("pp=" + std::to_string(next.pp), next, options.recompute);
+  }
+  if (options.recompute != "full" && options.recompute != "auto") {
+    consider("--recompute full", mesh, "full");
+  }
+  return nearby;
+}
+
+} // namespace mlperf
