@@ -10,7 +10,9 @@ using namespace mlir;
 
 namespace mlperf {
 
-bool isDifferentiated(func::FuncOp func) { return func->hasAttr("tg.gradients"); }
+bool isDifferentiated(func::FuncOp func) {
+  return func->hasAttr("tg.gradients") && !func->hasAttr("tg.from_stash");
+}
 
 int64_t forwardEnd(func::FuncOp func) {
   Block &body = func.getBody().front();

@@ -17,7 +17,8 @@
 
 namespace mlperf {
 
-/// True for a function tg-autodiff built (it names its gradients in `tg.gradients`).
+/// True for a function tg-autodiff built (it names its gradients in `tg.gradients`) with both
+/// halves: not the backward half tg-recompute splits off a pipeline chunk (`tg.from_stash`).
 bool isDifferentiated(mlir::func::FuncOp func);
 
 /// The index, in the entry block, of the op that computes the function's first result: the

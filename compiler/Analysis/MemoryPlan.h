@@ -40,7 +40,7 @@ struct LiveRange {
 /// First fit in a global order costs the number of pairs of ranges alive together, which grows
 /// with the square of the layers in a backward pass (saved activations overlap everything
 /// after them). Up to this many pairs assignOffsets tries it as well as time order.
-constexpr size_t kFirstFitPairLimit = size_t{1} << 22;
+constexpr size_t kFirstFitPairLimit = size_t{1} << 20;
 
 /// Static offsets such that ranges alive at the same position never overlap: best fit in time
 /// order (O(n log n)) and, up to kFirstFitPairLimit overlapping pairs, first fit in two orders

@@ -2,7 +2,7 @@
 
 #include "compiler/Pipelines/DeviceFit.h"
 
-#include "compiler/Analysis/ForwardBackward.h"
+#include "compiler/Analysis/MemoryPlan.h"
 #include "dialects/Plan/IR/PlanOps.h"
 #include "dialects/TG/IR/TGOps.h"
 
@@ -24,22 +24,36 @@ constexpr int64_t kUnlimitedBudget = std::numeric_limits<int64_t>::max() / 4;
 /// layer fully stops asking, so this bounds a search that normally ends after two or three.
 constexpr int kMaxFitCompiles = 6;
 
-/// What tg-recompute reported for one stage's differentiated functions.
+/// What tg-recompute reported for one stage's backward functions.
 struct StageRecompute {
-  int64_t arenaAfter = 0; // the largest function arena after recompute
+  /// The largest cost after recompute, in the budget's terms: the function's arena and, on a
+  /// pipeline chunk, its stash once per micro-batch in flight and once in its buffers.
+  int64_t costAfter = 0;
   bool everythingRecomputed = true;
+  /// The largest activation arena of the stage's other callee functions (the optimizer step,
+  /// evaluation, initialization): the plan's arena is the larger of it and the backward's.
+  int64_t otherArena = 0;
 };
 
 StageRecompute stageRecompute(tg::ModelOp model) {
   StageRecompute stage;
   for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
     auto report = func->getAttrOfType<DictionaryAttr>("tg.recompute");
-    if (!isDifferentiated(func) || !report) {
+    if (!report) {
+      bool calls = false;
+      func.walk([&](func::CallOp) { calls = true; });
+      if (!calls && !func->hasAttr("tg.to_stash")) {
+        stage.otherArena = std::max(stage.otherArena, planFunctionMemory(func).arenaBytes);
+      }
       continue;
     }
-    if (auto after = report.getAs<IntegerAttr>("arena_after")) {
-      stage.arenaAfter = std::max(stage.arenaAfter, after.getInt());
-    }
+    auto number = [&](StringRef key) {
+      auto value = report.getAs<IntegerAttr>(key);
+      return value ? value.getInt() : 0;
+    };
+    stage.costAfter =
+        std::max(stage.costAfter, number("arena_after") + (number("micro_batches_in_flight") + 1) *
+                                                              number("stash_after"));
     if (auto levels = report.getAs<DenseI64ArrayAttr>("levels")) {
       stage.everythingRecomputed &=
           llvm::all_of(levels.asArrayRef(), [](int64_t level) { return level == 3; });
@@ -62,8 +76,12 @@ size_t CompiledStep::peakStage() const {
   return most;
 }
 
-FailureOr<CompiledStep> compileStep(ModuleOp declaration, const TrainStepOptions &options,
-                                    ConfigurePassManager configure) {
+namespace {
+
+/// compileStep, optionally without the final verification: a calibration compile's module is
+/// measured and dropped, and the compile that is kept is verified.
+FailureOr<CompiledStep> compile(ModuleOp declaration, const TrainStepOptions &options,
+                                ConfigurePassManager configure, bool verifyResult) {
   CompiledStep step;
   step.module = cast<ModuleOp>(declaration->clone());
   PassManager pm(declaration.getContext());
@@ -79,7 +97,7 @@ FailureOr<CompiledStep> compileStep(ModuleOp declaration, const TrainStepOptions
   if (failed(pm.run(*step.module))) {
     return failure();
   }
-  if (failed(verify(*step.module))) {
+  if (verifyResult && failed(verify(*step.module))) {
     return step.module->emitError("the lowered IR does not verify (--verify-each finds the pass)");
   }
   for (auto plan : step.module->getOps<plan_ir::PlanOp>()) {
@@ -88,38 +106,63 @@ FailureOr<CompiledStep> compileStep(ModuleOp declaration, const TrainStepOptions
   return step;
 }
 
+} // namespace
+
+FailureOr<CompiledStep> compileStep(ModuleOp declaration, const TrainStepOptions &options,
+                                    ConfigurePassManager configure) {
+  return compile(declaration, options, configure, /*verifyResult=*/true);
+}
+
 FailureOr<CompiledStep> compileForDevice(ModuleOp declaration, const TrainStepOptions &options,
                                          const DeviceMemory &device,
                                          ConfigurePassManager configure) {
   if (options.recompute != "auto") {
     return compileStep(declaration, options, configure);
   }
+  // First every layer recomputed fully: the smallest plan, and on a pipeline stage the
+  // cheapest to build. What a stage needs besides what recompute decides (its peak minus the
+  // cost tg-recompute reported) is then known, and the room left is each stage's budget.
   TrainStepOptions trial = options;
-  trial.recomputeBudgets = {kUnlimitedBudget};
-  for (int compile = 0;; ++compile) {
-    FailureOr<CompiledStep> step = compileStep(declaration, trial, configure);
-    if (failed(step)) {
-      return failure();
-    }
-    auto models = llvm::to_vector(step->module->getOps<tg::ModelOp>());
+  trial.recomputeBudgets = {0};
+  FailureOr<CompiledStep> step = compile(declaration, trial, configure, /*verifyResult=*/false);
+  if (failed(step)) {
+    return failure();
+  }
+  auto budgetsFrom = [&](CompiledStep &compiled, bool first) {
+    auto models = llvm::to_vector(compiled.module->getOps<tg::ModelOp>());
     if (trial.recomputeBudgets.size() != models.size()) {
       trial.recomputeBudgets.assign(models.size(), trial.recomputeBudgets.front());
     }
-    bool tightened = false;
-    for (size_t stage = 0; stage < step->stages.size() && stage < models.size(); ++stage) {
-      int64_t overflow = step->stages[stage].peak() - device.capacityBytes;
+    bool changed = false;
+    for (size_t stage = 0; stage < compiled.stages.size() && stage < models.size(); ++stage) {
+      int64_t overflow = compiled.stages[stage].peak() - device.capacityBytes;
       StageRecompute recompute = stageRecompute(models[stage]);
-      if (overflow <= 0 || recompute.everythingRecomputed) {
-        continue;
-      }
       int64_t &budget = trial.recomputeBudgets[stage];
-      budget = std::max<int64_t>(0, std::min(budget, recompute.arenaAfter) - overflow);
-      tightened = true;
+      if (first) {
+        // peak = fixed + max(cost, other arenas): the room is what the fixed part leaves.
+        budget =
+            std::max<int64_t>(0, std::max(recompute.costAfter, recompute.otherArena) - overflow);
+        changed = true;
+      } else if (overflow > 0 && !recompute.everythingRecomputed) {
+        // Placement the cost model does not see (fragmentation, copies): take it off.
+        budget = std::max<int64_t>(0, std::min(budget, recompute.costAfter) - overflow);
+        changed = true;
+      }
     }
-    if (!tightened || compile + 1 == kMaxFitCompiles) {
+    return changed;
+  };
+  if (step->peakBytes() > device.capacityBytes) {
+    // Even recomputing everything does not fit: the caller reports it, from a verified module.
+    return compileStep(declaration, trial, configure);
+  }
+  budgetsFrom(*step, /*first=*/true);
+  for (int compile = 1; compile < kMaxFitCompiles; ++compile) {
+    step = compileStep(declaration, trial, configure);
+    if (failed(step) || !budgetsFrom(*step, /*first=*/false)) {
       return step;
     }
   }
+  return step;
 }
 
 std::vector<NearbyStrategy> nearbyStrategies(const TrainStepOptions &options,

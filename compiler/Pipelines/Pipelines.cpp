@@ -74,6 +74,7 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   // back into its original): the backward reads clones of what the policy recomputes.
   TGRecomputePassOptions recompute;
   recompute.policy = options.recompute;
+  recompute.accumulationSteps = options.accumulationSteps;
   recompute.budgets.assign(options.recomputeBudgets.begin(), options.recomputeBudgets.end());
   pm.addPass(createTGRecomputePass(recompute));
   // The whole step: micro-batches in the pipeline schedule's order with their transfers,

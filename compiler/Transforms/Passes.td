@@ -481,13 +481,28 @@ def TGRecomputePass : Pass<"tg-recompute", "::mlir::ModuleOp"> {
     (binary search, every candidate placed for real). When even full recompute does not fit,
     it keeps full and the caller reports the overflow.
 
+    On a pipeline stage (a `tg.model` with `dist.stage`), the function of every chunk but the
+    pipeline's last is then split in two: `@forward_and_stash` (the forward half, returning
+    the output and the stash, the forward values the backward reads) and
+    `@backward_from_stash` (the forward's arguments, the stash and the output's gradient to
+    what the function returned after its output; `tg.from_stash`), which tg-train-step calls
+    at the micro-batch's forward and its backward, so the stage keeps the stash across the
+    pipeline window instead of recomputing its forward. There `auto` costs a candidate as
+    the larger half's arena plus the stash once per micro-batch in flight (from the 1F1B or
+    interleaved schedule of `accumulation-steps` micro-batches) and once in the halves'
+    buffers.
+
     Each function gets `tg.recompute`: the policy, the levels per layer (`first_layer`,
     `levels`: 0 keep, 1 swiglu, 2 selective, 3 full), the recomputed model FLOPs against the
-    function's model FLOPs (3 x its forward half), the arena before and after, and the budget.
+    function's model FLOPs (3 x its forward half), the arena before and after, the budget, and
+    on a pipeline chunk the stash before and after and the micro-batches in flight.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
            "none, selective, full or auto">,
+    Option<"accumulationSteps", "accumulation-steps", "int64_t", /*default=*/"1",
+           "Micro-batches per step on a rank: with the pipeline schedule, how many a stage "
+           "keeps across its window">,
     ListOption<"budgets", "budgets", "int64_t",
                "auto: the activation arena bytes each tg.model's differentiated functions may "
                "use, one value for every model or one per model in module order">,

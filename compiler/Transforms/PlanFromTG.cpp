@@ -80,8 +80,9 @@ private:
   // ZeRO-1: parameter name -> (mesh axis, shard count) of its optimizer state.
   llvm::StringMap<std::pair<std::string, int64_t>> shards;
   // Symbols of the plan: the arenas and programs, then every buffer.
-  llvm::StringSet<> usedNames{"persistent",     "activations", "forward",  "forward_backward",
-                              "optimizer_step", "train_step",  "eval_step"};
+  llvm::StringSet<> usedNames{"persistent",       "activations",       "forward",
+                              "forward_backward", "forward_and_stash", "backward_from_stash",
+                              "optimizer_step",   "train_step",        "eval_step"};
 };
 
 ArrayAttr refArray(OpBuilder &builder, ArrayRef<FlatSymbolRefAttr> refs) {
@@ -471,8 +472,15 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   auto lookup = [&](StringRef name) {
     return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
   };
-  func::FuncOp forward = lookup("forward"), forwardBackward = lookup("forward_backward"),
-               optimizerStep = lookup("optimizer_step");
+  // A chunk's backward: @forward_backward, or on a pipeline stage tg-recompute's pair
+  // @forward_and_stash / @backward_from_stash (null when the chunk has neither).
+  auto backwardOf = [&](StringRef suffix) {
+    func::FuncOp fb = lookup(("forward_backward" + suffix).str());
+    return std::pair{fb ? func::FuncOp() : lookup(("forward_and_stash" + suffix).str()),
+                     fb ? fb : lookup(("backward_from_stash" + suffix).str())};
+  };
+  func::FuncOp forward = lookup("forward"), optimizerStep = lookup("optimizer_step");
+  auto [stashForward, forwardBackward] = backwardOf("");
   if (!forward || !forwardBackward || !optimizerStep) {
     return model.emitError() << "plan-from-tg needs @forward, @forward_backward and "
                                 "@optimizer_step: run the train-step pipeline first";
@@ -587,10 +595,15 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   for (auto [param, value, grad, master, m, v] : parameters) {
     gradOf[param.getSymName()] = grad;
   }
-  auto buildChunk = [&](func::FuncOp chunkForward, func::FuncOp chunkBackward, StringRef suffix,
+  auto buildChunk = [&](func::FuncOp chunkForward, func::FuncOp stashForward,
+                        func::FuncOp chunkBackward, StringRef suffix,
                         llvm::function_ref<void()> beforePrograms) -> LogicalResult {
     FunctionType forwardType = chunkForward.getFunctionType();
     FunctionType fbType = chunkBackward.getFunctionType();
+    // A split chunk's backward returns only gradients and reads the stash after the forward's
+    // inputs; @forward_and_stash returns the output, then the stash.
+    unsigned firstGradient = stashForward ? 0 : 1;
+    unsigned stashed = stashForward ? stashForward.getNumResults() - 1 : 0;
     // The parameters whose gradients it returns (tg-autodiff names them; without the
     // attribute, every parameter in declaration order).
     SmallVector<StringRef> names;
@@ -604,8 +617,11 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       }
     }
     size_t gradients = names.size();
-    if (forwardType.getNumResults() != 1 || fbType.getNumInputs() < forwardType.getNumInputs() ||
-        fbType.getNumResults() < 1 + gradients) {
+    if (forwardType.getNumResults() != 1 ||
+        fbType.getNumInputs() < forwardType.getNumInputs() + stashed ||
+        fbType.getNumResults() < firstGradient + gradients ||
+        (stashForward && (stashForward.getNumResults() < 1 ||
+                          stashForward.getFunctionType().getInputs() != forwardType.getInputs()))) {
       return chunkBackward.emitError()
              << "plan-from-tg: @" << chunkBackward.getSymName()
              << " should take @forward's inputs and return its result and one gradient per "
@@ -620,7 +636,14 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       forwardInputs.push_back(addBuffer(name + suffix.str(), type, persistent));
     }
     fbInputs = forwardInputs;
-    for (unsigned i = forwardType.getNumInputs(); i < fbType.getNumInputs(); ++i) {
+    // The stash: what @forward_and_stash returns for the backward, in buffers both share.
+    SmallVector<FlatSymbolRefAttr> stash;
+    for (unsigned k = 0; k < stashed; ++k) {
+      stash.push_back(addBuffer(("stash." + Twine(k) + suffix).str(),
+                                stashForward.getResultTypes()[1 + k], persistent));
+    }
+    fbInputs.append(stash.begin(), stash.end());
+    for (unsigned i = forwardType.getNumInputs() + stashed; i < fbType.getNumInputs(); ++i) {
       // The output's gradient, or (several micro-batches) a gradient sum the backward adds to
       // in place: the parameter's gradient buffer is input and output.
       std::optional<StepRole> role = argRole(chunkBackward, i);
@@ -643,7 +666,10 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     if (resultType == scalarF32) {
       lossRef = result;
     }
-    SmallVector<FlatSymbolRefAttr> fbOutputs{result};
+    SmallVector<FlatSymbolRefAttr> fbOutputs;
+    if (!stashForward) {
+      fbOutputs.push_back(result);
+    }
     for (StringRef name : names) {
       FlatSymbolRefAttr grad = gradOf.lookup(name);
       if (!grad) {
@@ -651,11 +677,14 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       }
       fbOutputs.push_back(grad);
     }
-    for (Type type : fbType.getResults().drop_front(1 + gradients)) {
+    for (Type type : fbType.getResults().drop_front(firstGradient + gradients)) {
       fbOutputs.push_back(addBuffer(("grad.input.activation" + suffix).str(), type, persistent));
     }
     beforePrograms();
+    SmallVector<FlatSymbolRefAttr> stashOutputs{result};
+    stashOutputs.append(stash.begin(), stash.end());
     if (failed(buildProgram(chunkForward, forwardInputs, {result})) ||
+        (stashForward && failed(buildProgram(stashForward, forwardInputs, stashOutputs))) ||
         failed(buildProgram(chunkBackward, fbInputs, fbOutputs))) {
       return failure();
     }
@@ -671,17 +700,18 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     lrRef = lr;
     normRef = norm;
   };
-  if (failed(buildChunk(forward, forwardBackward, "", addScalars))) {
+  if (failed(buildChunk(forward, stashForward, forwardBackward, "", addScalars))) {
     return failure();
   }
   for (int chunk = 1;; ++chunk) {
     std::string suffix = ".chunk" + std::to_string(chunk);
-    func::FuncOp chunkForward = lookup("forward" + suffix),
-                 chunkBackward = lookup("forward_backward" + suffix);
+    func::FuncOp chunkForward = lookup("forward" + suffix);
+    auto [chunkStashForward, chunkBackward] = backwardOf(suffix);
     if (!chunkForward) {
       break;
     }
-    if (!chunkBackward || failed(buildChunk(chunkForward, chunkBackward, suffix, [] {}))) {
+    if (!chunkBackward ||
+        failed(buildChunk(chunkForward, chunkStashForward, chunkBackward, suffix, [] {}))) {
       return chunkBackward ? failure()
                            : model.emitError() << "plan-from-tg: @forward" << suffix
                                                << " has no @forward_backward" << suffix;

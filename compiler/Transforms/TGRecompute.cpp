@@ -11,11 +11,13 @@
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Transforms/Passes.h"
+#include "runtime/dist/PipelineSchedule.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlperf {
 #define GEN_PASS_DEF_TGRECOMPUTEPASS
@@ -199,19 +201,267 @@ double forwardFlops(func::FuncOp func, int64_t end) {
 }
 
 struct Candidate {
-  int64_t arenaBytes = 0;
+  int64_t arenaBytes = 0; // the function's own activation arena
+  int64_t stashBytes = 0; // what its backward reads of its forward
   double flops = 0;
+  /// The bytes the choice costs a rank: the arena, and on a pipeline stage the stash once in
+  /// the functions' buffers and once per micro-batch held across the window.
+  int64_t cost(int64_t stashCopies) const { return arenaBytes + stashCopies * stashBytes; }
 };
 
+struct Stash;
+Stash stashOf(func::FuncOp func, int64_t end);
+
+bool isFree(Operation *op) { return isa<tg::ParamRefOp>(op) || op->getNumOperands() == 0; }
+
+/// What a pipeline stage keeps of one micro-batch between its forward and its backward: the
+/// function's forward arguments the backward reads (the stage input) and the forward values it
+/// reads, except parameter reads and constants (the backward reads those again).
+struct Stash {
+  SmallVector<Value> values; // forward values, in definition order
+  int64_t bytes = 0;         // with the arguments the backward reads
+};
+
+int64_t bytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bytes =
+      (tensor.getNumElements() * tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  return (bytes + 255) / 256 * 256; // plan-memory's slot alignment
+}
+
+Stash stashOf(func::FuncOp func, int64_t end) {
+  Stash stash;
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> indexOf;
+  int64_t index = 0;
+  for (Operation &op : body) {
+    indexOf[&op] = index++;
+  }
+  auto readByBackward = [&](Value value) {
+    return llvm::any_of(value.getUsers(), [&](Operation *user) {
+      auto it = indexOf.find(user);
+      return it != indexOf.end() && it->second > end && !user->hasTrait<OpTrait::IsTerminator>();
+    });
+  };
+  for (BlockArgument argument : body.getArguments()) {
+    if (readByBackward(argument) && llvm::any_of(argument.getUsers(), [&](Operation *user) {
+          return indexOf.lookup(user) <= end;
+        })) {
+      stash.bytes += bytesOf(argument.getType());
+    }
+  }
+  index = 0;
+  for (Operation &op : body) {
+    if (index++ > end) {
+      break;
+    }
+    if (isFree(&op)) {
+      continue;
+    }
+    for (Value result : op.getResults()) {
+      if (readByBackward(result)) {
+        stash.values.push_back(result);
+        stash.bytes += isa<RankedTensorType>(result.getType()) ? bytesOf(result.getType()) : 0;
+      }
+    }
+  }
+  return stash;
+}
+
+/// The names of the two halves of a split chunk function ("" or ".chunkN" suffix).
+std::string chunkSuffix(StringRef differentiated) {
+  return differentiated.drop_front(StringRef("forward_backward").size()).str();
+}
+
+struct Halves {
+  func::FuncOp forward, backward;
+};
+
+/// The two functions splitAtStash replaces `fb` with, built at `builder`'s insertion point
+/// (detached when it has none: a candidate to measure).
+Halves buildHalves(func::FuncOp fb, int64_t end, const Stash &stash, OpBuilder &builder) {
+  Block &body = fb.getBody().front();
+  unsigned forwardArgs = fb.getNumArguments() - 1; // the output's gradient comes last
+  std::vector<Operation *> ops;
+  for (Operation &op : body) {
+    ops.push_back(&op);
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  std::string suffix = chunkSuffix(fb.getSymName());
+
+  // The forward half: the forward ops, returning the output and the stash.
+  SmallVector<Type> forwardInputs(fb.getArgumentTypes().take_front(forwardArgs));
+  SmallVector<Type> forwardResults{ret.getOperand(0).getType()};
+  for (Value value : stash.values) {
+    forwardResults.push_back(value.getType());
+  }
+  auto forward = func::FuncOp::create(builder, fb.getLoc(), "forward_and_stash" + suffix,
+                                      builder.getFunctionType(forwardInputs, forwardResults));
+  {
+    IRMapping map;
+    Block *entry = forward.addEntryBlock();
+    for (unsigned i = 0; i < forwardArgs; ++i) {
+      map.map(body.getArgument(i), entry->getArgument(i));
+    }
+    OpBuilder inner = OpBuilder::atBlockEnd(entry);
+    for (int64_t i = 0; i <= end; ++i) {
+      inner.clone(*ops[i], map);
+    }
+    SmallVector<Value> results{map.lookup(ret.getOperand(0))};
+    for (Value value : stash.values) {
+      results.push_back(map.lookup(value));
+    }
+    func::ReturnOp::create(inner, fb.getLoc(), results);
+  }
+
+  // The backward half: the forward arguments, the stash, then the output's gradient.
+  SmallVector<Type> backwardInputs(forwardInputs);
+  for (Value value : stash.values) {
+    backwardInputs.push_back(value.getType());
+  }
+  for (unsigned i = forwardArgs; i < fb.getNumArguments(); ++i) {
+    backwardInputs.push_back(fb.getArgumentTypes()[i]);
+  }
+  SmallVector<Type> backwardResults(fb.getResultTypes().drop_front());
+  auto backward = func::FuncOp::create(builder, fb.getLoc(), "backward_from_stash" + suffix,
+                                       builder.getFunctionType(backwardInputs, backwardResults));
+  {
+    IRMapping map;
+    Block *entry = backward.addEntryBlock();
+    for (unsigned i = 0; i < forwardArgs; ++i) {
+      map.map(body.getArgument(i), entry->getArgument(i));
+    }
+    for (auto [k, value] : llvm::enumerate(stash.values)) {
+      map.map(value, entry->getArgument(forwardArgs + k));
+    }
+    for (unsigned i = forwardArgs; i < fb.getNumArguments(); ++i) {
+      map.map(body.getArgument(i), entry->getArgument(stash.values.size() + i));
+    }
+    OpBuilder inner = OpBuilder::atBlockEnd(entry);
+    // Parameter reads and constants the backward uses are read again, in forward order.
+    llvm::DenseSet<Operation *> needed;
+    for (size_t i = end + 1; i < ops.size(); ++i) {
+      for (Value operand : ops[i]->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && def->getBlock() == &body && isFree(def)) {
+          needed.insert(def);
+        }
+      }
+    }
+    for (int64_t i = 0; i <= end; ++i) {
+      if (needed.contains(ops[i])) {
+        inner.clone(*ops[i], map);
+      }
+    }
+    for (size_t i = end + 1; i + 1 < ops.size(); ++i) {
+      inner.clone(*ops[i], map);
+    }
+    SmallVector<Value> results;
+    for (Value value : ret.getOperands().drop_front()) {
+      results.push_back(map.lookupOrDefault(value));
+    }
+    func::ReturnOp::create(inner, fb.getLoc(), results);
+  }
+  return {forward, backward};
+}
+
 /// Places a clone of `func` with `levels` applied: the cost model is the real liveness and
-/// placement of the rewritten function, not an estimate.
-Candidate evaluate(func::FuncOp func, const ForwardLayout &layout, llvm::ArrayRef<int64_t> levels) {
+/// placement of the rewritten function (with `split`, of the larger of its two halves), not an
+/// estimate.
+Candidate evaluate(func::FuncOp func, const ForwardLayout &layout, llvm::ArrayRef<int64_t> levels,
+                   bool split) {
   auto clone = cast<func::FuncOp>(func->clone());
   Candidate candidate;
   candidate.flops = rematerialize(clone, layout, chooseOps(clone, layout, levels));
-  candidate.arenaBytes = planFunctionMemory(clone).arenaBytes;
+  // The rewrite may have erased forward ops no longer read: find the boundary again.
+  int64_t end = forwardEnd(clone);
+  Stash stash = stashOf(clone, end);
+  candidate.stashBytes = split ? stash.bytes : 0;
+  if (split) {
+    OpBuilder detached(func.getContext());
+    Halves halves = buildHalves(clone, end, stash, detached);
+    candidate.arenaBytes = std::max(planFunctionMemory(halves.forward).arenaBytes,
+                                    planFunctionMemory(halves.backward).arenaBytes);
+    halves.forward->erase();
+    halves.backward->erase();
+  } else {
+    candidate.arenaBytes = planFunctionMemory(clone).arenaBytes;
+  }
   clone->erase();
   return candidate;
+}
+
+/// Splits the differentiated function of a pipeline chunk that is not the last virtual stage
+/// into @forward_and_stash (its forward arguments to its output and the stash) and
+/// @backward_from_stash (the forward arguments, the stash and the output's gradient to the
+/// gradients and the input's gradient), and erases it: tg-train-step calls the first at the
+/// micro-batch's forward and the second at its backward, so the stage keeps the stash, and
+/// recomputes nothing it did not choose to.
+LogicalResult splitAtStash(func::FuncOp fb) {
+  int64_t end = forwardEnd(fb);
+  Block &body = fb.getBody().front();
+  unsigned forwardArgs = fb.getNumArguments() - 1; // the output's gradient comes last
+  for (unsigned i = forwardArgs; i < fb.getNumArguments(); ++i) {
+    for (Operation *user : body.getArgument(i).getUsers()) {
+      int64_t index = 0;
+      for (Operation &op : body) {
+        if (&op == user) {
+          break;
+        }
+        ++index;
+      }
+      if (index <= end) {
+        return user->emitError("tg-recompute: a forward op reads the output's gradient");
+      }
+    }
+  }
+  Stash stash = stashOf(fb, end);
+  for (Value value : stash.values) {
+    if (!isa<RankedTensorType>(value.getType())) {
+      return value.getDefiningOp()->emitError(
+          "tg-recompute: the backward reads a forward value that is not a tensor (a collective "
+          "in flight across the forward-backward boundary)");
+    }
+  }
+  OpBuilder builder(fb);
+  auto [forward, backward] = buildHalves(fb, end, stash, builder);
+  MLIRContext *context = fb.getContext();
+  for (NamedAttribute attribute : fb->getDiscardableAttrs()) {
+    backward->setAttr(attribute.getName(), attribute.getValue());
+    if (attribute.getName() != "tg.gradients" && attribute.getName() != "tg.recompute") {
+      forward->setAttr(attribute.getName(), attribute.getValue());
+    }
+  }
+  backward->setAttr("tg.from_stash", UnitAttr::get(context));
+  forward->setAttr("tg.to_stash", UnitAttr::get(context));
+  fb.erase();
+  return success();
+}
+
+/// The pipeline facts of a stage model: how many micro-batches of each chunk it keeps.
+struct StageWindow {
+  bool split = false;            // a pipeline stage: its non-last chunks are split at the stash
+  std::vector<int64_t> inFlight; // per chunk
+};
+
+StageWindow stageWindow(tg::ModelOp model, int64_t accumulation) {
+  StageWindow window;
+  auto stage = model->getAttrOfType<IntegerAttr>("dist.stage");
+  auto stages = model->getAttrOfType<IntegerAttr>("dist.stages");
+  if (!stage || !stages || stages.getInt() < 2) {
+    return window;
+  }
+  auto chunks = model->getAttrOfType<IntegerAttr>("dist.chunks");
+  int64_t vp = chunks ? chunks.getInt() : 1;
+  std::vector<std::vector<rt::PipelineOp>> schedule;
+  if (!rt::pipelineSchedule(stages.getInt(), vp, accumulation, schedule).isOk()) {
+    return window; // tg-train-step reports the schedule's error
+  }
+  window.split = true;
+  for (int64_t chunk = 0; chunk < vp; ++chunk) {
+    window.inFlight.push_back(rt::maxInFlight(schedule[stage.getInt()], chunk));
+  }
+  return window;
 }
 
 struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
@@ -233,21 +483,31 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
     }
     for (auto [index, model] : llvm::enumerate(models)) {
       int64_t budget = budgets.empty() ? 0 : budgets[budgets.size() == 1 ? 0 : index];
+      StageWindow window = stageWindow(model, accumulationSteps);
       for (auto func : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>())) {
-        if (isDifferentiated(func) && failed(runOnFunction(func, budget))) {
+        if (isDifferentiated(func) && failed(runOnFunction(func, budget, window))) {
           return signalPassFailure();
         }
       }
     }
   }
 
-  LogicalResult runOnFunction(func::FuncOp func, int64_t budget) {
+  LogicalResult runOnFunction(func::FuncOp func, int64_t budget, const StageWindow &window) {
     ForwardLayout layout = analyze(func);
     if (layout.end < 0) {
       return func.emitError() << "tg-recompute: cannot find where the forward half ends (the "
                                  "op computing the first result)";
     }
-    int64_t before = planFunctionMemory(func).arenaBytes;
+    // A chunk that is not the pipeline's last keeps its stash across the window; the last
+    // runs each micro-batch's backward right after its forward.
+    auto output = cast<RankedTensorType>(func.getResultTypes().front());
+    std::string suffix = chunkSuffix(func.getSymName());
+    int64_t chunk = suffix.empty() ? 0 : std::stoll(suffix.substr(StringRef(".chunk").size()));
+    bool split = window.split && output.getRank() > 0 &&
+                 chunk < static_cast<int64_t>(window.inFlight.size());
+    stashCopies = split ? window.inFlight[chunk] + 1 : 0;
+    Candidate none = evaluate(func, layout, std::vector<int64_t>(layout.numLayers, kKeep), split);
+    int64_t before = none.arenaBytes;
     int64_t layers = layout.numLayers;
     std::vector<int64_t> levels(layers, kKeep);
     if (policy == "selective") {
@@ -257,6 +517,8 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
     } else if (policy == "auto") {
       levels = chooseAuto(func, layout, budget);
     }
+    Candidate chosen = evaluate(func, layout, levels, split);
+    double modelFlops = 3.0 * forwardFlops(func, layout.end);
     double flops = 0;
     if (llvm::any_of(levels, [](int64_t level) { return level != kKeep; })) {
       flops = rematerialize(func, layout, chooseOps(func, layout, levels));
@@ -267,18 +529,27 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
         builder.getNamedAttr("first_layer", builder.getI64IntegerAttr(layout.firstLayer)),
         builder.getNamedAttr("levels", builder.getDenseI64ArrayAttr(levels)),
         builder.getNamedAttr("recomputed_flops", builder.getF64FloatAttr(flops)),
-        builder.getNamedAttr("model_flops",
-                             builder.getF64FloatAttr(3.0 * forwardFlops(func, layout.end))),
+        builder.getNamedAttr("model_flops", builder.getF64FloatAttr(modelFlops)),
         builder.getNamedAttr("arena_before", builder.getI64IntegerAttr(before)),
-        builder.getNamedAttr("arena_after",
-                             builder.getI64IntegerAttr(planFunctionMemory(func).arenaBytes)),
+        builder.getNamedAttr("arena_after", builder.getI64IntegerAttr(chosen.arenaBytes)),
     };
     if (policy == "auto") {
       report.push_back(builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)));
     }
+    if (split) {
+      report.push_back(
+          builder.getNamedAttr("stash_before", builder.getI64IntegerAttr(none.stashBytes)));
+      report.push_back(
+          builder.getNamedAttr("stash_after", builder.getI64IntegerAttr(chosen.stashBytes)));
+      report.push_back(builder.getNamedAttr("micro_batches_in_flight",
+                                            builder.getI64IntegerAttr(window.inFlight[chunk])));
+    }
     func->setAttr("tg.recompute", builder.getDictionaryAttr(report));
-    return success();
+    return split ? splitAtStash(func) : success();
   }
+
+  /// Copies of the stash a candidate costs (0 off a pipeline stage).
+  int64_t stashCopies = 0;
 
   /// The shortest prefix of the cost order whose placed arena fits `budget` (all of it when
   /// none does). Arenas shrink as the prefix grows; the search only ever returns a prefix it
@@ -286,7 +557,8 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
   std::vector<int64_t> chooseAuto(func::FuncOp func, const ForwardLayout &layout, int64_t budget) {
     int64_t layers = layout.numLayers;
     auto fits = [&](int64_t steps) {
-      return evaluate(func, layout, prefixLevels(layers, steps)).arenaBytes <= budget;
+      return evaluate(func, layout, prefixLevels(layers, steps), stashCopies > 0)
+                 .cost(stashCopies) <= budget;
     };
     if (fits(0)) {
       return prefixLevels(layers, 0);

@@ -42,10 +42,16 @@ int64_t pipelineTag(int64_t receiverVirtualStage, bool forward) {
   return 2 * receiverVirtualStage + (forward ? 0 : 1) + kFirstPipelineTag;
 }
 
-/// One model chunk's functions (a rank holds one chunk without interleaving).
+/// One model chunk's functions (a rank holds one chunk without interleaving): @forward, and
+/// either @forward_backward or, on a pipeline chunk tg-recompute split at its stash,
+/// @forward_and_stash and @backward_from_stash.
 struct Chunk {
   func::FuncOp forward, forwardBackward;
-  SmallVector<std::string> gradients; // parameters whose gradients forward_backward returns
+  func::FuncOp stashForward, stashBackward;
+  SmallVector<std::string> gradients; // parameters whose gradients the backward returns
+  /// The function that returns the gradients, and the index of the first.
+  func::FuncOp backward() const { return stashBackward ? stashBackward : forwardBackward; }
+  unsigned firstGradient() const { return stashBackward ? 0 : 1; }
 };
 
 class StepBuilder {
@@ -99,22 +105,41 @@ LogicalResult StepBuilder::collectChunks() {
     std::string suffix = index == 0 ? "" : ".chunk" + std::to_string(index);
     auto forward =
         dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward" + suffix));
-    auto backward = dyn_cast_or_null<func::FuncOp>(
-        SymbolTable::lookupSymbolIn(model, "forward_backward" + suffix));
+    auto lookup = [&](StringRef name) {
+      return dyn_cast_or_null<func::FuncOp>(
+          SymbolTable::lookupSymbolIn(model, name.str() + suffix));
+    };
+    Chunk chunk{forward,
+                lookup("forward_backward"),
+                lookup("forward_and_stash"),
+                lookup("backward_from_stash"),
+                {}};
     if (!forward && index > 0) {
       return success();
     }
-    if (!forward || !backward) {
+    if (!forward || (!chunk.forwardBackward && !(chunk.stashForward && chunk.stashBackward))) {
       return model.emitError() << "tg-train-step needs @forward" << suffix
-                               << " and @forward_backward" << suffix << ": run tg-autodiff first";
+                               << " and @forward_backward" << suffix
+                               << " (or tg-recompute's @forward_and_stash" << suffix
+                               << " and @backward_from_stash" << suffix
+                               << "): run tg-autodiff first";
     }
+    func::FuncOp backward = chunk.backward();
     auto names = backward->getAttrOfType<ArrayAttr>("tg.gradients");
-    if (!names || forward.getNumResults() != 1 || backward.getNumResults() < 1 + names.size() ||
-        backward.getNumArguments() < forward.getNumArguments() || forward.getNumArguments() == 0) {
+    bool wellFormed = names && forward.getNumResults() == 1 &&
+                      backward.getNumResults() >= chunk.firstGradient() + names.size() &&
+                      backward.getNumArguments() >= forward.getNumArguments() &&
+                      forward.getNumArguments() != 0;
+    if (chunk.stashForward) {
+      wellFormed &= chunk.stashForward.getNumArguments() == forward.getNumArguments() &&
+                    chunk.stashForward.getNumResults() >= 1 &&
+                    backward.getNumArguments() >=
+                        forward.getNumArguments() + chunk.stashForward.getNumResults() - 1;
+    }
+    if (!wellFormed) {
       return backward.emitError() << "tg-train-step: @" << backward.getSymName()
                                   << " is not tg-autodiff's backward of @" << forward.getSymName();
     }
-    Chunk chunk{forward, backward, {}};
     for (Attribute name : names) {
       chunk.gradients.push_back(cast<FlatSymbolRefAttr>(name).getValue().str());
     }
@@ -189,7 +214,7 @@ Value StepBuilder::lossVector(Location loc, ArrayRef<Value> losses) {
 }
 
 void StepBuilder::accumulateInPlace(Chunk &chunk) {
-  func::FuncOp func = chunk.forwardBackward;
+  func::FuncOp func = chunk.backward();
   Block &entry = func.getBody().front();
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   OpBuilder::InsertionGuard guard(builder);
@@ -197,7 +222,7 @@ void StepBuilder::accumulateInPlace(Chunk &chunk) {
   SmallVector<Value> results(ret.getOperands());
   unsigned first = func.getNumArguments();
   for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
-    Value grad = results[1 + index];
+    Value grad = results[chunk.firstGradient() + index];
     BlockArgument sum = entry.addArgument(grad.getType(), func.getLoc());
     // The sum so far plus this micro-batch's gradient, rounded once in the gradient's type,
     // right where the gradient is complete: it lives no longer than one op.
@@ -206,7 +231,7 @@ void StepBuilder::accumulateInPlace(Chunk &chunk) {
     } else {
       builder.setInsertionPoint(ret);
     }
-    results[1 + index] = tg::AddOp::create(builder, func.getLoc(), sum, grad);
+    results[chunk.firstGradient() + index] = tg::AddOp::create(builder, func.getLoc(), sum, grad);
   }
   ret->setOperands(results);
   func.setFunctionType(builder.getFunctionType(entry.getArgumentTypes(), func.getResultTypes()));
@@ -302,6 +327,8 @@ LogicalResult StepBuilder::buildTrainStep() {
   }
   int64_t virtualStages = pp * vp();
   llvm::DenseMap<std::pair<int64_t, int64_t>, Value> stash; // (chunk, micro-batch) -> input
+  // What @forward_and_stash kept for the micro-batch's backward.
+  std::map<std::pair<int64_t, int64_t>, SmallVector<Value>> kept;
   llvm::StringMap<Value> gradSums;
   SmallVector<Value> losses;
   bool accumulate = accumulation > 1;
@@ -310,7 +337,8 @@ LogicalResult StepBuilder::buildTrainStep() {
     // micro-batch gradients in completion order.
     for (Chunk &chunk : chunks) {
       for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
-        auto type = cast<RankedTensorType>(chunk.forwardBackward.getResultTypes()[1 + index]);
+        auto type = cast<RankedTensorType>(
+            chunk.backward().getResultTypes()[chunk.firstGradient() + index]);
         gradSums[name] = tg::FillOp::create(builder, loc, type, builder.getF64FloatAttr(0.0));
       }
     }
@@ -329,18 +357,27 @@ LogicalResult StepBuilder::buildTrainStep() {
         continue; // its backward computes the forward it needs
       }
       Value input = first ? tokens[a] : stash.lookup({op.chunk, a});
-      auto call = func::CallOp::create(builder, loc, chunk.forward, ValueRange{input});
+      auto call = func::CallOp::create(
+          builder, loc, chunk.stashForward ? chunk.stashForward : chunk.forward, ValueRange{input});
       tag(call);
+      if (chunk.stashForward) {
+        kept[{op.chunk, a}] = SmallVector<Value>(call.getResults().drop_front());
+      }
       send(loc, call.getResult(0), shiftTo(v + 1), pipelineTag(v + 1, true));
       continue;
     }
-    // A backward recomputes the chunk's forward from its stashed input.
+    // A backward reads what the forward kept or, unsplit, recomputes the chunk's forward from
+    // its stashed input.
     SmallVector<Value> args{first ? tokens[a] : stash.lookup({op.chunk, a})};
+    if (chunk.stashForward) {
+      SmallVector<Value> &values = kept[{op.chunk, a}];
+      args.append(values.begin(), values.end());
+    }
     if (last) {
       args.push_back(labels[a]);
     } else {
       // The output's gradient follows the forward's inputs (the accumulators come after it).
-      Type cotangent = chunk.forwardBackward.getArgumentTypes()[chunk.forward.getNumArguments()];
+      Type cotangent = chunk.backward().getArgumentTypes()[args.size()];
       args.push_back(receive(loc, cotangent, shiftTo(v + 1), pipelineTag(v, false)));
     }
     if (accumulate) {
@@ -348,13 +385,13 @@ LogicalResult StepBuilder::buildTrainStep() {
         args.push_back(gradSums.lookup(name));
       }
     }
-    if (args.size() != chunk.forwardBackward.getNumArguments()) {
-      return chunk.forwardBackward.emitError()
-             << "tg-train-step: @" << chunk.forwardBackward.getSymName() << " takes "
-             << chunk.forwardBackward.getNumArguments() << " arguments, a pipeline stage "
-             << args.size();
+    func::FuncOp backward = chunk.backward();
+    if (args.size() != backward.getNumArguments()) {
+      return backward.emitError() << "tg-train-step: @" << backward.getSymName() << " takes "
+                                  << backward.getNumArguments() << " arguments, a pipeline stage "
+                                  << args.size();
     }
-    auto call = func::CallOp::create(builder, loc, chunk.forwardBackward, args);
+    auto call = func::CallOp::create(builder, loc, backward, args);
     tag(call);
     if (last) {
       losses.push_back(call.getResult(0));
@@ -362,7 +399,7 @@ LogicalResult StepBuilder::buildTrainStep() {
     // Accumulated in the gradients' own type (bf16 in the reference: grad_reduce_in_fp32
     // off), in the order the backwards complete.
     for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
-      gradSums[name] = call.getResult(1 + index);
+      gradSums[name] = call.getResult(chunk.firstGradient() + index);
     }
     if (!first) {
       send(loc, call.getResults().back(), shiftTo(v - 1), pipelineTag(v - 1, false));

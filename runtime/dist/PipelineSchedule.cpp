@@ -64,6 +64,17 @@ Status pipelineSchedule(int64_t pp, int64_t vp, int64_t microBatches,
   return Status::ok();
 }
 
+int64_t maxInFlight(const std::vector<PipelineOp> &rankSchedule, int64_t chunk) {
+  int64_t inFlight = 0, most = 0;
+  for (const PipelineOp &op : rankSchedule) {
+    if (op.chunk == chunk) {
+      inFlight += op.forward ? 1 : -1;
+      most = std::max(most, inFlight);
+    }
+  }
+  return most;
+}
+
 Status simulatePipeline(const std::vector<std::vector<PipelineOp>> &schedule, int64_t pp,
                         int64_t vp, double forwardCost, double backwardCost,
                         PipelineTiming &timing) {

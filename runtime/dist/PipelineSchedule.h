@@ -30,6 +30,11 @@ struct PipelineOp {
 Status pipelineSchedule(int64_t pp, int64_t vp, int64_t microBatches,
                         std::vector<std::vector<PipelineOp>> &schedule);
 
+/// The most micro-batches of model chunk `chunk` whose forward has run and whose backward has
+/// not, at any point of one rank's schedule: how many copies of what the backward reads the
+/// rank keeps across the pipeline window.
+int64_t maxInFlight(const std::vector<PipelineOp> &rankSchedule, int64_t chunk);
+
 struct PipelineTiming {
   double makespan = 0;       // time of one step's passes
   double busy = 0;           // per rank: the work it does (the same on every rank)

@@ -85,6 +85,19 @@ TEST(PipelineSchedule, OneForwardOneBackwardRunsEveryPassOnceInDependencyOrder) 
   }
 }
 
+TEST(PipelineSchedule, InFlightMicroBatchesAreTheWarmUpPlusOne) {
+  std::vector<std::vector<rt::PipelineOp>> schedule;
+  // 1F1B: rank r runs min(pp - r - 1, m) forwards before its first backward, then one forward
+  // before each backward, so it holds min(pp - r, m) micro-batches at once.
+  ASSERT_TRUE(rt::pipelineSchedule(16, 1, 72, schedule).isOk());
+  for (int64_t rank = 0; rank < 16; ++rank) {
+    EXPECT_EQ(rt::maxInFlight(schedule[rank], 0), 16 - rank) << "rank " << rank;
+  }
+  ASSERT_TRUE(rt::pipelineSchedule(4, 1, 2, schedule).isOk());
+  EXPECT_EQ(rt::maxInFlight(schedule[0], 0), 2);
+  EXPECT_EQ(rt::maxInFlight(schedule[0], 1), 0); // no such chunk
+}
+
 TEST(PipelineSchedule, BubbleMatchesTheTextbookFractions) {
   struct Case {
     int64_t pp, vp, microBatches;

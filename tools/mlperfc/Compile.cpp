@@ -175,7 +175,7 @@ static void describeRecompute(mlir::func::FuncOp func, RecomputeTotals &totals) 
   double recomputed = number("recomputed_flops"), model = number("model_flops");
   totals.recomputed += recomputed;
   totals.model += model;
-  if (policy && policy.getValue() == "none") {
+  if (policy && policy.getValue() == "none" && !report.get("stash_after")) {
     return; // the step's total line says so
   }
   llvm::outs() << llvm::format(
@@ -185,6 +185,14 @@ static void describeRecompute(mlir::func::FuncOp func, RecomputeTotals &totals) 
       model > 0 ? 100.0 * recomputed / model : 0.0, model,
       rt::humanBytes(static_cast<int64_t>(number("arena_before"))).c_str(),
       rt::humanBytes(static_cast<int64_t>(number("arena_after"))).c_str());
+  if (report.get("stash_after")) {
+    llvm::outs() << llvm::format(
+        "      kept across the pipeline window: %s per micro-batch (%s with nothing recomputed), "
+        "%lld micro-batches in flight\n",
+        rt::humanBytes(static_cast<int64_t>(number("stash_after"))).c_str(),
+        rt::humanBytes(static_cast<int64_t>(number("stash_before"))).c_str(),
+        static_cast<long long>(number("micro_batches_in_flight")));
+  }
   if (levels && !levels.empty()) {
     llvm::outs() << "      "
                  << describeLevels(static_cast<int64_t>(number("first_layer")), levels.asArrayRef())
