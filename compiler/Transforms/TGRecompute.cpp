@@ -270,7 +270,23 @@ Stash stashOf(func::FuncOp func, int64_t end) {
 
 /// The names of the two halves of a split chunk function ("" or ".chunkN" suffix).
 std::string chunkSuffix(StringRef differentiated) {
-  return differentiated.drop_front(StringRef("forward_backward").size()).str();
+  StringRef suffix = differentiated;
+  return suffix.consume_front("forward_backward") ? suffix.str() : std::string();
+}
+
+/// The model chunk of tg-autodiff's `@forward_backward` (0) or `@"forward_backward.chunkN"`
+/// (N); -1 for any other name.
+int64_t chunkIndex(StringRef differentiated) {
+  StringRef suffix = differentiated;
+  if (!suffix.consume_front("forward_backward")) {
+    return -1;
+  }
+  int64_t chunk = 0;
+  if (suffix.empty()) {
+    return 0;
+  }
+  return suffix.consume_front(".chunk") && !suffix.getAsInteger(10, chunk) && chunk > 0 ? chunk
+                                                                                        : -1;
 }
 
 struct Halves {
@@ -501,9 +517,8 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
     // A chunk that is not the pipeline's last keeps its stash across the window; the last
     // runs each micro-batch's backward right after its forward.
     auto output = cast<RankedTensorType>(func.getResultTypes().front());
-    std::string suffix = chunkSuffix(func.getSymName());
-    int64_t chunk = suffix.empty() ? 0 : std::stoll(suffix.substr(StringRef(".chunk").size()));
-    bool split = window.split && output.getRank() > 0 &&
+    int64_t chunk = chunkIndex(func.getSymName());
+    bool split = window.split && output.getRank() > 0 && chunk >= 0 &&
                  chunk < static_cast<int64_t>(window.inFlight.size());
     stashCopies = split ? window.inFlight[chunk] + 1 : 0;
     Candidate none = evaluate(func, layout, std::vector<int64_t>(layout.numLayers, kKeep), split);
