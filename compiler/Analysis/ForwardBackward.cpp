@@ -10,6 +10,15 @@ using namespace mlir;
 
 namespace mlperf {
 
+llvm::DenseMap<Operation *, int64_t> opIndices(Block &block) {
+  llvm::DenseMap<Operation *, int64_t> indices;
+  int64_t index = 0;
+  for (Operation &op : block) {
+    indices[&op] = index++;
+  }
+  return indices;
+}
+
 bool isDifferentiated(func::FuncOp func) {
   return func->hasAttr("tg.gradients") && !func->hasAttr("tg.from_stash");
 }

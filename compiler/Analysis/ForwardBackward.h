@@ -11,11 +11,15 @@
 #define MLPERFC_COMPILER_ANALYSIS_FORWARDBACKWARD_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace mlperf {
+
+/// The position of every op of `block` in it.
+llvm::DenseMap<mlir::Operation *, int64_t> opIndices(mlir::Block &block);
 
 /// True for a function tg-autodiff built (it names its gradients in `tg.gradients`) with both
 /// halves: not the backward half tg-recompute splits off a pipeline chunk (`tg.from_stash`).

@@ -19,7 +19,6 @@
 using namespace mlir;
 
 namespace mlperf {
-namespace {
 
 int64_t storageBytes(Type type, int64_t alignment) {
   auto tensor = cast<RankedTensorType>(type);
@@ -27,6 +26,8 @@ int64_t storageBytes(Type type, int64_t alignment) {
   int64_t bytes = (tensor.getNumElements() * elementBits + 7) / 8;
   return (bytes + alignment - 1) / alignment * alignment;
 }
+
+namespace {
 
 /// For each range, the ranges alive at a common position with it (adjacency lists in one
 /// array). Empty when there are more than `pairLimit` such pairs.

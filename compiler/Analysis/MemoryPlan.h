@@ -16,6 +16,10 @@
 
 namespace mlperf {
 
+/// Bytes of a ranked tensor's storage (elements packed, bf16 = 2 bytes) rounded up to
+/// `alignment`: a buffer's size as memory planning places it.
+int64_t storageBytes(mlir::Type type, int64_t alignment = 256);
+
 struct PlannedBuffer {
   mlir::Value value;    // the value that owns the buffer (aliases share it)
   int64_t bytes = 0;    // storage size, rounded up to the alignment

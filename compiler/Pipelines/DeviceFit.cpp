@@ -24,10 +24,11 @@ constexpr int64_t kUnlimitedBudget = std::numeric_limits<int64_t>::max() / 4;
 /// layer fully stops asking, so this bounds a search that normally ends after two or three.
 constexpr int kMaxFitCompiles = 6;
 
-/// What tg-recompute reported for one stage's backward functions.
+/// What tg-recompute reported for one stage (its model's `tg.recompute`), and the arenas of
+/// the stage's other callees.
 struct StageRecompute {
-  /// The largest cost after recompute, in the budget's terms: the function's arena and, on a
-  /// pipeline chunk, its stash once per micro-batch in flight and once in its buffers.
+  /// The cost after recompute, in the budget's terms: the backward functions' largest arena
+  /// and, on a pipeline stage, its chunks' stashes per micro-batch in flight and in buffers.
   int64_t costAfter = 0;
   bool everythingRecomputed = true;
   /// The largest activation arena of the stage's other callee functions (the optimizer step,
@@ -37,26 +38,19 @@ struct StageRecompute {
 
 StageRecompute stageRecompute(tg::ModelOp model) {
   StageRecompute stage;
-  for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
-    auto report = func->getAttrOfType<DictionaryAttr>("tg.recompute");
-    if (!report) {
-      bool calls = false;
-      func.walk([&](func::CallOp) { calls = true; });
-      if (!calls && !func->hasAttr("tg.to_stash")) {
-        stage.otherArena = std::max(stage.otherArena, planFunctionMemory(func).arenaBytes);
-      }
-      continue;
+  if (auto report = model->getAttrOfType<DictionaryAttr>("tg.recompute")) {
+    if (auto cost = report.getAs<IntegerAttr>("cost_after")) {
+      stage.costAfter = cost.getInt();
     }
-    auto number = [&](StringRef key) {
-      auto value = report.getAs<IntegerAttr>(key);
-      return value ? value.getInt() : 0;
-    };
-    stage.costAfter =
-        std::max(stage.costAfter, number("arena_after") + (number("micro_batches_in_flight") + 1) *
-                                                              number("stash_after"));
-    if (auto levels = report.getAs<DenseI64ArrayAttr>("levels")) {
-      stage.everythingRecomputed &=
-          llvm::all_of(levels.asArrayRef(), [](int64_t level) { return level == 3; });
+    if (auto all = report.getAs<BoolAttr>("everything_recomputed")) {
+      stage.everythingRecomputed = all.getValue();
+    }
+  }
+  for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
+    bool calls = false;
+    func.walk([&](func::CallOp) { calls = true; });
+    if (!calls && !func->hasAttr("tg.recompute") && !func->hasAttr("tg.to_stash")) {
+      stage.otherArena = std::max(stage.otherArena, planFunctionMemory(func).arenaBytes);
     }
   }
   return stage;

@@ -44,11 +44,13 @@ mlir::FailureOr<CompiledStep> compileStep(mlir::ModuleOp declaration,
                                           const TrainStepOptions &options,
                                           ConfigurePassManager configure = {});
 
-/// compileStep for a device. With recompute `auto`, first with nothing recomputed, then with
-/// each overflowing stage's budget (the bytes its differentiated functions' arena may take)
-/// lowered by the overflow its placed plan showed, until every stage fits or recomputes
-/// everything it can (at most a few compiles). Other policies compile once. The result may
-/// still not fit: the caller compares peakBytes() with the device.
+/// compileStep for a device. With recompute `auto`: first with every layer recomputed fully
+/// (the smallest plan; each stage's peak minus tg-recompute's reported cost is what it needs
+/// whatever is recomputed, and the device's rest is its budget), then with those budgets, then,
+/// while a stage still overflows and can recompute more, with its budget lowered by the
+/// overflow (at most kMaxFitCompiles compiles; two in every configuration measured). Other
+/// policies compile once. The result may still not fit: the caller compares peakBytes() with
+/// the device.
 mlir::FailureOr<CompiledStep> compileForDevice(mlir::ModuleOp declaration,
                                                const TrainStepOptions &options,
                                                const DeviceMemory &device,

@@ -475,15 +475,21 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   // A chunk's backward: @forward_backward, or on a pipeline stage tg-recompute's pair
   // @forward_and_stash / @backward_from_stash (null when the chunk has neither).
   auto backwardOf = [&](StringRef suffix) {
-    func::FuncOp fb = lookup(("forward_backward" + suffix).str());
-    return std::pair{fb ? func::FuncOp() : lookup(("forward_and_stash" + suffix).str()),
-                     fb ? fb : lookup(("backward_from_stash" + suffix).str())};
+    if (func::FuncOp fb = lookup(("forward_backward" + suffix).str())) {
+      return std::pair{func::FuncOp(), fb};
+    }
+    func::FuncOp forward = lookup(("forward_and_stash" + suffix).str());
+    func::FuncOp backward = lookup(("backward_from_stash" + suffix).str());
+    // Both halves or neither: one alone is not a chunk's backward.
+    return forward && backward ? std::pair{forward, backward}
+                               : std::pair{func::FuncOp(), func::FuncOp()};
   };
   func::FuncOp forward = lookup("forward"), optimizerStep = lookup("optimizer_step");
   auto [stashForward, forwardBackward] = backwardOf("");
   if (!forward || !forwardBackward || !optimizerStep) {
-    return model.emitError() << "plan-from-tg needs @forward, @forward_backward and "
-                                "@optimizer_step: run the train-step pipeline first";
+    return model.emitError() << "plan-from-tg needs @forward, @forward_backward (or "
+                                "tg-recompute's @forward_and_stash and @backward_from_stash) "
+                                "and @optimizer_step: run the train-step pipeline first";
   }
   plan->setAttr("model", modelInfo(precision, accumulation));
   if (auto stage = model->getAttrOfType<IntegerAttr>("dist.stage")) {
@@ -714,7 +720,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         failed(buildChunk(chunkForward, chunkStashForward, chunkBackward, suffix, [] {}))) {
       return chunkBackward ? failure()
                            : model.emitError() << "plan-from-tg: @forward" << suffix
-                                               << " has no @forward_backward" << suffix;
+                                               << " has no @forward_backward" << suffix
+                                               << " (nor both @forward_and_stash" << suffix
+                                               << " and @backward_from_stash" << suffix << ")";
     }
   }
   SmallVector<FlatSymbolRefAttr> optInputs{step};

@@ -15,6 +15,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -48,11 +49,8 @@ ForwardLayout analyze(func::FuncOp func) {
   layout.end = forwardEnd(func);
   layout.layerOf = layerOfOps(func);
   Block &body = func.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> indexOf;
+  llvm::DenseMap<Operation *, int64_t> indexOf = opIndices(body);
   int64_t index = 0;
-  for (Operation &op : body) {
-    indexOf[&op] = index++;
-  }
   layout.leavesLayer.assign(layout.layerOf.size(), false);
   int64_t lastLayer = -1;
   layout.firstLayer = -1;
@@ -200,75 +198,81 @@ double forwardFlops(func::FuncOp func, int64_t end) {
   return flops;
 }
 
-struct Candidate {
-  int64_t arenaBytes = 0; // the function's own activation arena
-  int64_t stashBytes = 0; // what its backward reads of its forward
-  double flops = 0;
-  /// The bytes the choice costs a rank: the arena, and on a pipeline stage the stash once in
-  /// the functions' buffers and once per micro-batch held across the window.
-  int64_t cost(int64_t stashCopies) const { return arenaBytes + stashCopies * stashBytes; }
-};
-
-struct Stash;
-Stash stashOf(func::FuncOp func, int64_t end);
-
+/// Parameter reads and constants: never kept, and read again where needed.
 bool isFree(Operation *op) { return isa<tg::ParamRefOp>(op) || op->getNumOperands() == 0; }
 
 /// What a pipeline stage keeps of one micro-batch between its forward and its backward: the
-/// function's forward arguments the backward reads (the stage input) and the forward values it
-/// reads, except parameter reads and constants (the backward reads those again).
+/// forward values the backward reads. Parameter reads, constants and views (tg.reshape) of
+/// kept values are not kept but rebuilt in the backward; the forward's arguments (the stage
+/// input) are kept by the step anyway and counted.
 struct Stash {
-  SmallVector<Value> values; // forward values, in definition order
-  int64_t bytes = 0;         // with the arguments the backward reads
+  SmallVector<Value> values;        // forward values, in definition order
+  SmallVector<Operation *> rebuilt; // forward ops the backward half clones, in order
+  int64_t bytes = 0;                // of the values and the forward's arguments
 };
 
-int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  int64_t bytes =
-      (tensor.getNumElements() * tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-  return (bytes + 255) / 256 * 256; // plan-memory's slot alignment
-}
-
-Stash stashOf(func::FuncOp func, int64_t end) {
+/// The stash of a differentiated function whose forward half ends at op `end`, with
+/// `forwardArgs` arguments (a stage's input and, on the last, its labels).
+Stash stashOf(func::FuncOp func, int64_t end, unsigned forwardArgs) {
   Stash stash;
   Block &body = func.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> indexOf;
-  int64_t index = 0;
-  for (Operation &op : body) {
-    indexOf[&op] = index++;
-  }
-  auto readByBackward = [&](Value value) {
-    return llvm::any_of(value.getUsers(), [&](Operation *user) {
-      auto it = indexOf.find(user);
-      return it != indexOf.end() && it->second > end && !user->hasTrait<OpTrait::IsTerminator>();
-    });
+  llvm::DenseMap<Operation *, int64_t> indexOf = opIndices(body);
+  auto forwardOp = [&](Value value) -> Operation * {
+    Operation *def = value.getDefiningOp();
+    auto it = def ? indexOf.find(def) : indexOf.end();
+    return it != indexOf.end() && it->second <= end ? def : nullptr;
   };
-  for (BlockArgument argument : body.getArguments()) {
-    if (readByBackward(argument) && llvm::any_of(argument.getUsers(), [&](Operation *user) {
-          return indexOf.lookup(user) <= end;
-        })) {
-      stash.bytes += bytesOf(argument.getType());
-    }
-  }
-  index = 0;
+  // The forward values the backward half reads (and, through views, their sources).
+  llvm::DenseSet<Operation *> keep, rebuild;
+  SmallVector<Value> worklist;
   for (Operation &op : body) {
-    if (index++ > end) {
-      break;
-    }
-    if (isFree(&op)) {
+    if (indexOf.lookup(&op) <= end) {
       continue;
     }
-    for (Value result : op.getResults()) {
-      if (readByBackward(result)) {
-        stash.values.push_back(result);
-        stash.bytes += isa<RankedTensorType>(result.getType()) ? bytesOf(result.getType()) : 0;
+    auto operands =
+        op.hasTrait<OpTrait::IsTerminator>() ? op.getOperands().drop_front() : op.getOperands();
+    worklist.append(operands.begin(), operands.end());
+  }
+  llvm::DenseSet<Value> needed;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    Operation *def = forwardOp(value);
+    if (!def || !needed.insert(value).second) {
+      continue;
+    }
+    if (isFree(def)) {
+      rebuild.insert(def);
+    } else if (isa<tg::ReshapeOp>(def)) {
+      rebuild.insert(def); // a view: rebuilt from its source, which is kept instead
+      worklist.push_back(def->getOperand(0));
+    } else {
+      keep.insert(def);
+    }
+  }
+  for (Operation &op : body) {
+    if (indexOf.lookup(&op) > end) {
+      break;
+    }
+    if (rebuild.contains(&op)) {
+      stash.rebuilt.push_back(&op);
+    }
+    if (keep.contains(&op)) {
+      for (Value result : op.getResults()) {
+        if (needed.contains(result)) {
+          stash.values.push_back(result);
+          stash.bytes +=
+              isa<RankedTensorType>(result.getType()) ? storageBytes(result.getType()) : 0;
+        }
       }
     }
+  }
+  for (unsigned i = 0; i < forwardArgs; ++i) {
+    stash.bytes += storageBytes(body.getArgument(i).getType());
   }
   return stash;
 }
 
-/// The names of the two halves of a split chunk function ("" or ".chunkN" suffix).
+/// "" or ".chunkN" of tg-autodiff's `@forward_backward` or `@"forward_backward.chunkN"`.
 std::string chunkSuffix(StringRef differentiated) {
   StringRef suffix = differentiated;
   return suffix.consume_front("forward_backward") ? suffix.str() : std::string();
@@ -293,11 +297,12 @@ struct Halves {
   func::FuncOp forward, backward;
 };
 
-/// The two functions splitAtStash replaces `fb` with, built at `builder`'s insertion point
-/// (detached when it has none: a candidate to measure).
+/// The two functions splitAtStash replaces `fb` with (its last argument the output's
+/// gradient), built at `builder`'s insertion point (detached when it has none: a candidate to
+/// measure).
 Halves buildHalves(func::FuncOp fb, int64_t end, const Stash &stash, OpBuilder &builder) {
   Block &body = fb.getBody().front();
-  unsigned forwardArgs = fb.getNumArguments() - 1; // the output's gradient comes last
+  unsigned forwardArgs = fb.getNumArguments() - 1;
   std::vector<Operation *> ops;
   for (Operation &op : body) {
     ops.push_back(&op);
@@ -335,9 +340,7 @@ Halves buildHalves(func::FuncOp fb, int64_t end, const Stash &stash, OpBuilder &
   for (Value value : stash.values) {
     backwardInputs.push_back(value.getType());
   }
-  for (unsigned i = forwardArgs; i < fb.getNumArguments(); ++i) {
-    backwardInputs.push_back(fb.getArgumentTypes()[i]);
-  }
+  backwardInputs.push_back(fb.getArgumentTypes().back());
   SmallVector<Type> backwardResults(fb.getResultTypes().drop_front());
   auto backward = func::FuncOp::create(builder, fb.getLoc(), "backward_from_stash" + suffix,
                                        builder.getFunctionType(backwardInputs, backwardResults));
@@ -350,36 +353,28 @@ Halves buildHalves(func::FuncOp fb, int64_t end, const Stash &stash, OpBuilder &
     for (auto [k, value] : llvm::enumerate(stash.values)) {
       map.map(value, entry->getArgument(forwardArgs + k));
     }
-    for (unsigned i = forwardArgs; i < fb.getNumArguments(); ++i) {
-      map.map(body.getArgument(i), entry->getArgument(stash.values.size() + i));
-    }
+    map.map(body.getArguments().back(), entry->getArguments().back());
     OpBuilder inner = OpBuilder::atBlockEnd(entry);
-    // Parameter reads and constants the backward uses are read again, in forward order.
-    llvm::DenseSet<Operation *> needed;
-    for (size_t i = end + 1; i < ops.size(); ++i) {
-      for (Value operand : ops[i]->getOperands()) {
-        Operation *def = operand.getDefiningOp();
-        if (def && def->getBlock() == &body && isFree(def)) {
-          needed.insert(def);
-        }
-      }
-    }
-    for (int64_t i = 0; i <= end; ++i) {
-      if (needed.contains(ops[i])) {
-        inner.clone(*ops[i], map);
-      }
+    for (Operation *op : stash.rebuilt) {
+      inner.clone(*op, map);
     }
     for (size_t i = end + 1; i + 1 < ops.size(); ++i) {
       inner.clone(*ops[i], map);
     }
     SmallVector<Value> results;
     for (Value value : ret.getOperands().drop_front()) {
-      results.push_back(map.lookupOrDefault(value));
+      results.push_back(map.lookup(value)); // stashOf covers everything returned
     }
     func::ReturnOp::create(inner, fb.getLoc(), results);
   }
   return {forward, backward};
 }
+
+struct Candidate {
+  int64_t arenaBytes = 0; // the function's activation arena (on a stage, its larger half's)
+  int64_t stashBytes = 0; // on a pipeline stage: what one micro-batch keeps
+  double flops = 0;       // model FLOPs recomputed
+};
 
 /// Places a clone of `func` with `levels` applied: the cost model is the real liveness and
 /// placement of the rewritten function (with `split`, of the larger of its two halves), not an
@@ -389,11 +384,11 @@ Candidate evaluate(func::FuncOp func, const ForwardLayout &layout, llvm::ArrayRe
   auto clone = cast<func::FuncOp>(func->clone());
   Candidate candidate;
   candidate.flops = rematerialize(clone, layout, chooseOps(clone, layout, levels));
-  // The rewrite may have erased forward ops no longer read: find the boundary again.
-  int64_t end = forwardEnd(clone);
-  Stash stash = stashOf(clone, end);
-  candidate.stashBytes = split ? stash.bytes : 0;
   if (split) {
+    // The rewrite may have erased forward ops no longer read: find the boundary again.
+    int64_t end = forwardEnd(clone);
+    Stash stash = stashOf(clone, end, clone.getNumArguments() - 1);
+    candidate.stashBytes = stash.bytes;
     OpBuilder detached(func.getContext());
     Halves halves = buildHalves(clone, end, stash, detached);
     candidate.arenaBytes = std::max(planFunctionMemory(halves.forward).arenaBytes,
@@ -413,25 +408,33 @@ Candidate evaluate(func::FuncOp func, const ForwardLayout &layout, llvm::ArrayRe
 /// gradients and the input's gradient), and erases it: tg-train-step calls the first at the
 /// micro-batch's forward and the second at its backward, so the stage keeps the stash, and
 /// recomputes nothing it did not choose to.
-LogicalResult splitAtStash(func::FuncOp fb) {
+LogicalResult splitAtStash(tg::ModelOp model, func::FuncOp fb) {
   int64_t end = forwardEnd(fb);
-  Block &body = fb.getBody().front();
-  unsigned forwardArgs = fb.getNumArguments() - 1; // the output's gradient comes last
-  for (unsigned i = forwardArgs; i < fb.getNumArguments(); ++i) {
-    for (Operation *user : body.getArgument(i).getUsers()) {
-      int64_t index = 0;
-      for (Operation &op : body) {
-        if (&op == user) {
-          break;
-        }
-        ++index;
-      }
-      if (index <= end) {
-        return user->emitError("tg-recompute: a forward op reads the output's gradient");
-      }
+  std::string suffix = chunkSuffix(fb.getSymName());
+  auto forwardOnly =
+      dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward" + suffix));
+  if (end < 0 || !forwardOnly || fb.getNumArguments() != forwardOnly.getNumArguments() + 1) {
+    return fb.emitError() << "tg-recompute: @" << fb.getSymName()
+                          << " is not tg-autodiff's backward of a pipeline stage's @forward"
+                          << suffix << " (its arguments and then the output's gradient)";
+  }
+  for (StringRef name : {"forward_and_stash", "backward_from_stash"}) {
+    if (SymbolTable::lookupSymbolIn(model, name.str() + suffix)) {
+      return fb.emitError() << "tg-recompute: the model already has a @" << name << suffix;
     }
   }
-  Stash stash = stashOf(fb, end);
+  if (!SymbolTable::symbolKnownUseEmpty(fb, model)) {
+    return fb.emitError() << "tg-recompute: @" << fb.getSymName()
+                          << " is already called (run tg-recompute before tg-train-step)";
+  }
+  Block &body = fb.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> indexOf = opIndices(body);
+  for (Operation *user : body.getArguments().back().getUsers()) {
+    if (indexOf.lookup(user) <= end) {
+      return user->emitError("tg-recompute: a forward op reads the output's gradient");
+    }
+  }
+  Stash stash = stashOf(fb, end, fb.getNumArguments() - 1);
   for (Value value : stash.values) {
     if (!isa<RankedTensorType>(value.getType())) {
       return value.getDefiningOp()->emitError(
@@ -460,7 +463,7 @@ struct StageWindow {
   std::vector<int64_t> inFlight; // per chunk
 };
 
-StageWindow stageWindow(tg::ModelOp model, int64_t accumulation) {
+FailureOr<StageWindow> stageWindow(tg::ModelOp model, int64_t accumulation) {
   StageWindow window;
   auto stage = model->getAttrOfType<IntegerAttr>("dist.stage");
   auto stages = model->getAttrOfType<IntegerAttr>("dist.stages");
@@ -470,14 +473,40 @@ StageWindow stageWindow(tg::ModelOp model, int64_t accumulation) {
   auto chunks = model->getAttrOfType<IntegerAttr>("dist.chunks");
   int64_t vp = chunks ? chunks.getInt() : 1;
   std::vector<std::vector<rt::PipelineOp>> schedule;
-  if (!rt::pipelineSchedule(stages.getInt(), vp, accumulation, schedule).isOk()) {
-    return window; // tg-train-step reports the schedule's error
+  rt::Status status = rt::pipelineSchedule(stages.getInt(), vp, accumulation, schedule);
+  if (!status.isOk() || stage.getInt() < 0 || stage.getInt() >= stages.getInt()) {
+    return model.emitError() << "tg-recompute: no pipeline schedule for stage " << stage.getInt()
+                             << " of " << stages.getInt() << " with vp=" << vp << " and "
+                             << accumulation << " micro-batches"
+                             << (status.isOk() ? "" : ": " + status.message());
   }
   window.split = true;
   for (int64_t chunk = 0; chunk < vp; ++chunk) {
     window.inFlight.push_back(rt::maxInFlight(schedule[stage.getInt()], chunk));
   }
   return window;
+}
+
+/// One differentiated function of a model: a chunk's backward.
+struct Target {
+  func::FuncOp func;
+  ForwardLayout layout;
+  int64_t stashCopies = 0; // on a split chunk: micro-batches in flight + 1 (its buffers)
+  int64_t inFlight = 0;
+  std::vector<int64_t> levels;
+  Candidate none, chosen;
+};
+
+/// What a model's choice costs a rank: the largest arena of its backward functions (programs
+/// share the arena) plus every split chunk's stash, per micro-batch in flight and once in its
+/// halves' buffers (a rank holds the stashes of all its chunks at once).
+int64_t modelCost(const std::vector<Target> &targets, llvm::ArrayRef<Candidate> candidates) {
+  int64_t arena = 0, stash = 0;
+  for (auto [target, candidate] : llvm::zip(targets, candidates)) {
+    arena = std::max(arena, candidate.arenaBytes);
+    stash += target.stashCopies * candidate.stashBytes;
+  }
+  return arena + stash;
 }
 
 struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
@@ -499,95 +528,148 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
     }
     for (auto [index, model] : llvm::enumerate(models)) {
       int64_t budget = budgets.empty() ? 0 : budgets[budgets.size() == 1 ? 0 : index];
-      StageWindow window = stageWindow(model, accumulationSteps);
-      for (auto func : llvm::to_vector(model.getBody().front().getOps<func::FuncOp>())) {
-        if (isDifferentiated(func) && failed(runOnFunction(func, budget, window))) {
-          return signalPassFailure();
-        }
+      if (failed(runOnModel(model, budget))) {
+        return signalPassFailure();
       }
     }
   }
 
-  LogicalResult runOnFunction(func::FuncOp func, int64_t budget, const StageWindow &window) {
-    ForwardLayout layout = analyze(func);
-    if (layout.end < 0) {
-      return func.emitError() << "tg-recompute: cannot find where the forward half ends (the "
-                                 "op computing the first result)";
+  LogicalResult runOnModel(tg::ModelOp model, int64_t budget) {
+    FailureOr<StageWindow> window = stageWindow(model, accumulationSteps);
+    if (failed(window)) {
+      return failure();
     }
-    // A chunk that is not the pipeline's last keeps its stash across the window; the last
-    // runs each micro-batch's backward right after its forward.
-    auto output = cast<RankedTensorType>(func.getResultTypes().front());
-    int64_t chunk = chunkIndex(func.getSymName());
-    bool split = window.split && output.getRank() > 0 && chunk >= 0 &&
-                 chunk < static_cast<int64_t>(window.inFlight.size());
-    stashCopies = split ? window.inFlight[chunk] + 1 : 0;
-    Candidate none = evaluate(func, layout, std::vector<int64_t>(layout.numLayers, kKeep), split);
-    int64_t before = none.arenaBytes;
-    int64_t layers = layout.numLayers;
-    std::vector<int64_t> levels(layers, kKeep);
-    if (policy == "selective") {
-      levels.assign(layers, kSelective);
-    } else if (policy == "full") {
-      levels.assign(layers, kFull);
-    } else if (policy == "auto") {
-      levels = chooseAuto(func, layout, budget);
+    std::vector<Target> targets;
+    for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
+      if (!isDifferentiated(func)) {
+        continue;
+      }
+      Target target;
+      target.func = func;
+      target.layout = analyze(func);
+      if (target.layout.end < 0) {
+        if (policy == "none" && !window->split) {
+          continue; // nothing to rewrite
+        }
+        return func.emitError() << "tg-recompute: cannot find where the forward half ends (the "
+                                   "op computing the first result)";
+      }
+      // A chunk that is not the pipeline's last keeps its stash across the window; the last
+      // runs each micro-batch's backward right after its forward.
+      auto output = cast<RankedTensorType>(func.getResultTypes().front());
+      int64_t chunk = chunkIndex(func.getSymName());
+      if (window->split && output.getRank() > 0 && chunk >= 0 &&
+          chunk < static_cast<int64_t>(window->inFlight.size())) {
+        target.inFlight = window->inFlight[chunk];
+        target.stashCopies = target.inFlight + 1;
+      }
+      targets.push_back(std::move(target));
     }
-    Candidate chosen = evaluate(func, layout, levels, split);
-    double modelFlops = 3.0 * forwardFlops(func, layout.end);
-    double flops = 0;
-    if (llvm::any_of(levels, [](int64_t level) { return level != kKeep; })) {
-      flops = rematerialize(func, layout, chooseOps(func, layout, levels));
+    if (targets.empty()) {
+      return success();
     }
-    Builder builder(func.getContext());
-    llvm::SmallVector<NamedAttribute> report{
-        builder.getNamedAttr("policy", builder.getStringAttr(policy)),
-        builder.getNamedAttr("first_layer", builder.getI64IntegerAttr(layout.firstLayer)),
-        builder.getNamedAttr("levels", builder.getDenseI64ArrayAttr(levels)),
-        builder.getNamedAttr("recomputed_flops", builder.getF64FloatAttr(flops)),
-        builder.getNamedAttr("model_flops", builder.getF64FloatAttr(modelFlops)),
-        builder.getNamedAttr("arena_before", builder.getI64IntegerAttr(before)),
-        builder.getNamedAttr("arena_after", builder.getI64IntegerAttr(chosen.arenaBytes)),
+    auto candidatesFor = [&](auto &&levelsOf) {
+      std::vector<Candidate> candidates;
+      for (Target &target : targets) {
+        candidates.push_back(
+            evaluate(target.func, target.layout, levelsOf(target), target.stashCopies > 0));
+      }
+      return candidates;
+    };
+    std::vector<Candidate> none = candidatesFor(
+        [](const Target &t) { return std::vector<int64_t>(t.layout.numLayers, kKeep); });
+    int64_t level = policy == "selective" ? kSelective : policy == "full" ? kFull : kKeep;
+    std::vector<Candidate> chosen = none;
+    int64_t steps = -1;
+    if (policy == "auto") {
+      // The shortest prefix of the cost order, the same number of steps in every chunk
+      // function, whose placed cost fits the budget (all of it when none does), by binary
+      // search. The cost shrinks as the prefix grows except where a step's clones outweigh
+      // what it saves, so the result is a prefix the search placed and saw fit, not always the
+      // shortest one.
+      int64_t most = 0;
+      for (const Target &target : targets) {
+        most = std::max(most, 3 * target.layout.numLayers);
+      }
+      auto prefix = [&](int64_t n) {
+        return candidatesFor([&](const Target &t) { return prefixLevels(t.layout.numLayers, n); });
+      };
+      steps = 0;
+      if (modelCost(targets, none) > budget) {
+        chosen = prefix(most);
+        steps = most;
+        int64_t low = 0; // does not fit
+        while (modelCost(targets, chosen) <= budget && steps - low > 1) {
+          int64_t middle = low + (steps - low) / 2;
+          std::vector<Candidate> candidate = prefix(middle);
+          if (modelCost(targets, candidate) <= budget) {
+            steps = middle;
+            chosen = std::move(candidate);
+          } else {
+            low = middle;
+          }
+        }
+      }
+    } else if (level != kKeep) {
+      chosen = candidatesFor(
+          [&](const Target &t) { return std::vector<int64_t>(t.layout.numLayers, level); });
+    }
+    for (auto [index, target] : llvm::enumerate(targets)) {
+      target.levels = steps >= 0 ? prefixLevels(target.layout.numLayers, steps)
+                                 : std::vector<int64_t>(target.layout.numLayers, level);
+      target.none = none[index];
+      target.chosen = chosen[index];
+    }
+    Builder builder(model.getContext());
+    for (Target &target : targets) {
+      func::FuncOp func = target.func;
+      double modelFlops = 3.0 * forwardFlops(func, target.layout.end);
+      double flops = 0;
+      if (llvm::any_of(target.levels, [](int64_t l) { return l != kKeep; })) {
+        flops = rematerialize(func, target.layout, chooseOps(func, target.layout, target.levels));
+      }
+      llvm::SmallVector<NamedAttribute> report{
+          builder.getNamedAttr("policy", builder.getStringAttr(policy)),
+          builder.getNamedAttr("first_layer", builder.getI64IntegerAttr(target.layout.firstLayer)),
+          builder.getNamedAttr("levels", builder.getDenseI64ArrayAttr(target.levels)),
+          builder.getNamedAttr("recomputed_flops", builder.getF64FloatAttr(flops)),
+          builder.getNamedAttr("model_flops", builder.getF64FloatAttr(modelFlops)),
+          builder.getNamedAttr("arena_before", builder.getI64IntegerAttr(target.none.arenaBytes)),
+          builder.getNamedAttr("arena_after", builder.getI64IntegerAttr(target.chosen.arenaBytes)),
+      };
+      if (target.stashCopies > 0) {
+        report.push_back(builder.getNamedAttr("stash_before",
+                                              builder.getI64IntegerAttr(target.none.stashBytes)));
+        report.push_back(builder.getNamedAttr("stash_after",
+                                              builder.getI64IntegerAttr(target.chosen.stashBytes)));
+        report.push_back(builder.getNamedAttr("micro_batches_in_flight",
+                                              builder.getI64IntegerAttr(target.inFlight)));
+      }
+      func->setAttr("tg.recompute", builder.getDictionaryAttr(report));
+    }
+    // The model's cost in the budget's terms, before and after: what compileForDevice reads.
+    llvm::SmallVector<NamedAttribute> cost{
+        builder.getNamedAttr("cost_before", builder.getI64IntegerAttr(modelCost(targets, none))),
+        builder.getNamedAttr("cost_after", builder.getI64IntegerAttr(modelCost(targets, chosen))),
+        builder.getNamedAttr("everything_recomputed",
+                             builder.getBoolAttr(llvm::all_of(targets,
+                                                              [](const Target &t) {
+                                                                return llvm::all_of(
+                                                                    t.levels, [](int64_t l) {
+                                                                      return l == kFull;
+                                                                    });
+                                                              }))),
     };
     if (policy == "auto") {
-      report.push_back(builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)));
+      cost.push_back(builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)));
     }
-    if (split) {
-      report.push_back(
-          builder.getNamedAttr("stash_before", builder.getI64IntegerAttr(none.stashBytes)));
-      report.push_back(
-          builder.getNamedAttr("stash_after", builder.getI64IntegerAttr(chosen.stashBytes)));
-      report.push_back(builder.getNamedAttr("micro_batches_in_flight",
-                                            builder.getI64IntegerAttr(window.inFlight[chunk])));
+    model->setAttr("tg.recompute", builder.getDictionaryAttr(cost));
+    for (Target &target : targets) {
+      if (target.stashCopies > 0 && failed(splitAtStash(model, target.func))) {
+        return failure();
+      }
     }
-    func->setAttr("tg.recompute", builder.getDictionaryAttr(report));
-    return split ? splitAtStash(func) : success();
-  }
-
-  /// Copies of the stash a candidate costs (0 off a pipeline stage).
-  int64_t stashCopies = 0;
-
-  /// The shortest prefix of the cost order whose placed arena fits `budget` (all of it when
-  /// none does). Arenas shrink as the prefix grows; the search only ever returns a prefix it
-  /// placed and saw fit.
-  std::vector<int64_t> chooseAuto(func::FuncOp func, const ForwardLayout &layout, int64_t budget) {
-    int64_t layers = layout.numLayers;
-    auto fits = [&](int64_t steps) {
-      return evaluate(func, layout, prefixLevels(layers, steps), stashCopies > 0)
-                 .cost(stashCopies) <= budget;
-    };
-    if (fits(0)) {
-      return prefixLevels(layers, 0);
-    }
-    int64_t most = 3 * layers;
-    if (!fits(most)) {
-      return prefixLevels(layers, most);
-    }
-    int64_t low = 0, high = most; // low does not fit, high fits
-    while (high - low > 1) {
-      int64_t middle = low + (high - low) / 2;
-      (fits(middle) ? high : low) = middle;
-    }
-    return prefixLevels(layers, high);
+    return success();
   }
 };
 

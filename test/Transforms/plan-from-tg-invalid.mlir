@@ -1,7 +1,7 @@
 // RUN: mlperf-opt %s --split-input-file --plan-from-tg --verify-diagnostics
 
 // Tests that plan-from-tg needs the train step the train-step pipeline builds.
-// expected-error @below {{plan-from-tg needs @forward, @forward_backward and @optimizer_step: run the train-step pipeline first}}
+// expected-error @below {{plan-from-tg needs @forward, @forward_backward (or tg-recompute's @forward_and_stash and @backward_from_stash) and @optimizer_step: run the train-step pipeline first}}
 tg.model @untrained {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}

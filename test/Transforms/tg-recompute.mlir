@@ -43,9 +43,12 @@
 // FULL: tg.rms_norm %[[X0:.+]], %{{.+}} {epsilon
 // FULL: tg.rms_norm_grad %[[X0]]
 
-// auto keeps everything when it fits, and recomputes every layer fully when nothing does.
-// ROOMY: budget = 1000000 : i64, first_layer = 0 : i64, levels = array<i64: 0, 0>
-// TIGHT: budget = 0 : i64, first_layer = 0 : i64, levels = array<i64: 3, 3>
+// auto keeps everything when it fits, and recomputes every layer fully when nothing does;
+// the model records its cost before and after, in the budget's terms.
+// ROOMY: tg.model @two_layers attributes {tg.recompute = {budget = 1000000 : i64, cost_after = 4096 : i64, cost_before = 4096 : i64, everything_recomputed = false}}
+// ROOMY: levels = array<i64: 0, 0>, {{.*}}policy = "auto"
+// TIGHT: tg.model @two_layers attributes {tg.recompute = {budget = 0 : i64, cost_after = 2304 : i64, cost_before = 4096 : i64, everything_recomputed = true}}
+// TIGHT: levels = array<i64: 3, 3>, {{.*}}policy = "auto"
 
 // NOBUDGET: error: tg-recompute: policy=auto needs budgets: one, or one per tg.model (1), got 0
 // BADPOLICY: error: tg-recompute: policy must be none, selective, full or auto, got 'most'
