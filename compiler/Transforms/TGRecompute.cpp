@@ -381,6 +381,9 @@ struct Candidate {
 /// estimate.
 Candidate evaluate(func::FuncOp func, const ForwardLayout &layout, llvm::ArrayRef<int64_t> levels,
                    bool split) {
+  if (!split && llvm::all_of(levels, [](int64_t level) { return level == kKeep; })) {
+    return {planFunctionMemory(func).arenaBytes, 0, 0.0}; // nothing to rewrite: no clone
+  }
   auto clone = cast<func::FuncOp>(func->clone());
   Candidate candidate;
   candidate.flops = rematerialize(clone, layout, chooseOps(clone, layout, levels));
@@ -576,8 +579,14 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
       }
       return candidates;
     };
-    std::vector<Candidate> none = candidatesFor(
-        [](const Target &t) { return std::vector<int64_t>(t.layout.numLayers, kKeep); });
+    // With nothing to choose or split the pass only records the policy: placing the
+    // functions to report arenas nobody asked for would cost a tenth of a small compile.
+    bool measure = policy != "none" ||
+                   llvm::any_of(targets, [](const Target &t) { return t.stashCopies > 0; });
+    std::vector<Candidate> none = measure ? candidatesFor([](const Target &t) {
+      return std::vector<int64_t>(t.layout.numLayers, kKeep);
+    })
+                                          : std::vector<Candidate>(targets.size());
     int64_t level = policy == "selective" ? kSelective : policy == "full" ? kFull : kKeep;
     std::vector<Candidate> chosen = none;
     int64_t steps = -1;
@@ -634,9 +643,13 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
           builder.getNamedAttr("levels", builder.getDenseI64ArrayAttr(target.levels)),
           builder.getNamedAttr("recomputed_flops", builder.getF64FloatAttr(flops)),
           builder.getNamedAttr("model_flops", builder.getF64FloatAttr(modelFlops)),
-          builder.getNamedAttr("arena_before", builder.getI64IntegerAttr(target.none.arenaBytes)),
-          builder.getNamedAttr("arena_after", builder.getI64IntegerAttr(target.chosen.arenaBytes)),
       };
+      if (measure) {
+        report.push_back(builder.getNamedAttr("arena_before",
+                                              builder.getI64IntegerAttr(target.none.arenaBytes)));
+        report.push_back(builder.getNamedAttr("arena_after",
+                                              builder.getI64IntegerAttr(target.chosen.arenaBytes)));
+      }
       if (target.stashCopies > 0) {
         report.push_back(builder.getNamedAttr("stash_before",
                                               builder.getI64IntegerAttr(target.none.stashBytes)));
@@ -649,8 +662,6 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
     }
     // The model's cost in the budget's terms, before and after: what compileForDevice reads.
     llvm::SmallVector<NamedAttribute> cost{
-        builder.getNamedAttr("cost_before", builder.getI64IntegerAttr(modelCost(targets, none))),
-        builder.getNamedAttr("cost_after", builder.getI64IntegerAttr(modelCost(targets, chosen))),
         builder.getNamedAttr("everything_recomputed",
                              builder.getBoolAttr(llvm::all_of(targets,
                                                               [](const Target &t) {
@@ -660,6 +671,12 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
                                                                     });
                                                               }))),
     };
+    if (measure) {
+      cost.push_back(
+          builder.getNamedAttr("cost_before", builder.getI64IntegerAttr(modelCost(targets, none))));
+      cost.push_back(builder.getNamedAttr("cost_after",
+                                          builder.getI64IntegerAttr(modelCost(targets, chosen))));
+    }
     if (policy == "auto") {
       cost.push_back(builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)));
     }
