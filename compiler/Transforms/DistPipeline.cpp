@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/ChunkNames.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "runtime/dist/Mesh.h"
@@ -229,8 +230,7 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
       }
       oldForward.erase();
       for (auto [chunk, function] : llvm::enumerate(chunkFunctions)) {
-        function.setSymName(chunk == 0 ? std::string("forward")
-                                       : "forward.chunk" + std::to_string(chunk));
+        function.setSymName("forward" + chunkSuffix(chunk));
       }
       for (auto param : llvm::to_vector(stageModel.getBody().front().getOps<tg::ParamOp>())) {
         if (!usedParams.contains(param.getSymName())) {

@@ -1,5 +1,6 @@
 //===- PlanFromTG.cpp - The execution plan of a train step -----*- C++ -*-===//
 
+#include "compiler/Support/ChunkNames.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/plan/StepRoles.h"
@@ -710,7 +711,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     return failure();
   }
   for (int chunk = 1;; ++chunk) {
-    std::string suffix = ".chunk" + std::to_string(chunk);
+    std::string suffix = chunkSuffix(chunk);
     func::FuncOp chunkForward = lookup("forward" + suffix);
     auto [chunkStashForward, chunkBackward] = backwardOf(suffix);
     if (!chunkForward) {

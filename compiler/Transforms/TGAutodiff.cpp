@@ -1,5 +1,6 @@
 //===- TGAutodiff.cpp - Reverse-mode differentiation of @forward -*- C++ -*-===//
 
+#include "compiler/Support/ChunkNames.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,7 +62,7 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
       return failure();
     }
     for (int chunk = 1;; ++chunk) {
-      std::string suffix = ".chunk" + std::to_string(chunk);
+      std::string suffix = chunkSuffix(chunk);
       auto next =
           dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward" + suffix));
       if (!next) {

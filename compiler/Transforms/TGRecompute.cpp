@@ -10,6 +10,7 @@
 #include "compiler/Analysis/ForwardBackward.h"
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Analysis/ModelSummary.h"
+#include "compiler/Support/ChunkNames.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/dist/PipelineSchedule.h"
 
@@ -273,24 +274,8 @@ Stash stashOf(func::FuncOp func, int64_t end, unsigned forwardArgs) {
 }
 
 /// "" or ".chunkN" of tg-autodiff's `@forward_backward` or `@"forward_backward.chunkN"`.
-std::string chunkSuffix(StringRef differentiated) {
-  StringRef suffix = differentiated;
-  return suffix.consume_front("forward_backward") ? suffix.str() : std::string();
-}
-
-/// The model chunk of tg-autodiff's `@forward_backward` (0) or `@"forward_backward.chunkN"`
-/// (N); -1 for any other name.
-int64_t chunkIndex(StringRef differentiated) {
-  StringRef suffix = differentiated;
-  if (!suffix.consume_front("forward_backward")) {
-    return -1;
-  }
-  int64_t chunk = 0;
-  if (suffix.empty()) {
-    return 0;
-  }
-  return suffix.consume_front(".chunk") && !suffix.getAsInteger(10, chunk) && chunk > 0 ? chunk
-                                                                                        : -1;
+std::string differentiatedSuffix(StringRef differentiated) {
+  return chunkSuffix(std::max<int64_t>(0, chunkOfName(differentiated, "forward_backward")));
 }
 
 struct Halves {
@@ -308,7 +293,7 @@ Halves buildHalves(func::FuncOp fb, int64_t end, const Stash &stash, OpBuilder &
     ops.push_back(&op);
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  std::string suffix = chunkSuffix(fb.getSymName());
+  std::string suffix = differentiatedSuffix(fb.getSymName());
 
   // The forward half: the forward ops, returning the output and the stash.
   SmallVector<Type> forwardInputs(fb.getArgumentTypes().take_front(forwardArgs));
@@ -413,7 +398,7 @@ Candidate evaluate(func::FuncOp func, const ForwardLayout &layout, llvm::ArrayRe
 /// recomputes nothing it did not choose to.
 LogicalResult splitAtStash(tg::ModelOp model, func::FuncOp fb) {
   int64_t end = forwardEnd(fb);
-  std::string suffix = chunkSuffix(fb.getSymName());
+  std::string suffix = differentiatedSuffix(fb.getSymName());
   auto forwardOnly =
       dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward" + suffix));
   if (end < 0 || !forwardOnly || fb.getNumArguments() != forwardOnly.getNumArguments() + 1) {
@@ -560,7 +545,7 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
       // A chunk that is not the pipeline's last keeps its stash across the window; the last
       // runs each micro-batch's backward right after its forward.
       auto output = cast<RankedTensorType>(func.getResultTypes().front());
-      int64_t chunk = chunkIndex(func.getSymName());
+      int64_t chunk = chunkOfName(func.getSymName(), "forward_backward");
       if (window->split && output.getRank() > 0 && chunk >= 0 &&
           chunk < static_cast<int64_t>(window->inFlight.size())) {
         target.inFlight = window->inFlight[chunk];

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/ChunkNames.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/cpu/Numerics.h"
@@ -102,7 +103,7 @@ private:
 
 LogicalResult StepBuilder::collectChunks() {
   for (int64_t index = 0;; ++index) {
-    std::string suffix = index == 0 ? "" : ".chunk" + std::to_string(index);
+    std::string suffix = chunkSuffix(index);
     auto forward =
         dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward" + suffix));
     auto lookup = [&](StringRef name) {
