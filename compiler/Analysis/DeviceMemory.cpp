@@ -2,6 +2,7 @@
 
 #include "compiler/Analysis/DeviceMemory.h"
 
+#include "compiler/Analysis/MemoryPlan.h"
 #include "dialects/Plan/IR/PlanOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -112,9 +113,7 @@ RankMemory rankMemory(plan_ir::PlanOp plan, const rt::MeshShape &mesh) {
   mlir::Block &body = plan.getBody().front();
   llvm::DenseMap<mlir::Attribute, int64_t> bufferBytes; // by name attribute (a pointer hash)
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
-    auto type = mlir::cast<mlir::RankedTensorType>(buffer.getType());
-    bufferBytes[buffer.getSymNameAttr()] =
-        type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+    bufferBytes[buffer.getSymNameAttr()] = storageBytes(buffer.getType(), 1);
   }
   for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
     memory.parameters += bufferBytes.lookup(parameter.getValueAttr().getAttr());
