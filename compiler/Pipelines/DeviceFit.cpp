@@ -11,15 +11,12 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
-#include <limits>
 
 using namespace mlir;
 
 namespace mlperf {
 namespace {
 
-/// A budget no arena reaches: tg-recompute's auto keeps everything.
-constexpr int64_t kUnlimitedBudget = std::numeric_limits<int64_t>::max() / 4;
 /// Compiles compileForDevice may make: budgets only shrink, and a stage that recomputes every
 /// layer fully stops asking, so this bounds a search that normally ends after two or three.
 constexpr int kMaxFitCompiles = 6;

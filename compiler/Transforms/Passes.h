@@ -10,6 +10,9 @@
 
 namespace mlperf {
 
+/// True for a tg-recompute policy: none, selective, full or auto.
+bool isRecomputePolicy(llvm::StringRef policy);
+
 #define GEN_PASS_DECL
 #include "compiler/Transforms/Passes.h.inc"
 

@@ -497,11 +497,19 @@ int64_t modelCost(const std::vector<Target> &targets, llvm::ArrayRef<Candidate> 
   return arena + stash;
 }
 
+} // namespace
+
+bool isRecomputePolicy(StringRef policy) {
+  return policy == "none" || policy == "selective" || policy == "full" || policy == "auto";
+}
+
+namespace {
+
 struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (policy != "none" && policy != "selective" && policy != "full" && policy != "auto") {
+    if (!isRecomputePolicy(policy)) {
       getOperation().emitError() << "tg-recompute: policy must be none, selective, full or "
                                     "auto, got '"
                                  << policy << "'";

@@ -21,10 +21,11 @@
 #include "compiler/Registration.h"
 #include "compiler/Support/IRDump.h"
 #include "compiler/Support/ModelFile.h"
+#include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -297,9 +298,18 @@ static int refuseUnfit(mlir::ModuleOp declaration, const TrainStepOptions &optio
   for (const NearbyStrategy &nearby : nearbyStrategies(options, dims, microBatchesOnOneRank)) {
     llvm::errs() << "  " << nearby.change << " ...";
     llvm::errs().flush();
+    // A strategy the mesh checks allow may still not split this model: its first error, in
+    // one line, says why.
+    std::string firstError;
+    mlir::ScopedDiagnosticHandler oneLine(declaration.getContext(), [&](mlir::Diagnostic &d) {
+      if (d.getSeverity() == mlir::DiagnosticSeverity::Error && firstError.empty()) {
+        firstError = d.str();
+      }
+      return mlir::success();
+    });
     mlir::FailureOr<CompiledStep> candidate = compileForDevice(declaration, nearby.options, device);
     if (failed(candidate)) {
-      llvm::errs() << " does not compile\n";
+      llvm::errs() << " does not compile: " << firstError << "\n";
       continue;
     }
     int64_t peak = candidate->peakBytes();
@@ -351,8 +361,7 @@ int runCompile() {
   options.recompute = !compileRecompute.empty() ? std::string(compileRecompute)
                       : device                  ? "auto"
                                                 : "none";
-  if (options.recompute != "none" && options.recompute != "selective" &&
-      options.recompute != "full" && options.recompute != "auto") {
+  if (!isRecomputePolicy(options.recompute)) {
     return fail("--recompute must be none, selective, full or auto, got '" + options.recompute +
                 "'");
   }
