@@ -3,18 +3,20 @@
 #include "runtime/cpu/Attention.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <vector>
 
 namespace mlperf::rt::cpu {
 namespace {
 
-/// Query rows per block: a multiple of kMatmulBlockK, so that the key and value gradients,
+/// Query rows per block: a multiple of kGemmSliceK, so that the key and value gradients,
 /// contractions over query rows, add the same f32 partial sums in the same order as one
 /// matmul over all rows.
-constexpr int64_t kRows = kMatmulBlockK;
+constexpr int64_t kRows = kGemmSliceK;
 
 /// One block of query rows of one (batch, head), and the keys it reads.
 struct Block {
@@ -26,23 +28,35 @@ public:
   Attention(const float *q, const float *k, const float *v, const AttentionShape &shape)
       : q(q), k(k), v(v), s(shape) {}
 
-  /// Calls `body(block)` for every block, in (batch, head, rows) order.
-  template <typename Body> int64_t forEachBlock(Body body) const {
-    int64_t group = s.heads / s.kvHeads;
-    for (int64_t b = 0; b < s.batch; ++b) {
-      for (int64_t h = 0; h < s.heads; ++h) {
-        for (int64_t first = 0; first < s.queries; first += kRows) {
-          Block block{b, h, h / group, first, std::min(kRows, s.queries - first), s.keys};
-          if (s.causal) {
-            block.keys = first + block.rows; // later keys are masked for every row here
-          }
-          if (int64_t bad = body(block); bad >= 0) {
-            return ((b * s.heads + h) * s.queries) + first + bad;
-          }
+  int64_t rowBlocks() const { return (s.queries + kRows - 1) / kRows; }
+
+  /// The `index`-th block of (batch, head) `head` (batch · heads + head).
+  Block block(int64_t head, int64_t index) const {
+    Block block{head / s.heads,
+                head % s.heads,
+                head % s.heads / (s.heads / s.kvHeads),
+                index * kRows,
+                std::min(kRows, s.queries - index * kRows),
+                s.keys};
+    if (s.causal) {
+      block.keys = block.firstRow + block.rows; // later keys are masked for every row here
+    }
+    return block;
+  }
+
+  /// Calls `body(head)` for every (batch, head) pair on the thread pool, where body returns
+  /// -1 or the first bad row of that head; returns -1 or the first bad row overall (as an
+  /// index into [batch, heads, queries]).
+  template <typename Body> int64_t forEachHead(const Body &body) const {
+    std::atomic<int64_t> first{std::numeric_limits<int64_t>::max()};
+    parallelFor(s.batch * s.heads, [&](int64_t head) {
+      if (int64_t bad = body(head); bad >= 0) {
+        int64_t row = head * s.queries + bad, seen = first.load();
+        while (row < seen && !first.compare_exchange_weak(seen, row)) {
         }
       }
-    }
-    return -1;
+    });
+    return first.load() == std::numeric_limits<int64_t>::max() ? -1 : first.load();
   }
 
   const float *queryRows(const Block &block) const {
@@ -82,16 +96,19 @@ public:
 int64_t attentionForward(const float *q, const float *k, const float *v, float *out, float *lse,
                          const AttentionShape &s) {
   Attention attention(q, k, v, s);
-  std::vector<float> p;
-  return attention.forEachBlock([&](const Block &block) -> int64_t {
-    attention.scores(block, p);
-    float *lseRows = lse + (block.batch * s.heads + block.head) * s.queries + block.firstRow;
-    if (int64_t bad = softmax(p.data(), p.data(), block.rows, block.keys, 1, lseRows); bad >= 0) {
-      return bad;
+  return attention.forEachHead([&](int64_t head) -> int64_t {
+    thread_local std::vector<float> p;
+    for (int64_t index = 0; index < attention.rowBlocks(); ++index) {
+      Block block = attention.block(head, index);
+      attention.scores(block, p);
+      float *lseRows = lse + head * s.queries + block.firstRow;
+      if (int64_t bad = softmax(p.data(), p.data(), block.rows, block.keys, 1, lseRows); bad >= 0) {
+        return block.firstRow + bad;
+      }
+      roundBuffer(s.valueType, p.data(), block.rows * block.keys); // tg.convert
+      matmul(p.data(), attention.valueHead(block), out + attention.rowOffset(block),
+             matmulShape(block.rows, s.headDim, block.keys));
     }
-    roundBuffer(s.valueType, p.data(), block.rows * block.keys); // tg.convert
-    matmul(p.data(), attention.valueHead(block), out + attention.rowOffset(block),
-           matmulShape(block.rows, s.headDim, block.keys));
     return -1;
   });
 }
@@ -105,59 +122,62 @@ int64_t attentionBackward(const float *q, const float *k, const float *v, const 
   // in f64 over blocks of query rows as one matmul sums its blocks of 256 products.
   std::vector<float> keyGrads(s.batch * s.heads * headElements),
       valueGrads(s.batch * s.heads * headElements);
-  std::vector<double> keySums, valueSums;
-  std::vector<float> p, rounded, dp, piece(headElements);
-  int64_t bad = attention.forEachBlock([&](const Block &block) -> int64_t {
-    if (block.firstRow == 0) {
-      keySums.assign(headElements, 0.0);
-      valueSums.assign(headElements, 0.0);
-    }
-    attention.scores(block, p);
-    if (int64_t badRow = softmax(p.data(), p.data(), block.rows, block.keys, 1); badRow >= 0) {
-      return badRow;
-    }
-    const int64_t n = block.rows * block.keys;
-    rounded.assign(p.begin(), p.end());
-    roundBuffer(s.valueType, rounded.data(), n);
-    const float *doutRows = dout + attention.rowOffset(block);
-    // dp = dout · valueᵀ, of the probabilities' type.
-    dp.resize(n);
-    matmul(doutRows, attention.valueHead(block), dp.data(),
-           matmulShape(block.rows, block.keys, s.headDim, false, true));
-    roundBuffer(s.valueType, dp.data(), n);
-    // ds = softmax_grad, masked, scaled, of the query's type (in dp's storage).
-    softmaxGrad(p.data(), dp.data(), dp.data(), block.rows, block.keys, 1);
-    if (s.causal) {
-      for (int64_t i = 0; i < block.rows; ++i) {
-        std::fill(dp.begin() + i * block.keys + block.firstRow + i + 1,
-                  dp.begin() + (i + 1) * block.keys, 0.0f);
+  // Heads in parallel; a head's blocks in order, so its sums are always added the same way.
+  int64_t bad = attention.forEachHead([&](int64_t head) -> int64_t {
+    thread_local std::vector<double> keySums, valueSums;
+    thread_local std::vector<float> p, rounded, dp, piece;
+    piece.resize(headElements);
+    keySums.assign(headElements, 0.0);
+    valueSums.assign(headElements, 0.0);
+    for (int64_t index = 0; index < attention.rowBlocks(); ++index) {
+      Block block = attention.block(head, index);
+      attention.scores(block, p);
+      if (int64_t badRow = softmax(p.data(), p.data(), block.rows, block.keys, 1); badRow >= 0) {
+        return block.firstRow + badRow;
       }
-    }
-    scale(dp.data(), dp.data(), n, s.scale);
-    roundBuffer(queryType, dp.data(), n);
-    // dq = ds · key over this block's keys (the masked rest contributes zeros).
-    matmul(dp.data(), attention.keyHead(block), dq + attention.rowOffset(block),
-           matmulShape(block.rows, s.headDim, block.keys));
-    // This block's share of dk = dsᵀ · query and dv = pᵀ · dout.
-    matmul(dp.data(), attention.queryRows(block), piece.data(),
-           matmulShape(block.keys, s.headDim, block.rows, true));
-    for (int64_t i = 0; i < block.keys * s.headDim; ++i) {
-      keySums[i] += piece[i];
-    }
-    matmul(rounded.data(), doutRows, piece.data(),
-           matmulShape(block.keys, s.headDim, block.rows, true));
-    for (int64_t i = 0; i < block.keys * s.headDim; ++i) {
-      valueSums[i] += piece[i];
-    }
-    if (block.firstRow + block.rows == s.queries) { // the head's last block
-      float *keyGrad = keyGrads.data() + (block.batch * s.heads + block.head) * headElements;
-      float *valueGrad = valueGrads.data() + (block.batch * s.heads + block.head) * headElements;
-      for (int64_t i = 0; i < headElements; ++i) {
-        keyGrad[i] = static_cast<float>(keySums[i]);
-        valueGrad[i] = static_cast<float>(valueSums[i]);
+      const int64_t n = block.rows * block.keys;
+      rounded.assign(p.begin(), p.end());
+      roundBuffer(s.valueType, rounded.data(), n);
+      const float *doutRows = dout + attention.rowOffset(block);
+      // dp = dout · valueᵀ, of the probabilities' type.
+      dp.resize(n);
+      matmul(doutRows, attention.valueHead(block), dp.data(),
+             matmulShape(block.rows, block.keys, s.headDim, false, true));
+      roundBuffer(s.valueType, dp.data(), n);
+      // ds = softmax_grad, masked, scaled, of the query's type (in dp's storage).
+      softmaxGrad(p.data(), dp.data(), dp.data(), block.rows, block.keys, 1);
+      if (s.causal) {
+        for (int64_t i = 0; i < block.rows; ++i) {
+          std::fill(dp.begin() + i * block.keys + block.firstRow + i + 1,
+                    dp.begin() + (i + 1) * block.keys, 0.0f);
+        }
       }
-      roundBuffer(queryType, keyGrad, headElements); // the key's type is the query's
-      roundBuffer(s.valueType, valueGrad, headElements);
+      scale(dp.data(), dp.data(), n, s.scale);
+      roundBuffer(queryType, dp.data(), n);
+      // dq = ds · key over this block's keys (the masked rest contributes zeros).
+      matmul(dp.data(), attention.keyHead(block), dq + attention.rowOffset(block),
+             matmulShape(block.rows, s.headDim, block.keys));
+      // This block's share of dk = dsᵀ · query and dv = pᵀ · dout.
+      matmul(dp.data(), attention.queryRows(block), piece.data(),
+             matmulShape(block.keys, s.headDim, block.rows, true));
+      for (int64_t i = 0; i < block.keys * s.headDim; ++i) {
+        keySums[i] += piece[i];
+      }
+      matmul(rounded.data(), doutRows, piece.data(),
+             matmulShape(block.keys, s.headDim, block.rows, true));
+      for (int64_t i = 0; i < block.keys * s.headDim; ++i) {
+        valueSums[i] += piece[i];
+      }
+      if (block.firstRow + block.rows == s.queries) { // the head's last block
+        float *keyGrad = keyGrads.data() + (block.batch * s.heads + block.head) * headElements;
+        float *valueGrad = valueGrads.data() + (block.batch * s.heads + block.head) * headElements;
+        for (int64_t i = 0; i < headElements; ++i) {
+          keyGrad[i] = static_cast<float>(keySums[i]);
+          valueGrad[i] = static_cast<float>(valueSums[i]);
+        }
+        roundBuffer(queryType, keyGrad, headElements); // the key's type is the query's
+        roundBuffer(s.valueType, valueGrad, headElements);
+      }
     }
     return -1;
   });

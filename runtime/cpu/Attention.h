@@ -5,7 +5,7 @@
 // so that memory grows with the sequence, not with its square. Every value is the one the
 // unfused graph (matmul, scale, causal_mask, softmax, convert, matmul, repeat, and what
 // tg-autodiff builds from them) computes, to the bit: the blocks call the same kernels on
-// the same operands, contractions over query rows are cut at multiples of kMatmulBlockK, and
+// the same operands, contractions over query rows are cut at multiples of kGemmSliceK, and
 // the masked keys a causal block skips contribute exact zeros there. Causal blocks read only
 // the keys up to their last query: half the work of the unfused graph.
 //

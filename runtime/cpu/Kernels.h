@@ -13,6 +13,8 @@
 #ifndef MLPERFC_RUNTIME_CPU_KERNELS_H
 #define MLPERFC_RUNTIME_CPU_KERNELS_H
 
+#include "runtime/cpu/Gemm.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -21,10 +23,9 @@ namespace mlperf::rt::cpu {
 /// C[b] = op(A[b]) · op(B[b]) for b < batch, op = identity or transpose of the stored matrix.
 /// A is [batch, m, k] ([batch, k, m] when transposeA); B likewise [k, n] or [n, k]; when
 /// `broadcastB`, B is one matrix shared by every batch entry.
-/// Products per f32 partial sum of matmul before it is added to the f64 accumulator. Fused
-/// kernels that split a contraction into pieces (Attention.cpp) cut it at multiples of this,
-/// so that their sums are the same as one matmul's.
-constexpr int64_t kMatmulBlockK = 256;
+/// f32 products are gemmF32's (Gemm.h): f32 partial sums of kGemmSliceK products added in f64.
+/// Fused kernels that split a contraction into pieces (Attention.cpp) cut it at multiples of
+/// kGemmSliceK, so that their sums are the same as one matmul's.
 
 struct MatmulShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;

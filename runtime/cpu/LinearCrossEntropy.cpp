@@ -10,8 +10,8 @@
 namespace mlperf::rt::cpu {
 namespace {
 
-/// Tokens per chunk: a multiple of kMatmulBlockK (the weight gradient sums over tokens).
-constexpr int64_t kTokens = kMatmulBlockK;
+/// Tokens per chunk: a multiple of kGemmSliceK (the weight gradient sums over tokens).
+constexpr int64_t kTokens = kGemmSliceK;
 
 /// logits [count, vocab] of tokens [first, first + count), rounded as tg.matmul's result.
 void chunkLogits(const float *hidden, const float *weight, const LinearCrossEntropyShape &s,

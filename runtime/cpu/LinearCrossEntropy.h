@@ -6,7 +6,7 @@
 // llm.c's fused classifier). Every value is the unfused graph's (tg.matmul, tg.cross_entropy
 // and what tg-autodiff builds from them), to the bit: the chunks call the same kernels, the
 // loss adds token by token in order, and the weight gradient, a contraction over tokens, is cut
-// at multiples of kMatmulBlockK.
+// at multiples of kGemmSliceK.
 //
 //===----------------------------------------------------------------------===//
 

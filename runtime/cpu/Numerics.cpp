@@ -2,6 +2,8 @@
 
 #include "runtime/cpu/Numerics.h"
 
+#include "runtime/cpu/ThreadPool.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -203,15 +205,17 @@ void roundBuffer(DType type, float *data, int64_t count) {
     // A float holds its value exactly, and bf16 is its upper half: round to nearest even at
     // bit 16 of the encoding. The same result as roundTo for every float (subnormals and
     // overflow to infinity included: NumericsTest compares them), at a fraction of the cost.
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, &data[i], sizeof bits);
-      if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0) {
-        continue; // NaN stays NaN
+    cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &data[i], sizeof bits);
+        if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0) {
+          continue; // NaN stays NaN
+        }
+        bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+        std::memcpy(&data[i], &bits, sizeof bits);
       }
-      bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-      std::memcpy(&data[i], &bits, sizeof bits);
-    }
+    });
     return;
   }
   for (int64_t i = 0; i < count; ++i) {

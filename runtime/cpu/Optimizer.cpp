@@ -2,6 +2,8 @@
 
 #include "runtime/cpu/Optimizer.h"
 
+#include "runtime/cpu/ThreadPool.h"
+
 #include <cmath>
 
 namespace mlperf::rt::cpu {
@@ -40,14 +42,16 @@ void adamwUpdate(float *master, float *m, float *v, const float *grad, int64_t c
   const double t = static_cast<double>(step + 1);
   const float correction1 = static_cast<float>(1.0 - std::pow(h.beta1, t));
   const float correction2 = static_cast<float>(1.0 - std::pow(h.beta2, t));
-  for (int64_t i = 0; i < count; ++i) {
-    float g = grad[i] * clip;
-    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-    float mHat = m[i] / correction1;
-    float vHat = v[i] / correction2;
-    master[i] -= lr * (mHat / (std::sqrt(vHat) + epsilon) + weightDecay * master[i]);
-  }
+  parallelChunks(count, int64_t{1} << 15, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float g = grad[i] * clip;
+      m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+      v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+      float mHat = m[i] / correction1;
+      float vHat = v[i] / correction2;
+      master[i] -= lr * (mHat / (std::sqrt(vHat) + epsilon) + weightDecay * master[i]);
+    }
+  });
 }
 
 } // namespace mlperf::rt::cpu

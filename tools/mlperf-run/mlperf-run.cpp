@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/ThreadPool.h"
 #include "runtime/exec/TrainingSession.h"
 #include "runtime/mpi/MpiCommunicator.h"
 #include "runtime/support/CommandLine.h"
@@ -271,6 +272,9 @@ int main(int argc, char **argv) {
   cli.setPositional(&options.positional, "PLAN.pb", 1);
   if (std::optional<int> exit = cli.parse(argc, argv)) {
     return *exit;
+  }
+  if (Status threads = cpu::checkCpuThreadsSetting(); !threads.isOk()) {
+    return fail(threads);
   }
   if (launchedByMpiLauncher()) {
     Status status = initializeMpi(&argc, &argv, world.rank, world.size);

@@ -13,6 +13,7 @@
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/cpu/ThreadPool.h"
 #include "runtime/data/GPTBatches.h"
 #include "runtime/plan/StepRoles.h"
 
@@ -258,6 +259,9 @@ int runRunReference() {
   }
   if (refTrainSteps < 0) {
     return fail("--train-steps must be >= 0");
+  }
+  if (mlperf::rt::Status threads = mlperf::rt::cpu::checkCpuThreadsSetting(); !threads.isOk()) {
+    return fail(threads.message());
   }
   std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
   ModelFile modelFile(*contextOwner, refModel);
