@@ -3,6 +3,11 @@ on mlperfc's CPU reference (`mlperfc run-reference --train-steps`) against JAX o
 machine, in the same run, with the same threads and precision.
 
 Usage: .venv/bin/python benchmarks/cpu_train_step.py [--mlperfc build/bin/mlperfc] [--steps 4]
+           [--baseline-mlperf-run OLD/bin/mlperf-run]
+
+With --baseline-mlperf-run, the same plans also run on that (older) mlperf-run in the same run,
+for before/after ratios; plans are read by both as long as the plan format is the same. The
+last row is the quickstart's bf16 tiny model (scripts/quickstart.sh), mlperf-run only.
 
 Both sides train on the same tokens from the same weights; each reports the median step time
 over steps after the first (JAX's first step compiles). The models are the "tiny" and "mid"
@@ -53,20 +58,22 @@ def ours(mlperfc, cfg, steps, workdir, name):
     return float(np.median(times[1:])), weights, tokens, labels, model
 
 
-def ours_plan(mlperfc, cfg, steps, workdir, name, model, weights):
+def ours_plan(mlperfc, cfg, steps, workdir, name, model, weights, mlperf_run=None,
+              precision="fp32"):
     """The same steps through the product path: compile -> plan.pb -> mlperf-run (CPU
     backend), on a one-document dataset of random tokens, from the same weights."""
-    plan = os.path.join(workdir, f"{name}.plan.pb")
-    subprocess.run([mlperfc, "compile", model, "--precision", "fp32", "-o", plan], check=True,
-                   capture_output=True)
+    plan = os.path.join(workdir, f"{name}.{precision}.plan.pb")
+    subprocess.run([mlperfc, "compile", model, "--precision", precision, "-o", plan],
+                   check=True, capture_output=True)
     data = os.path.join(workdir, f"{name}.data")
     rng = np.random.default_rng(1)
     oracle.write_megatron(data, rng.integers(0, cfg["vocab"],
                                              size=steps * cfg["gbs"] * cfg["seq"] + 1))
-    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    mlperf_run = mlperf_run or os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    init = ["--init-from", weights] if weights else []
     run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
-                          "--init-from", weights, "--max-steps", str(steps), "--print-every",
-                          "1"], check=True, capture_output=True, text=True)
+                          *init, "--max-steps", str(steps), "--print-every", "1"],
+                         check=True, capture_output=True, text=True)
     times = [float(line.split()[-1]) / 1e3 for line in run.stdout.splitlines()
              if line.startswith("step ")]
     return float(np.median(times[1:]))
@@ -107,19 +114,41 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mlperfc", default="build/bin/mlperfc")
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--baseline-mlperf-run", default=None)
     args = parser.parse_args()
+    base = args.baseline_mlperf_run
     print(f"machine: {os.cpu_count()} CPU threads; JAX {jax.__version__} on {jax.devices()[0]}; "
           f"fp32; median step time over steps 2..{args.steps}")
     print(f"{'model':6} {'reference (s)':>14} {'mlperf-run (s)':>15} {'JAX (s)':>10} "
-          f"{'ratios':>14}")
+          f"{'ratios':>14}" + (f" {'baseline mlperf-run (s)':>24} {'ratio':>7}" if base else ""))
     with tempfile.TemporaryDirectory() as workdir:
         for name, cfg in CONFIGS.items():
             ours_s, weights, tokens, labels, model = ours(args.mlperfc, cfg, args.steps,
                                                           workdir, name)
             plan_s = ours_plan(args.mlperfc, cfg, args.steps, workdir, name, model, weights)
             jax_s = jax_step_time(cfg, weights, tokens, labels)
-            print(f"{name:6} {ours_s:14.4f} {plan_s:15.4f} {jax_s:10.4f} "
-                  f"{ours_s / jax_s:6.2f}x {plan_s / jax_s:6.2f}x")
+            line = (f"{name:6} {ours_s:14.4f} {plan_s:15.4f} {jax_s:10.4f} "
+                    f"{ours_s / jax_s:6.2f}x {plan_s / jax_s:6.2f}x")
+            if base:
+                base_s = ours_plan(args.mlperfc, cfg, args.steps, workdir, name, model, weights,
+                                   base)
+                line += f" {base_s:24.4f} {base_s / jax_s:6.2f}x"
+            print(line)
+        # The quickstart's model and batch, in bf16 (its default precision): mlperf-run only.
+        quick = os.path.join(workdir, "quickstart.mlir")
+        subprocess.run([args.mlperfc, "emit-model", "llama3", "--preset", "llama31_8b_tiny",
+                        "--set", "gbs=16,micro_batch=16,lr=3e-3,warmup_steps=10,max_steps=400",
+                        "-o", quick], check=True, capture_output=True)
+        steps = max(args.steps, 12)
+        qcfg = {"vocab": 256, "seq": 32, "gbs": 16}
+        quick_s = ours_plan(args.mlperfc, qcfg, steps, workdir, "quickstart", quick, None,
+                            precision="bf16")
+        line = f"quickstart bf16 step (mlperf-run): {quick_s * 1e3:.1f} ms"
+        if base:
+            base_s = ours_plan(args.mlperfc, qcfg, steps, workdir, "quickstart", quick, None,
+                               base, precision="bf16")
+            line += f"; baseline {base_s * 1e3:.1f} ms ({base_s / quick_s:.2f}x faster now)"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -379,6 +379,31 @@ void transpose(const T *x, T *y, const std::vector<int64_t> &shape,
     outShape[d] = shape[perm[d]];
     count *= shape[d];
   }
+  if (rank >= 2 && perm[rank - 1] == static_cast<int64_t>(rank) - 1) {
+    // The last dimension stays: copy whole rows of it (attention's [b, s, h, d] <-> [b, h, s, d]).
+    const int64_t row = shape[rank - 1], rows = count / std::max<int64_t>(row, 1);
+    parallelChunks(rows, rowGrain(row), [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> index(rank - 1, 0);
+      for (size_t d = rank - 1, rest = begin; d-- > 0;) {
+        index[d] = static_cast<int64_t>(rest) % outShape[d];
+        rest /= outShape[d];
+      }
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t source = 0;
+        for (size_t d = 0; d + 1 < rank; ++d) {
+          source += index[d] * inStrides[perm[d]];
+        }
+        std::copy_n(x + source, row, y + r * row);
+        for (size_t d = rank - 1; d-- > 0;) {
+          if (++index[d] < outShape[d]) {
+            break;
+          }
+          index[d] = 0;
+        }
+      }
+    });
+    return;
+  }
   // Chunks of the output, each walked in order; `index` is the output multi-index.
   parallelChunks(count, kGrain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> index(rank, 0);

@@ -247,6 +247,26 @@ TEST_F(KernelsTest, TransposeMatchesIndexFormula) {
   }
 }
 
+TEST_F(KernelsTest, TransposeKeepingTheLastDimensionMatchesIndexFormula) {
+  // [b, s, h, d] -> [b, h, s, d] (rows of d copied whole), large enough for the thread pool.
+  const int64_t B = 3, S = 70, H = 5, D = 40;
+  std::vector<int64_t> shape = {B, S, H, D}, perm = {0, 2, 1, 3};
+  Vec x(B * S * H * D), y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<double>(i);
+  }
+  transpose(x.data(), y.data(), shape, perm);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t s = 0; s < S; ++s) {
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t d = 0; d < D; ++d) {
+          ASSERT_EQ(y[((b * H + h) * S + s) * D + d], x[((b * S + s) * H + h) * D + d]);
+        }
+      }
+    }
+  }
+}
+
 TEST_F(KernelsTest, Llama31FrequencyScalingBands) {
   // head_dim 128, theta 500000: high frequencies unchanged, low ones divided by 8, the band
   // between interpolated (Llama 3.1 / Hugging Face `_compute_llama3_parameters`).
