@@ -17,7 +17,7 @@ APT_PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
-  libblis-dev
+  libblis-pthread-dev
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev libffi-dev
   python3 python3-pip python3-venv
   fortunes-min
