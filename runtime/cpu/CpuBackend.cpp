@@ -52,6 +52,13 @@ void copyInParallel(void *to, const void *from, size_t bytes) {
                       });
 }
 
+/// Zeroes `count` floats on the kernels' thread pool.
+void fillInParallel(float *values, int64_t count) {
+  cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    std::fill(values + begin, values + end, 0.0f);
+  });
+}
+
 /// Float storage for commands' host tensors, kept between commands: from the second step on
 /// every command finds vectors of its sizes here instead of allocating, zeroing and faulting
 /// in fresh ones (that cost a sixth of an fp32 step). Shared by both streams.
@@ -264,10 +271,23 @@ public:
     std::vector<const HostTensor *> operands;
     std::vector<HostTensor> results;
     {
+      // f32 operands and results of host ops are used where they lie in the arenas (no copy),
+      // unless a result shares bytes with an operand or another result.
+      const bool hostOp =
+          !isCollective(command.op()) && !findAttribute(command, "vocab_shard_axis");
+      const bool inPlace = hostOp && !resultsOverlap(command);
       operandValues.assign(command.operands_size(), HostTensor());
       operands.clear();
       for (int i = 0; i < command.operands_size(); ++i) {
         const plan::Buffer &buffer = plan->buffers(command.operands(i));
+        if (inPlace && buffer.dtype() == plan::F32) {
+          HostTensor &value = operandValues[i];
+          value.dtype = DType::kF32;
+          value.shape.assign(buffer.shape().begin(), buffer.shape().end());
+          value.external = bufferFloats(buffer);
+          operands.push_back(&value);
+          continue;
+        }
         if (isFloat(fromPlanDType(buffer.dtype()))) {
           operandValues[i].values = spare.take(
               rt::numElements(std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end())));
@@ -290,8 +310,18 @@ public:
         HostTensor result;
         result.dtype = dtype;
         result.shape.assign(buffer.shape().begin(), buffer.shape().end());
-        result.values = spare.take(result.numElements());
-        std::fill(result.values.begin(), result.values.end(), 0.0f); // results arrive zeroed
+        bool overwritten = writesEveryElement(command);
+        if (inPlace && buffer.dtype() == plan::F32) {
+          result.external = bufferFloats(buffer);
+          if (!overwritten) { // results arrive zeroed
+            fillInParallel(result.external, result.numElements());
+          }
+        } else {
+          result.values = spare.take(result.numElements());
+          if (!overwritten) {
+            std::fill(result.values.begin(), result.values.end(), 0.0f);
+          }
+        }
         results.push_back(std::move(result));
       }
       OpAttributes attributes;
@@ -346,6 +376,9 @@ public:
                                          "): " + status.message());
       }
       for (int i = 0; i < command.results_size(); ++i) {
+        if (results[i].external) {
+          continue; // written in place
+        }
         status = write(command.results(i), results[i]);
         if (!status.isOk()) {
           return status;
@@ -359,6 +392,44 @@ public:
       spare.give(std::move(tensor.values));
     }
     return Status::ok();
+  }
+
+  float *bufferFloats(const plan::Buffer &buffer) {
+    return reinterpret_cast<float *>(arenas[buffer.memory_class()].data() + buffer.offset());
+  }
+
+  /// Whether a result of `command` shares a byte with one of its operands or another result:
+  /// then its kernel must not write the arena while reading its operands there.
+  bool resultsOverlap(const plan::Command &command) const {
+    auto overlaps = [&](uint32_t a, uint32_t b) {
+      const plan::Buffer &x = plan->buffers(a), &y = plan->buffers(b);
+      return x.memory_class() == y.memory_class() && x.offset() < y.offset() + y.size() &&
+             y.offset() < x.offset() + x.size();
+    };
+    for (int r = 0; r < command.results_size(); ++r) {
+      for (uint32_t operand : command.operands()) {
+        if (overlaps(command.results(r), operand)) {
+          return true;
+        }
+      }
+      for (int other = 0; other < r; ++other) {
+        if (overlaps(command.results(r), command.results(other))) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /// Ops whose kernels write every element of every result, so results need not be zeroed.
+  static bool writesEveryElement(const plan::Command &command) {
+    static const std::set<std::string, std::less<>> ops = {
+        "matmul",      "add",      "mul",           "scale",        "silu",
+        "silu_grad",   "rms_norm", "rms_norm_grad", "add_rms_norm", "rope",
+        "transpose",   "softmax",  "softmax_grad",  "swiglu",       "swiglu_grad",
+        "causal_mask", "repeat",   "repeat_grad",   "attention",    "attention_grad",
+        "convert",     "reshape",  "copy"};
+    return ops.count(command.op()) && !findAttribute(command, "vocab_shard_axis");
   }
 
   /// Runs `job` on the communication thread (started on first use).

@@ -21,6 +21,13 @@ struct HostTensor {
   std::vector<int64_t> shape;
   std::vector<float> values; // floating-point types
   std::vector<int64_t> ints; // integer types
+  /// Float values kept elsewhere instead of in `values` (the CPU backend points operands and
+  /// results at its arenas, so a kernel reads and writes them in place). Kernels reach float
+  /// values through data(), which sees either.
+  float *external = nullptr;
+
+  float *data() { return external ? external : values.data(); }
+  const float *data() const { return external ? external : values.data(); }
 
   static HostTensor zeros(DType dtype, std::vector<int64_t> shape);
   int64_t numElements() const;

@@ -68,7 +68,7 @@ public:
 
 private:
   const HostTensor &in(size_t i) const { return *operands[i]; }
-  const float *f(size_t i) const { return operands[i]->values.data(); }
+  const float *f(size_t i) const { return operands[i]->data(); }
   HostTensor &out(size_t i = 0) { return results[i]; }
 
   int64_t integer(const char *name) const {
@@ -121,15 +121,15 @@ Status Dispatch::run(std::string_view op) {
     s.n = out().shape.back();
     s.k = a.shape[rank - (s.transposeA ? 2 : 1)];
     s.broadcastB = b.shape.size() == 2 && rank > 2;
-    cpu::matmul(a.values.data(), b.values.data(), out().values.data(), s);
+    cpu::matmul(a.data(), b.data(), out().data(), s);
   } else if (op == "add") {
-    cpu::add(f(0), f(1), out().values.data(), out().numElements());
+    cpu::add(f(0), f(1), out().data(), out().numElements());
   } else if (op == "mul") {
-    cpu::mul(f(0), f(1), out().values.data(), out().numElements());
+    cpu::mul(f(0), f(1), out().data(), out().numElements());
   } else if (op == "scale") {
-    cpu::scale(f(0), out().values.data(), out().numElements(), real("factor"));
+    cpu::scale(f(0), out().data(), out().numElements(), real("factor"));
   } else if (op == "silu") {
-    cpu::silu(f(0), out().values.data(), out().numElements());
+    cpu::silu(f(0), out().data(), out().numElements());
   } else if (op == "swiglu" || op == "swiglu_grad") {
     // Chunk by chunk through the unfused graph's kernels with its roundings (tg.swiglu is
     // exactly mul(silu(gate), up) and its autodiff): a few KiB of workspace, not a tensor.
@@ -142,28 +142,31 @@ Status Dispatch::run(std::string_view op) {
       cpu::silu(gate, act, n);
       roundBuffer(type, act, n);
       if (op == "swiglu") {
-        cpu::mul(act, up, out().values.data() + start, n);
+        cpu::mul(act, up, out().data() + start, n);
         continue;
       }
       const float *grad = f(2) + start;
-      cpu::mul(grad, act, out(1).values.data() + start, n); // up_grad = grad · a
-      cpu::mul(grad, up, scratch, n);                       // the gradient of a
+      cpu::mul(grad, act, out(1).data() + start, n); // up_grad = grad · a
+      cpu::mul(grad, up, scratch, n);                // the gradient of a
       roundBuffer(type, scratch, n);
-      cpu::siluGrad(gate, scratch, out(0).values.data() + start, n);
+      cpu::siluGrad(gate, scratch, out(0).data() + start, n);
     }
   } else if (op == "convert" || op == "reshape" || op == "copy") {
-    out().values = in(0).values; // rounded to the result type below
-    out().ints = in(0).ints;
+    if (isFloat(out().dtype)) { // rounded to the result type below
+      std::copy_n(in(0).data(), out().numElements(), out().data());
+    } else {
+      out().ints = in(0).ints;
+    }
   } else if (op == "add_rms_norm") {
     // The pair's kernels, the sum rounded to its type before the norm reads it.
     int64_t dim = out(0).shape.back();
-    cpu::add(f(0), f(1), out(0).values.data(), out(0).numElements());
-    roundBuffer(out(0).dtype, out(0).values.data(), out(0).numElements());
-    cpu::rmsNorm(out(0).values.data(), f(2), out(1).values.data(), out(0).numElements() / dim, dim,
+    cpu::add(f(0), f(1), out(0).data(), out(0).numElements());
+    roundBuffer(out(0).dtype, out(0).data(), out(0).numElements());
+    cpu::rmsNorm(out(0).data(), f(2), out(1).data(), out(0).numElements() / dim, dim,
                  real("epsilon"));
   } else if (op == "rms_norm") {
     int64_t dim = out().shape.back();
-    cpu::rmsNorm(f(0), f(1), out().values.data(), out().numElements() / dim, dim, real("epsilon"));
+    cpu::rmsNorm(f(0), f(1), out().data(), out().numElements() / dim, dim, real("epsilon"));
   } else if (op == "embedding" && attributes.has("shard_index")) {
     // This rank's rows [k·rows, (k+1)·rows) of a vocabulary split `shard_count` ways; other
     // ids give zero rows (their owners fill them).
@@ -177,7 +180,7 @@ Status Dispatch::run(std::string_view op) {
                             " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
       }
       if (id >= first && id < first + rows) {
-        std::copy_n(table.values.begin() + (id - first) * dim, dim, out().values.begin() + t * dim);
+        std::copy_n(table.data() + (id - first) * dim, dim, out().data() + t * dim);
       }
     }
   } else if (op == "embedding_grad" && attributes.has("shard_index")) {
@@ -193,11 +196,11 @@ Status Dispatch::run(std::string_view op) {
         }
       }
     }
-    std::copy(sums.begin(), sums.end(), out().values.begin());
+    std::copy(sums.begin(), sums.end(), out().data());
   } else if (op == "embedding") {
     const HostTensor &table = in(0), &ids = in(1);
-    int64_t bad = cpu::embedding(table.values.data(), ids.ints.data(), out().values.data(),
-                                 ids.numElements(), table.shape[0], table.shape[1]);
+    int64_t bad = cpu::embedding(table.data(), ids.ints.data(), out().data(), ids.numElements(),
+                                 table.shape[0], table.shape[1]);
     if (bad >= 0) {
       return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
                           std::to_string(bad) + " is outside the vocabulary [0, " +
@@ -213,17 +216,17 @@ Status Dispatch::run(std::string_view op) {
         scaled ? integer("original_max_position") : 0);
     for (size_t i = 0; i < results.size(); ++i) {
       const std::vector<int64_t> &shape = out(i).shape;
-      cpu::rope(f(i), out(i).values.data(), shape[0], shape[1], shape[2], shape[3], frequencies,
+      cpu::rope(f(i), out(i).data(), shape[0], shape[1], shape[2], shape[3], frequencies,
                 flag("inverse"));
     }
   } else if (op == "causal_mask") {
     int64_t n = out().shape.back();
-    cpu::causalMask(f(0), out().values.data(), out().numElements() / (n * n), n, flag("gradient"));
+    cpu::causalMask(f(0), out().data(), out().numElements() / (n * n), n, flag("gradient"));
   } else if (op == "softmax") {
     const std::vector<int64_t> &s = out().shape;
     size_t dim = integer("dim");
-    int64_t bad = cpu::softmax(f(0), out().values.data(), product(s, 0, dim), s[dim],
-                               product(s, dim + 1, s.size()));
+    int64_t bad =
+        cpu::softmax(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()));
     if (bad >= 0) {
       return invalidInput("softmax row " + std::to_string(bad) +
                           " has no finite entry (every score masked or infinite/NaN inputs)");
@@ -231,7 +234,7 @@ Status Dispatch::run(std::string_view op) {
   } else if (op == "softmax_grad") {
     const std::vector<int64_t> &s = out().shape;
     size_t dim = integer("dim");
-    cpu::softmaxGrad(f(0), f(1), out().values.data(), product(s, 0, dim), s[dim],
+    cpu::softmaxGrad(f(0), f(1), out().data(), product(s, 0, dim), s[dim],
                      product(s, dim + 1, s.size()));
   } else if (op == "attention" || op == "attention_grad") {
     const std::vector<int64_t> &q = in(0).shape, &k = in(1).shape;
@@ -246,11 +249,9 @@ Status Dispatch::run(std::string_view op) {
     shape.scale = real("scale");
     shape.valueType = in(2).dtype;
     int64_t bad = op == "attention"
-                      ? cpu::attentionForward(f(0), f(1), f(2), out(0).values.data(),
-                                              out(1).values.data(), shape)
-                      : cpu::attentionBackward(f(0), f(1), f(2), f(4), out(0).values.data(),
-                                               out(1).values.data(), out(2).values.data(), shape,
-                                               in(0).dtype);
+                      ? cpu::attentionForward(f(0), f(1), f(2), out(0).data(), out(1).data(), shape)
+                      : cpu::attentionBackward(f(0), f(1), f(2), f(4), out(0).data(), out(1).data(),
+                                               out(2).data(), shape, in(0).dtype);
     if (bad >= 0) {
       return invalidInput("attention row " + std::to_string(bad) +
                           " has no finite score (infinite or NaN inputs)");
@@ -258,27 +259,27 @@ Status Dispatch::run(std::string_view op) {
   } else if (op == "repeat") {
     const std::vector<int64_t> &s = in(0).shape;
     size_t dim = integer("dim");
-    cpu::repeat(f(0), out().values.data(), product(s, 0, dim), s[dim],
-                product(s, dim + 1, s.size()), integer("times"));
+    cpu::repeat(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()),
+                integer("times"));
   } else if (op == "repeat_grad") {
     const std::vector<int64_t> &s = out().shape;
     size_t dim = integer("dim");
-    cpu::repeatGrad(f(0), out().values.data(), product(s, 0, dim), s[dim],
-                    product(s, dim + 1, s.size()), integer("times"));
+    cpu::repeatGrad(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()),
+                    integer("times"));
   } else if (op == "transpose") {
-    cpu::transpose(f(0), out().values.data(), in(0).shape, ints("permutation"));
+    cpu::transpose(f(0), out().data(), in(0).shape, ints("permutation"));
   } else if (op == "cross_entropy") {
     const HostTensor &logits = in(0), &labels = in(1);
     const float *mask = operands.size() > 2 ? f(2) : nullptr;
     int64_t vocab = logits.shape.back(), bad = -1;
-    double loss = cpu::crossEntropy(logits.values.data(), labels.ints.data(), mask,
-                                    labels.numElements(), vocab, &bad);
+    double loss = cpu::crossEntropy(logits.data(), labels.ints.data(), mask, labels.numElements(),
+                                    vocab, &bad);
     if (bad >= 0) {
       return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
                           std::to_string(bad) + " is outside the vocabulary [0, " +
                           std::to_string(vocab) + ")");
     }
-    out().values[0] = static_cast<float>(loss);
+    out().data()[0] = static_cast<float>(loss);
   } else if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
     // (hidden, weight, labels[, dloss][, mask]): the logits exist one chunk at a time.
     bool gradient = op == "linear_cross_entropy_grad";
@@ -294,25 +295,24 @@ Status Dispatch::run(std::string_view op) {
                           "'");
     }
     if (gradient) {
-      cpu::linearCrossEntropyGrad(hidden.values.data(), weight.values.data(), labels.ints.data(),
-                                  mask, in(3).values[0], out(0).values.data(), out(1).values.data(),
-                                  shape);
+      cpu::linearCrossEntropyGrad(hidden.data(), weight.data(), labels.ints.data(), mask,
+                                  in(3).data()[0], out(0).data(), out(1).data(), shape);
     } else {
       double loss = 0.0;
-      int64_t bad = cpu::linearCrossEntropy(hidden.values.data(), weight.values.data(),
-                                            labels.ints.data(), mask, shape, loss);
+      int64_t bad = cpu::linearCrossEntropy(hidden.data(), weight.data(), labels.ints.data(), mask,
+                                            shape, loss);
       if (bad >= 0) {
         return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
                             std::to_string(bad) + " is outside the vocabulary [0, " +
                             std::to_string(shape.vocab) + ")");
       }
-      out().values[0] = static_cast<float>(loss);
+      out().data()[0] = static_cast<float>(loss);
     }
   } else if (op == "cross_entropy_grad") {
     const HostTensor &logits = in(0), &labels = in(1);
     const float *mask = operands.size() > 3 ? f(3) : nullptr;
-    cpu::crossEntropyGrad(logits.values.data(), labels.ints.data(), mask, in(2).values[0],
-                          out().values.data(), labels.numElements(), logits.shape.back());
+    cpu::crossEntropyGrad(logits.data(), labels.ints.data(), mask, in(2).data()[0], out().data(),
+                          labels.numElements(), logits.shape.back());
   } else if (op == "split") {
     const std::vector<int64_t> &s = in(0).shape;
     size_t dim = integer("dim");
@@ -320,7 +320,7 @@ Status Dispatch::run(std::string_view op) {
     for (HostTensor &piece : results) {
       int64_t size = piece.shape[dim];
       if (isFloat(in(0).dtype)) {
-        cpu::copySlice(f(0), piece.values.data(), outer, inner, s[dim], size, offset, 0, size);
+        cpu::copySlice(f(0), piece.data(), outer, inner, s[dim], size, offset, 0, size);
       } else { // token ids: the train step's micro-batches
         for (int64_t o = 0; o < outer; ++o) {
           std::copy_n(in(0).ints.begin() + (o * s[dim] + offset) * inner, size * inner,
@@ -334,8 +334,8 @@ Status Dispatch::run(std::string_view op) {
     size_t dim = integer("dim");
     int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
     for (const HostTensor *piece : operands) {
-      cpu::copySlice(piece->values.data(), out().values.data(), outer, inner, piece->shape[dim],
-                     s[dim], 0, offset, piece->shape[dim]);
+      cpu::copySlice(piece->data(), out().data(), outer, inner, piece->shape[dim], s[dim], 0,
+                     offset, piece->shape[dim]);
       offset += piece->shape[dim];
     }
   } else if (op == "random_normal") {
@@ -353,19 +353,19 @@ Status Dispatch::run(std::string_view op) {
                                            static_cast<uint64_t>(fullIndexOfPart(
                                                result.shape, dim, parts, part, i,
                                                blocks ? *blocks : std::vector<int64_t>{})));
-      result.values[i] = static_cast<float>(roundTo(result.dtype, drawn));
+      result.data()[i] = static_cast<float>(roundTo(result.dtype, drawn));
     }
   } else if (op == "local_shard") {
     // This rank's 1/parts of a 1-D tensor.
     int64_t size = out().numElements();
-    std::copy_n(in(0).values.begin() + integer("part_index") * size, size, out().values.begin());
+    std::copy_n(in(0).data() + integer("part_index") * size, size, out().data());
   } else if (op == "fill") {
-    std::fill(out().values.begin(), out().values.end(), static_cast<float>(real("value")));
+    std::fill_n(out().data(), out().numElements(), static_cast<float>(real("value")));
   } else if (op == "silu_grad") {
-    cpu::siluGrad(f(0), f(1), out().values.data(), out().numElements());
+    cpu::siluGrad(f(0), f(1), out().data(), out().numElements());
   } else if (op == "embedding_grad") {
     const HostTensor &ids = in(0);
-    int64_t bad = cpu::embeddingGrad(ids.ints.data(), f(1), out().values.data(), ids.numElements(),
+    int64_t bad = cpu::embeddingGrad(ids.ints.data(), f(1), out().data(), ids.numElements(),
                                      out().shape[0], out().shape[1]);
     if (bad >= 0) {
       return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
@@ -374,43 +374,43 @@ Status Dispatch::run(std::string_view op) {
     }
   } else if (op == "rms_norm_grad") {
     int64_t dim = out(0).shape.back();
-    cpu::rmsNormGrad(f(0), f(1), f(2), out(0).values.data(), out(1).values.data(),
-                     out(0).numElements() / dim, dim, real("epsilon"));
+    cpu::rmsNormGrad(f(0), f(1), f(2), out(0).data(), out(1).data(), out(0).numElements() / dim,
+                     dim, real("epsilon"));
   } else if (op == "lr_value") {
     cpu::LRSchedule schedule{real("base_lr"), real("end_lr"), integer("warmup_steps"),
                              integer("max_steps")};
-    out().values[0] = static_cast<float>(cpu::learningRate(schedule, in(0).ints[0]));
+    out().data()[0] = static_cast<float>(cpu::learningRate(schedule, in(0).ints[0]));
   } else if (op == "global_norm") {
     double sum = 0.0;
     for (const HostTensor *grad : operands) {
-      sum += cpu::sumOfSquares(grad->values.data(), grad->numElements());
+      sum += cpu::sumOfSquares(grad->data(), grad->numElements());
     }
-    out().values[0] = static_cast<float>(std::sqrt(sum));
+    out().data()[0] = static_cast<float>(std::sqrt(sum));
   } else if (op == "sum_squares") {
     double sum = 0.0;
     for (const HostTensor *tensor : operands) {
-      sum += cpu::sumOfSquares(tensor->values.data(), tensor->numElements());
+      sum += cpu::sumOfSquares(tensor->data(), tensor->numElements());
     }
-    out().values[0] = static_cast<float>(sum);
+    out().data()[0] = static_cast<float>(sum);
   } else if (op == "sqrt") {
-    out().values[0] = static_cast<float>(std::sqrt(static_cast<double>(in(0).values[0])));
+    out().data()[0] = static_cast<float>(std::sqrt(static_cast<double>(in(0).data()[0])));
   } else if (op == "clip_coefficient") {
-    out().values[0] = static_cast<float>(cpu::clipCoefficient(in(0).values[0], real("max_norm")));
+    out().data()[0] = static_cast<float>(cpu::clipCoefficient(in(0).data()[0], real("max_norm")));
   } else if (op == "adamw") {
     // adamw(master, m, v, grad, lr, clip, step) -> (new_master, new_m, new_v)
     for (size_t i = 0; i < 3; ++i) {
-      out(i).values = in(i).values;
+      std::copy_n(in(i).data(), out(i).numElements(), out(i).data());
     }
     cpu::AdamWHyper hyper{real("beta1"), real("beta2"), real("epsilon"), real("weight_decay")};
-    cpu::adamwUpdate(out(0).values.data(), out(1).values.data(), out(2).values.data(), f(3),
-                     out(0).numElements(), in(4).values[0], in(5).values[0], in(6).ints[0], hyper);
+    cpu::adamwUpdate(out(0).data(), out(1).data(), out(2).data(), f(3), out(0).numElements(),
+                     in(4).data()[0], in(5).data()[0], in(6).ints[0], hyper);
   } else {
     return Status(StatusCode::kInvalidArgument,
                   "the CPU kernels cannot execute '" + std::string(op) + "'");
   }
   for (HostTensor &result : results) {
     if (isFloat(result.dtype)) {
-      roundBuffer(result.dtype, result.values.data(), result.numElements());
+      roundBuffer(result.dtype, result.data(), result.numElements());
     }
   }
   return Status::ok();
