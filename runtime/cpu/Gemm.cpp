@@ -84,6 +84,29 @@ private:
   size_t capacity = 0;
 };
 
+/// `count` runs of `length` floats, `stride` apart in `from`, to runs of `width` (>= length)
+/// floats in `to`, zero-padded: packing of an operand whose panel rows are contiguous. Inline
+/// loops, not memcpy: the runs are a few dozen bytes.
+void copyRuns(const float *from, int64_t stride, float *to, int64_t width, int64_t count,
+              int64_t length) {
+  if (width == 16 && length == 16) { // the haswell kernel's NR: two vector loads and stores
+    for (int64_t p = 0; p < count; ++p) {
+      for (int64_t q = 0; q < 16; ++q) {
+        to[p * 16 + q] = from[p * stride + q];
+      }
+    }
+    return;
+  }
+  for (int64_t p = 0; p < count; ++p) {
+    for (int64_t q = 0; q < length; ++q) {
+      to[p * width + q] = from[p * stride + q];
+    }
+    for (int64_t q = length; q < width; ++q) {
+      to[p * width + q] = 0.0f;
+    }
+  }
+}
+
 /// op(A) [m, k] in micro-panels of `mr` rows: panel p holds, for each of the k columns, its
 /// rows' values (zero past row m), `packMr` apart.
 void packA(const float *a, float *packed, int64_t m, int64_t k, bool transposed, int64_t panel,
@@ -91,10 +114,7 @@ void packA(const float *a, float *packed, int64_t m, int64_t k, bool transposed,
   float *out = packed + panel * k * u.packMr;
   int64_t first = panel * u.mr, rows = std::min(u.mr, m - first);
   if (transposed) { // stored [k, m]: a panel's values for one column are contiguous
-    for (int64_t p = 0; p < k; ++p) {
-      std::copy_n(a + p * m + first, rows, out + p * u.packMr);
-      std::fill(out + p * u.packMr + rows, out + (p + 1) * u.packMr, 0.0f);
-    }
+    copyRuns(a + first, m, out, u.packMr, k, rows);
     return;
   }
   for (int64_t r = 0; r < u.packMr; ++r) {
@@ -118,10 +138,7 @@ void packB(const float *b, float *packed, int64_t k, int64_t n, bool transposed,
   float *out = packed + panel * k * u.packNr;
   int64_t first = panel * u.nr, cols = std::min(u.nr, n - first);
   if (!transposed) { // stored [k, n]
-    for (int64_t p = 0; p < k; ++p) {
-      std::copy_n(b + p * n + first, cols, out + p * u.packNr);
-      std::fill(out + p * u.packNr + cols, out + (p + 1) * u.packNr, 0.0f);
-    }
+    copyRuns(b + first, n, out, u.packNr, k, cols);
     return;
   }
   for (int64_t q = 0; q < u.packNr; ++q) { // stored [n, k]
@@ -134,6 +151,27 @@ void packB(const float *b, float *packed, int64_t k, int64_t n, bool transposed,
     const float *col = b + (first + q) * k;
     for (int64_t p = 0; p < k; ++p) {
       out[p * u.packNr + q] = col[p];
+    }
+  }
+}
+
+/// Stores (first slice) or adds an mr x nr tile of f32 partial sums into the f64 accumulator
+/// rows `width` apart; Columns > 0 fixes nr at compile time so the loop is a few vector ops.
+template <int64_t Columns>
+inline void addTile(const float *__restrict tile, double *__restrict sums, int64_t rows,
+                    int64_t width, bool first, int64_t columns = Columns) {
+  const int64_t nr = Columns > 0 ? Columns : columns;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict partial = tile + r * nr;
+    double *__restrict sum = sums + r * width;
+    if (first) {
+      for (int64_t q = 0; q < nr; ++q) {
+        sum[q] = partial[q];
+      }
+    } else {
+      for (int64_t q = 0; q < nr; ++q) {
+        sum[q] += partial[q];
+      }
     }
   }
 }
@@ -163,18 +201,10 @@ void computeBlock(const float *packedA, const float *packedB, float *c, int64_t 
         // exactly as interior ones.
         u.kernel(u.mr, u.nr, slice, &one, aPanel, bPanel, &zero, tile, u.nr, 1, &aux, u.context);
         double *out = acc.data() + (pa - pa0) * u.mr * width + (pb - pb0) * u.nr;
-        for (int64_t r = 0; r < u.mr; ++r) {
-          const float *partial = tile + r * u.nr;
-          double *sum = out + r * width;
-          if (p0 == 0) {
-            for (int64_t q = 0; q < u.nr; ++q) {
-              sum[q] = partial[q];
-            }
-          } else {
-            for (int64_t q = 0; q < u.nr; ++q) {
-              sum[q] += partial[q];
-            }
-          }
+        if (u.nr == 16) {
+          addTile<16>(tile, out, u.mr, width, p0 == 0);
+        } else {
+          addTile<0>(tile, out, u.mr, width, p0 == 0, u.nr);
         }
       }
     }

@@ -344,26 +344,28 @@ void softmaxGrad(const T *y, const T *dy, T *dx, int64_t outer, int64_t n, int64
 
 template <typename T>
 void repeat(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, int64_t times) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t j = 0; j < n * times; ++j) {
-      std::copy_n(x + (o * n + j / times) * inner, inner, y + (o * n * times + j) * inner);
+  parallelChunks(outer * n * times, rowGrain(inner), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) { // row = o * n * times + j
+      int64_t o = row / (n * times), j = row % (n * times);
+      std::copy_n(x + (o * n + j / times) * inner, inner, y + row * inner);
     }
-  }
+  });
 }
 
 template <typename T>
 void repeatGrad(const T *dy, T *dx, int64_t outer, int64_t n, int64_t inner, int64_t times) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t j = 0; j < n; ++j) {
+  parallelChunks(outer * n, rowGrain(inner * times), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) { // row = o * n + j
+      int64_t o = row / n, j = row % n;
       for (int64_t i = 0; i < inner; ++i) {
         double sum = 0.0;
         for (int64_t r = 0; r < times; ++r) {
           sum += dy[(o * n * times + j * times + r) * inner + i];
         }
-        dx[(o * n + j) * inner + i] = static_cast<T>(sum);
+        dx[row * inner + i] = static_cast<T>(sum);
       }
     }
-  }
+  });
 }
 
 template <typename T>

@@ -2,6 +2,8 @@
 
 #include "runtime/cpu/OpKernels.h"
 
+#include "runtime/cpu/ThreadPool.h"
+
 #include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/LinearCrossEntropy.h"
@@ -133,24 +135,27 @@ Status Dispatch::run(std::string_view op) {
   } else if (op == "swiglu" || op == "swiglu_grad") {
     // Chunk by chunk through the unfused graph's kernels with its roundings (tg.swiglu is
     // exactly mul(silu(gate), up) and its autodiff): a few KiB of workspace, not a tensor.
+    // Chunks in parallel on the thread pool (each element's math is its own).
     constexpr int64_t kChunk = 4096;
     DType type = in(0).dtype;
-    float act[kChunk], scratch[kChunk];
-    for (int64_t start = 0; start < out(0).numElements(); start += kChunk) {
-      int64_t n = std::min(kChunk, out(0).numElements() - start);
+    const int64_t count = out(0).numElements();
+    const bool forward = op == "swiglu";
+    cpu::parallelFor((count + kChunk - 1) / kChunk, [&](int64_t chunk) {
+      float act[kChunk], scratch[kChunk];
+      int64_t start = chunk * kChunk, n = std::min(kChunk, count - start);
       const float *gate = f(0) + start, *up = f(1) + start;
       cpu::silu(gate, act, n);
       roundBuffer(type, act, n);
-      if (op == "swiglu") {
+      if (forward) {
         cpu::mul(act, up, out().data() + start, n);
-        continue;
+        return;
       }
       const float *grad = f(2) + start;
       cpu::mul(grad, act, out(1).data() + start, n); // up_grad = grad · a
       cpu::mul(grad, up, scratch, n);                // the gradient of a
       roundBuffer(type, scratch, n);
       cpu::siluGrad(gate, scratch, out(0).data() + start, n);
-    }
+    });
   } else if (op == "convert" || op == "reshape" || op == "copy") {
     if (isFloat(out().dtype)) { // rounded to the result type below
       std::copy_n(in(0).data(), out().numElements(), out().data());
@@ -380,18 +385,17 @@ Status Dispatch::run(std::string_view op) {
     cpu::LRSchedule schedule{real("base_lr"), real("end_lr"), integer("warmup_steps"),
                              integer("max_steps")};
     out().data()[0] = static_cast<float>(cpu::learningRate(schedule, in(0).ints[0]));
-  } else if (op == "global_norm") {
+  } else if (op == "global_norm" || op == "sum_squares") {
+    // Each tensor's sum of squares in parallel, added in operand order.
+    std::vector<double> sums(operands.size());
+    cpu::parallelFor(static_cast<int64_t>(operands.size()), [&](int64_t i) {
+      sums[i] = cpu::sumOfSquares(operands[i]->data(), operands[i]->numElements());
+    });
     double sum = 0.0;
-    for (const HostTensor *grad : operands) {
-      sum += cpu::sumOfSquares(grad->data(), grad->numElements());
+    for (double tensorSum : sums) {
+      sum += tensorSum;
     }
-    out().data()[0] = static_cast<float>(std::sqrt(sum));
-  } else if (op == "sum_squares") {
-    double sum = 0.0;
-    for (const HostTensor *tensor : operands) {
-      sum += cpu::sumOfSquares(tensor->data(), tensor->numElements());
-    }
-    out().data()[0] = static_cast<float>(sum);
+    out().data()[0] = static_cast<float>(op == "global_norm" ? std::sqrt(sum) : sum);
   } else if (op == "sqrt") {
     out().data()[0] = static_cast<float>(std::sqrt(static_cast<double>(in(0).data()[0])));
   } else if (op == "clip_coefficient") {
