@@ -23,9 +23,14 @@
 namespace mlperf::rt::cpu {
 namespace {
 
-/// The micro-kernel and its register-block sizes, chosen once.
+/// BLIS's packm kernel for one micro-panel (the PACKM_KER_PROT signature of blis.h).
+using PackKernel = void (*)(conj_t, pack_t, dim_t cdim, dim_t n, dim_t nMax, float *kappa, float *a,
+                            inc_t inca, inc_t lda, float *p, inc_t ldp, cntx_t *);
+
+/// The micro-kernel, its packing kernels and its register-block sizes, chosen once.
 struct MicroKernel {
   sgemm_ukr_ft kernel = nullptr;
+  PackKernel packA = nullptr, packB = nullptr; // null: pack with our own loops
   cntx_t *context = nullptr;
   int64_t mr = 0, nr = 0, packMr = 0, packNr = 0;
   std::string description;
@@ -49,6 +54,14 @@ const MicroKernel &microKernel() {
     m.nr = bli_cntx_get_blksz_def_dt(BLIS_FLOAT, BLIS_NR, m.context);
     m.packMr = bli_cntx_get_blksz_max_dt(BLIS_FLOAT, BLIS_MR, m.context);
     m.packNr = bli_cntx_get_blksz_max_dt(BLIS_FLOAT, BLIS_NR, m.context);
+    // The vectorized packing kernels for panels of mr and nr (haswell has both); a copy, so
+    // the packed values are the same as our loops'.
+    if (m.mr < BLIS_NUM_PACKM_KERS && m.nr < BLIS_NUM_PACKM_KERS) {
+      m.packA = reinterpret_cast<PackKernel>(
+          bli_cntx_get_packm_ker_dt(BLIS_FLOAT, static_cast<l1mkr_t>(m.mr), m.context));
+      m.packB = reinterpret_cast<PackKernel>(
+          bli_cntx_get_packm_ker_dt(BLIS_FLOAT, static_cast<l1mkr_t>(m.nr), m.context));
+    }
     m.description = std::string("BLIS ") + bli_info_get_version_str() + ", " +
                     bli_arch_string(bli_arch_query_id()) + " sgemm micro-kernel " +
                     std::to_string(m.mr) + "x" + std::to_string(m.nr);
@@ -113,6 +126,13 @@ void packA(const float *a, float *packed, int64_t m, int64_t k, bool transposed,
            const MicroKernel &u) {
   float *out = packed + panel * k * u.packMr;
   int64_t first = panel * u.mr, rows = std::min(u.mr, m - first);
+  if (u.packA) {
+    float one = 1.0f;
+    float *source = const_cast<float *>(transposed ? a + first : a + first * k);
+    u.packA(BLIS_NO_CONJUGATE, BLIS_PACKED_ROW_PANELS, rows, k, k, &one, source, transposed ? 1 : k,
+            transposed ? m : 1, out, u.packMr, u.context);
+    return;
+  }
   if (transposed) { // stored [k, m]: a panel's values for one column are contiguous
     copyRuns(a + first, m, out, u.packMr, k, rows);
     return;
@@ -137,6 +157,13 @@ void packB(const float *b, float *packed, int64_t k, int64_t n, bool transposed,
            const MicroKernel &u) {
   float *out = packed + panel * k * u.packNr;
   int64_t first = panel * u.nr, cols = std::min(u.nr, n - first);
+  if (u.packB) {
+    float one = 1.0f;
+    float *source = const_cast<float *>(transposed ? b + first * k : b + first);
+    u.packB(BLIS_NO_CONJUGATE, BLIS_PACKED_COL_PANELS, cols, k, k, &one, source, transposed ? k : 1,
+            transposed ? 1 : n, out, u.packNr, u.context);
+    return;
+  }
   if (!transposed) { // stored [k, n]
     copyRuns(b + first, n, out, u.packNr, k, cols);
     return;
@@ -185,11 +212,34 @@ void computeBlock(const float *packedA, const float *packedB, float *c, int64_t 
   const int64_t width = (pb1 - pb0) * u.nr;
   thread_local std::vector<double> acc;
   thread_local AlignedFloats tileStorage;
-  acc.resize((pa1 - pa0) * u.mr * width); // the first slice stores, later ones add
   float *tile = tileStorage.get(u.mr * u.nr);
   float one = 1.0f, zero = 0.0f;
   auxinfo_t aux;
   std::memset(&aux, 0, sizeof(aux));
+  if (k <= kGemmSliceK) {
+    // One slice: its f32 partial sums are the result (an f64 round trip would not change
+    // them), so the kernel writes C directly, through the tile only at the edges.
+    for (int64_t pb = pb0; pb < pb1; ++pb) {
+      float *bPanel = const_cast<float *>(packedB) + pb * k * u.packNr;
+      const int64_t j0 = pb * u.nr, cols = std::min(u.nr, n - j0);
+      for (int64_t pa = pa0; pa < pa1; ++pa) {
+        float *aPanel = const_cast<float *>(packedA) + pa * k * u.packMr;
+        const int64_t i0 = pa * u.mr, rows = std::min(u.mr, m - i0);
+        bli_auxinfo_set_next_ab(aPanel, bPanel, &aux);
+        if (rows == u.mr && cols == u.nr) {
+          u.kernel(u.mr, u.nr, k, &one, aPanel, bPanel, &zero, c + i0 * n + j0, n, 1, &aux,
+                   u.context);
+          continue;
+        }
+        u.kernel(u.mr, u.nr, k, &one, aPanel, bPanel, &zero, tile, u.nr, 1, &aux, u.context);
+        for (int64_t r = 0; r < rows; ++r) {
+          std::copy_n(tile + r * u.nr, cols, c + (i0 + r) * n + j0);
+        }
+      }
+    }
+    return;
+  }
+  acc.resize((pa1 - pa0) * u.mr * width); // the first slice stores, later ones add
   for (int64_t p0 = 0; p0 < k; p0 += kGemmSliceK) {
     const int64_t slice = std::min(kGemmSliceK, k - p0);
     for (int64_t pb = pb0; pb < pb1; ++pb) {

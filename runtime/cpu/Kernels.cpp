@@ -183,6 +183,22 @@ template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t coun
   });
 }
 
+void siluAndSigmoid(const float *x, float *y, double *sigmoid, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    double v = x[i], e = std::exp(-v);
+    y[i] = static_cast<float>(v / (1.0 + e));
+    sigmoid[i] = 1.0 / (1.0 + e);
+  }
+}
+
+void siluGradFromSigmoid(const float *x, const double *sigmoid, const float *dy, float *dx,
+                         int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    double v = x[i];
+    dx[i] = static_cast<float>(dy[i] * sigmoid[i] * (1.0 + v * (1.0 - sigmoid[i])));
+  }
+}
+
 template <typename T>
 int64_t embedding(const T *table, const int64_t *ids, T *y, int64_t tokens, int64_t vocab,
                   int64_t dim) {
@@ -312,7 +328,10 @@ int64_t softmax(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, T *lo
       }
       double sum = 0.0;
       for (int64_t j = 0; j < n; ++j) {
-        exps[j] = std::exp(in[j * inner] - maximum);
+        double value = in[j * inner];
+        // exp(−inf) is 0: masked entries (half of causal scores) skip the call.
+        exps[j] =
+            value == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(value - maximum);
         sum += exps[j];
       }
       for (int64_t j = 0; j < n; ++j) {

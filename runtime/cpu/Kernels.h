@@ -59,6 +59,12 @@ template <typename T> void scale(const T *x, T *y, int64_t count, double factor)
 template <typename T> void silu(const T *x, T *y, int64_t count);
 /// dx = dy · d silu(x)/dx.
 template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t count);
+/// silu(x) and sigmoid(x) from one exp(−x) per element: the same bits as silu and as the
+/// sigmoid siluGrad computes (fused SwiGLU's backward needs both and pays for one exp).
+void siluAndSigmoid(const float *x, float *y, double *sigmoid, int64_t count);
+/// siluGrad with the sigmoid already computed (siluAndSigmoid): the same bits.
+void siluGradFromSigmoid(const float *x, const double *sigmoid, const float *dy, float *dx,
+                         int64_t count);
 
 /// y[t, :] = table[ids[t], :]; returns the index of the first id outside [0, vocab), or -1.
 template <typename T>

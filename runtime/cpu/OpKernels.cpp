@@ -144,17 +144,20 @@ Status Dispatch::run(std::string_view op) {
       float act[kChunk], scratch[kChunk];
       int64_t start = chunk * kChunk, n = std::min(kChunk, count - start);
       const float *gate = f(0) + start, *up = f(1) + start;
-      cpu::silu(gate, act, n);
-      roundBuffer(type, act, n);
       if (forward) {
+        cpu::silu(gate, act, n);
+        roundBuffer(type, act, n);
         cpu::mul(act, up, out().data() + start, n);
         return;
       }
+      double sigmoid[kChunk]; // one exp per element for silu and its gradient
+      cpu::siluAndSigmoid(gate, act, sigmoid, n);
+      roundBuffer(type, act, n);
       const float *grad = f(2) + start;
       cpu::mul(grad, act, out(1).data() + start, n); // up_grad = grad · a
       cpu::mul(grad, up, scratch, n);                // the gradient of a
       roundBuffer(type, scratch, n);
-      cpu::siluGrad(gate, scratch, out(0).data() + start, n);
+      cpu::siluGradFromSigmoid(gate, sigmoid, scratch, out(0).data() + start, n);
     });
   } else if (op == "convert" || op == "reshape" || op == "copy") {
     if (isFloat(out().dtype)) { // rounded to the result type below
