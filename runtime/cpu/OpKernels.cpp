@@ -356,13 +356,18 @@ Status Dispatch::run(std::string_view op) {
     auto stream = static_cast<uint32_t>(integer("stream"));
     double stddev = real("std");
     HostTensor &result = out();
-    for (int64_t i = 0; i < result.numElements(); ++i) {
-      double drawn = stddev * philoxNormal(seed, stream,
-                                           static_cast<uint64_t>(fullIndexOfPart(
-                                               result.shape, dim, parts, part, i,
-                                               blocks ? *blocks : std::vector<int64_t>{})));
-      result.data()[i] = static_cast<float>(roundTo(result.dtype, drawn));
-    }
+    const std::vector<int64_t> noBlocks;
+    // Each element's draw depends only on its index: chunks in parallel.
+    cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        double drawn =
+            stddev *
+            philoxNormal(seed, stream,
+                         static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i,
+                                                               blocks ? *blocks : noBlocks)));
+        result.data()[i] = static_cast<float>(roundTo(result.dtype, drawn));
+      }
+    });
   } else if (op == "local_shard") {
     // This rank's 1/parts of a 1-D tensor.
     int64_t size = out().numElements();
