@@ -5,7 +5,9 @@ machine, in the same run, with the same threads and precision.
 Usage: .venv/bin/python benchmarks/cpu_train_step.py [--mlperfc build/bin/mlperfc] [--steps 4]
            [--baseline-mlperf-run OLD/bin/mlperf-run]
 
-With --baseline-mlperf-run, the same plans also run on that (older) mlperf-run in the same run,
+The plan, JAX (and the baseline) are measured in alternating rounds (--rounds, default 3) and
+each reports the median of its rounds, so a slow spell of this shared machine does not land on
+one side only. With --baseline-mlperf-run, the same plans also run on that (older) mlperf-run,
 for before/after ratios; plans are read by both as long as the plan format is the same. The
 last row is the quickstart's bf16 tiny model (scripts/quickstart.sh), mlperf-run only.
 
@@ -114,26 +116,43 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mlperfc", default="build/bin/mlperfc")
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternate mlperf-run, JAX (and the baseline) this many times; "
+                             "each reports the median of its rounds' medians")
     parser.add_argument("--baseline-mlperf-run", default=None)
     args = parser.parse_args()
     base = args.baseline_mlperf_run
     print(f"machine: {os.cpu_count()} CPU threads; JAX {jax.__version__} on {jax.devices()[0]}; "
-          f"fp32; median step time over steps 2..{args.steps}")
+          f"fp32; median step time over steps 2..{args.steps}, median of {args.rounds} "
+          f"alternating rounds (this machine's speed drifts by 20-30%)")
     print(f"{'model':6} {'reference (s)':>14} {'mlperf-run (s)':>15} {'JAX (s)':>10} "
           f"{'ratios':>14}" + (f" {'baseline mlperf-run (s)':>24} {'ratio':>7}" if base else ""))
+
+    def rounds(measurements):
+        """Runs each measurement once per round, in turn; the median of each's rounds."""
+        times = [[] for _ in measurements]
+        for _ in range(args.rounds):
+            for i, measure in enumerate(measurements):
+                times[i].append(measure())
+        return [float(np.median(t)) for t in times], times
+
     with tempfile.TemporaryDirectory() as workdir:
         for name, cfg in CONFIGS.items():
             ours_s, weights, tokens, labels, model = ours(args.mlperfc, cfg, args.steps,
                                                           workdir, name)
-            plan_s = ours_plan(args.mlperfc, cfg, args.steps, workdir, name, model, weights)
-            jax_s = jax_step_time(cfg, weights, tokens, labels)
+            measurements = [
+                lambda: ours_plan(args.mlperfc, cfg, args.steps, workdir, name, model, weights),
+                lambda: jax_step_time(cfg, weights, tokens, labels)]
+            if base:
+                measurements.append(lambda: ours_plan(args.mlperfc, cfg, args.steps, workdir,
+                                                      name, model, weights, base))
+            medians, _ = rounds(measurements)
+            plan_s, jax_s = medians[0], medians[1]
             line = (f"{name:6} {ours_s:14.4f} {plan_s:15.4f} {jax_s:10.4f} "
                     f"{ours_s / jax_s:6.2f}x {plan_s / jax_s:6.2f}x")
             if base:
-                base_s = ours_plan(args.mlperfc, cfg, args.steps, workdir, name, model, weights,
-                                   base)
-                line += f" {base_s:24.4f} {base_s / jax_s:6.2f}x"
-            print(line)
+                line += f" {medians[2]:24.4f} {medians[2] / jax_s:6.2f}x"
+            print(line, flush=True)
         # The quickstart's model and batch, in bf16 (its default precision): mlperf-run only.
         quick = os.path.join(workdir, "quickstart.mlir")
         subprocess.run([args.mlperfc, "emit-model", "llama3", "--preset", "llama31_8b_tiny",
@@ -141,13 +160,19 @@ def main():
                         "-o", quick], check=True, capture_output=True)
         steps = max(args.steps, 12)
         qcfg = {"vocab": 256, "seq": 32, "gbs": 16}
-        quick_s = ours_plan(args.mlperfc, qcfg, steps, workdir, "quickstart", quick, None,
-                            precision="bf16")
-        line = f"quickstart bf16 step (mlperf-run): {quick_s * 1e3:.1f} ms"
+        measurements = [lambda: ours_plan(args.mlperfc, qcfg, steps, workdir, "quickstart", quick,
+                                          None, precision="bf16")]
         if base:
-            base_s = ours_plan(args.mlperfc, qcfg, steps, workdir, "quickstart", quick, None,
-                               base, precision="bf16")
-            line += f"; baseline {base_s * 1e3:.1f} ms ({base_s / quick_s:.2f}x faster now)"
+            measurements.append(lambda: ours_plan(args.mlperfc, qcfg, steps, workdir,
+                                                  "quickstart", quick, None, base,
+                                                  precision="bf16"))
+        medians, times = rounds(measurements)
+        line = (f"quickstart bf16 step (mlperf-run): {medians[0] * 1e3:.1f} ms "
+                f"(rounds {', '.join(f'{t * 1e3:.1f}' for t in times[0])})")
+        if base:
+            line += (f"; baseline {medians[1] * 1e3:.1f} ms (rounds "
+                     f"{', '.join(f'{t * 1e3:.1f}' for t in times[1])}): "
+                     f"{medians[1] / medians[0]:.2f}x faster now")
         print(line)
 
 
