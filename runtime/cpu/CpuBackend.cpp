@@ -486,10 +486,12 @@ public:
       copyInParallel(bytes, value.values.data(), 4 * count);
       break;
     case DType::kBF16:
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t bits = bf16Bits(value.values[i]);
-        std::memcpy(bytes + 2 * i, &bits, 2);
-      }
+      cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          uint16_t bits = bf16Bits(value.values[i]);
+          std::memcpy(bytes + 2 * i, &bits, 2);
+        }
+      });
       break;
     case DType::kF8E4M3FN:
     case DType::kF8E5M2:
@@ -535,12 +537,14 @@ public:
       copyInParallel(value.values.data(), bytes, 4 * count);
       break;
     case DType::kBF16:
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, bytes + 2 * i, 2);
-        uint32_t wide = static_cast<uint32_t>(bits) << 16; // bf16 is f32's upper half
-        std::memcpy(&value.values[i], &wide, 4);
-      }
+      cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          uint16_t bits;
+          std::memcpy(&bits, bytes + 2 * i, 2);
+          uint32_t wide = static_cast<uint32_t>(bits) << 16; // bf16 is f32's upper half
+          std::memcpy(&value.values[i], &wide, 4);
+        }
+      });
       break;
     case DType::kF8E4M3FN:
     case DType::kF8E5M2:
