@@ -522,6 +522,7 @@ public:
     DType dtype = fromPlanDType(buffer.dtype());
     value.dtype = dtype;
     value.shape.assign(buffer.shape().begin(), buffer.shape().end());
+    value.external = nullptr; // read into the tensor's own storage
     // Every element is overwritten below: keep storage of the right size (SpareStorage).
     if (isFloat(dtype)) {
       value.values.resize(value.numElements());

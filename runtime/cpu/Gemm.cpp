@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,9 @@ public:
   float *get(size_t count) {
     if (count > capacity) {
       storage.reset(static_cast<float *>(std::aligned_alloc(64, (count * 4 + 63) / 64 * 64)));
+      if (!storage) {
+        throw std::bad_alloc(); // as std::vector would
+      }
       capacity = count;
     }
     return storage.get();

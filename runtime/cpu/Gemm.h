@@ -28,6 +28,7 @@ void gemmF32(const float *a, const float *b, float *c, int64_t m, int64_t n, int
              bool transposeA, bool transposeB);
 
 /// "BLIS 0.9.0, haswell sgemm micro-kernel 6x16": what computes the products on this machine.
+/// The first call (or product) initializes BLIS: tools make it before starting threads.
 std::string gemmDescription();
 
 } // namespace mlperf::rt::cpu

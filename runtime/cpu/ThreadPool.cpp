@@ -5,9 +5,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace mlperf::rt::cpu {
@@ -61,6 +63,11 @@ public:
     // task of the next one with this job's body.
     done.wait(lock, [&] { return remaining.load() == 0 && inJob == 0; });
     open = false;
+    if (failure) { // a task threw (std::bad_alloc): the caller gets it, after every task ended
+      std::exception_ptr thrown = std::exchange(failure, nullptr);
+      lock.unlock();
+      std::rethrow_exception(thrown);
+    }
     return true;
   }
 
@@ -81,7 +88,14 @@ private:
   void claimTasks(const Job &current) {
     insideTask = true;
     for (int64_t task; (task = next.fetch_add(1)) < current.tasks;) {
-      current.run(current.body, task);
+      try {
+        current.run(current.body, task);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) {
+          failure = std::current_exception();
+        }
+      }
       if (remaining.fetch_sub(1) == 1) {
         std::lock_guard<std::mutex> lock(mutex);
         done.notify_all();
@@ -114,6 +128,7 @@ private:
   uint64_t generation = 0;
   bool open = false;
   int64_t inJob = 0;
+  std::exception_ptr failure; // the first exception a task of the current job threw
   std::atomic<int64_t> next{0}, remaining{0};
   std::vector<std::thread> workers;
 };
@@ -150,8 +165,24 @@ void parallelForErased(int64_t tasks, void (*run)(const void *, int64_t), const 
       return;
     }
   }
+  // Serially in the caller (insideTask restored however it ends).
+  struct Restore {
+    bool saved = insideTask;
+    ~Restore() { insideTask = saved; }
+  } restore;
+  insideTask = true;
+  std::exception_ptr failure; // as on the pool: every task runs, the first exception rethrown
   for (int64_t task = 0; task < tasks; ++task) {
-    run(body, task);
+    try {
+      run(body, task);
+    } catch (...) {
+      if (!failure) {
+        failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) {
+    std::rethrow_exception(failure);
   }
 }
 } // namespace detail

@@ -34,7 +34,9 @@ void parallelForErased(int64_t tasks, void (*run)(const void *body, int64_t task
 } // namespace detail
 
 /// Runs body(task) for every task in [0, tasks) on the pool, the caller taking part, and
-/// returns when all are done. Tasks run in any order on any thread. Called from inside a task,
+/// returns when all are done. Tasks run in any order on any thread; if some throw (only
+/// std::bad_alloc in practice), the others still run and the first exception is rethrown to
+/// the caller once all have ended. Called from inside a task,
 /// or while another thread's parallelFor has the pool (the CPU backend's two streams), it runs
 /// the tasks one after another in the calling thread.
 template <typename Body> void parallelFor(int64_t tasks, const Body &body) {

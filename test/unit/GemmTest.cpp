@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <random>
 #include <thread>
 #include <vector>
@@ -162,6 +163,24 @@ TEST(ThreadPool, RunsEveryTaskOnceNestedAndFromTwoThreads) {
   std::atomic<int64_t> covered{0};
   parallelChunks(100003, 1000, [&](int64_t begin, int64_t end) { covered += end - begin; });
   EXPECT_EQ(covered.load(), 100003);
+}
+
+TEST(ThreadPool, AThrowingTaskReachesTheCallerAndThePoolGoesOn) {
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<int> ran{0};
+    EXPECT_THROW(parallelFor(64,
+                             [&](int64_t task) {
+                               ran.fetch_add(1);
+                               if (task == 17) {
+                                 throw std::bad_alloc();
+                               }
+                             }),
+                 std::bad_alloc);
+    EXPECT_EQ(ran.load(), 64); // every other task still ran to its end
+  }
+  std::atomic<int64_t> sum{0};
+  parallelFor(100, [&](int64_t task) { sum += task; });
+  EXPECT_EQ(sum.load(), 4950);
 }
 
 TEST(ThreadPool, BadThreadSettingIsAnError) {

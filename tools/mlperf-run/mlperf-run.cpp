@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/exec/TrainingSession.h"
 #include "runtime/mpi/MpiCommunicator.h"
@@ -276,6 +277,8 @@ int main(int argc, char **argv) {
   if (Status threads = cpu::checkCpuThreadsSetting(); !threads.isOk()) {
     return fail(threads);
   }
+  // BLIS picks its kernels (Gemm.h sets BLIS_ARCH_TYPE) while the process has one thread.
+  mlperf::rt::cpu::gemmDescription();
   if (launchedByMpiLauncher()) {
     Status status = initializeMpi(&argc, &argv, world.rank, world.size);
     if (!status.isOk()) {

@@ -13,6 +13,7 @@
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/data/GPTBatches.h"
 #include "runtime/plan/StepRoles.h"
@@ -263,6 +264,8 @@ int runRunReference() {
   if (mlperf::rt::Status threads = mlperf::rt::cpu::checkCpuThreadsSetting(); !threads.isOk()) {
     return fail(threads.message());
   }
+  // BLIS picks its kernels (Gemm.h sets BLIS_ARCH_TYPE) while the process has one thread.
+  mlperf::rt::cpu::gemmDescription();
   std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
   ModelFile modelFile(*contextOwner, refModel);
   mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
