@@ -1,14 +1,17 @@
 // Benchmark: single-precision GEMM from two field libraries, OpenBLAS and BLIS (Debian's
-// libopenblas-dev and libblis-dev), on the matrix shapes of the "mid" model's training step,
-// the measurement behind the CPU backend's choice of library (docs/runtime.md).
+// libopenblas-pthread-dev and libblis-pthread-dev, both installed by scripts/setup.sh), on the
+// matrix shapes of the "mid" model's training step, the measurement behind the CPU backend's
+// choice of library (docs/runtime.md).
 //
 // Built once per library (the two export the same BLAS symbols, so they are not linked into
-// one binary):
+// one binary), after `cmake --build --preset default`:
 //   g++ -O2 -std=c++17 -DGEMM_OPENBLAS -I/usr/include/x86_64-linux-gnu/openblas-pthread \
-//       benchmarks/gemm_libraries.cpp -o /tmp/gemm-openblas -lopenblas -lpthread
-//   g++ -O2 -std=c++17 -DGEMM_BLIS -I. -I/usr/include/x86_64-linux-gnu/blis-openmp \
+//       benchmarks/gemm_libraries.cpp -o /tmp/gemm-openblas \
+//       /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so -lpthread
+//   g++ -O2 -std=c++17 -DGEMM_BLIS -I. -I/usr/include/x86_64-linux-gnu/blis-pthread \
 //       benchmarks/gemm_libraries.cpp build/lib/libmlperf_rt_cpu.a \
-//       build/lib/libmlperf_rt_support.a -o /tmp/gemm-blis -lblis -lpthread -lz
+//       build/lib/libmlperf_rt_support.a /usr/lib/x86_64-linux-gnu/blis-pthread/libblis.a \
+//       -o /tmp/gemm-blis -lpthread -lz
 //   /tmp/gemm-openblas; /tmp/gemm-blis
 //
 // For each shape it reports GFLOP/s of two summations, each on 1 and on 2 threads, with the
