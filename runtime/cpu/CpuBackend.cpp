@@ -29,17 +29,40 @@
 namespace mlperf::rt {
 namespace {
 
-/// bf16 storage of `value` rounded to nearest even: the hot path of every bf16 buffer write,
-/// inlined (Numerics' roundTo/encodeBits go through double); NumericsTest's golden data and
-/// the CpuBackend tests pin it to the same results.
-inline uint16_t bf16Bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    return static_cast<uint16_t>((bits >> 16) | 0x40u); // NaN stays a (quiet) NaN
-  }
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
+// Arena bytes seen as 16- and 32-bit words (GCC and clang: may_alias keeps the accesses
+// defined; arena offsets are 256-byte aligned).
+using AliasedU16 = uint16_t __attribute__((may_alias));
+using AliasedU32 = uint32_t __attribute__((may_alias));
+
+/// bf16 storage of a float (its bits) rounded to nearest even, NaN kept a quiet NaN: the hot
+/// path of every bf16 buffer write (Numerics' roundTo/encodeBits go through double);
+/// NumericsTest's golden data and the CpuBackend tests pin it to the same results. Without
+/// branches, so that the loops below vectorize.
+inline uint16_t bf16FromBits(uint32_t bits) {
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t quietNan = (bits >> 16) | 0x40u;
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded);
+}
+
+/// Encodes floats to bf16 storage / decodes it (bf16 is the upper half of f32), on the pool
+/// for large buffers.
+void encodeBf16(const float *from, uint8_t *to, int64_t count) {
+  const auto *source = reinterpret_cast<const AliasedU32 *>(from);
+  auto *target = reinterpret_cast<AliasedU16 *>(to);
+  cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      target[i] = bf16FromBits(source[i]);
+    }
+  });
+}
+void decodeBf16(const uint8_t *from, float *to, int64_t count) {
+  const auto *source = reinterpret_cast<const AliasedU16 *>(from);
+  auto *target = reinterpret_cast<AliasedU32 *>(to);
+  cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      target[i] = static_cast<uint32_t>(source[i]) << 16;
+    }
+  });
 }
 
 /// memcpy on the kernels' thread pool: a command's operands and results are copied between
@@ -486,12 +509,7 @@ public:
       copyInParallel(bytes, value.values.data(), 4 * count);
       break;
     case DType::kBF16:
-      cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          uint16_t bits = bf16Bits(value.values[i]);
-          std::memcpy(bytes + 2 * i, &bits, 2);
-        }
-      });
+      encodeBf16(value.values.data(), bytes, count);
       break;
     case DType::kF8E4M3FN:
     case DType::kF8E5M2:
@@ -538,14 +556,7 @@ public:
       copyInParallel(value.values.data(), bytes, 4 * count);
       break;
     case DType::kBF16:
-      cpu::parallelChunks(count, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          uint16_t bits;
-          std::memcpy(&bits, bytes + 2 * i, 2);
-          uint32_t wide = static_cast<uint32_t>(bits) << 16; // bf16 is f32's upper half
-          std::memcpy(&value.values[i], &wide, 4);
-        }
-      });
+      decodeBf16(bytes, value.values.data(), count);
       break;
     case DType::kF8E4M3FN:
     case DType::kF8E5M2:
