@@ -1,9 +1,10 @@
 //===- CpuBackend.cpp - The reference backend ------------------*- C++ -*-===//
 //
 // Buffers live in byte arenas in their plan dtype (bf16 as its 16 stored bits), exactly as a
-// GPU holds them. Each command decodes its operands to host tensors, runs the shared kernels
-// (runtime/cpu/OpKernels) and encodes its results, rounding to nearest even; so a plan replayed
-// here computes the same bits as the tg interpreter on the same IR.
+// GPU holds them. Each command runs the shared kernels (runtime/cpu/OpKernels) on its operands:
+// f32 buffers in place in the arenas; others (and results sharing bytes with an operand)
+// decoded to host tensors and their results encoded, rounding to nearest even. So a plan
+// replayed here computes the same bits as the tg interpreter on the same IR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -323,8 +324,11 @@ public:
           continue;
         }
         if (isFloat(fromPlanDType(buffer.dtype()))) {
-          operandValues[i].values = spare.take(
-              rt::numElements(std::vector<int64_t>(buffer.shape().begin(), buffer.shape().end())));
+          int64_t count = 1;
+          for (int64_t dim : buffer.shape()) {
+            count *= dim;
+          }
+          operandValues[i].values = spare.take(count);
         }
         Status status = read(command.operands(i), operandValues[i]);
         if (!status.isOk()) {

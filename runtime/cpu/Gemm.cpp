@@ -101,25 +101,21 @@ private:
   size_t capacity = 0;
 };
 
-/// `count` runs of `length` floats, `stride` apart in `from`, to runs of `width` (>= length)
-/// floats in `to`, zero-padded: packing of an operand whose panel rows are contiguous. Inline
-/// loops, not memcpy: the runs are a few dozen bytes.
-void copyRuns(const float *from, int64_t stride, float *to, int64_t width, int64_t count,
-              int64_t length) {
-  if (width == 16 && length == 16) { // the haswell kernel's NR: two vector loads and stores
-    for (int64_t p = 0; p < count; ++p) {
-      for (int64_t q = 0; q < 16; ++q) {
-        to[p * 16 + q] = from[p * stride + q];
-      }
-    }
+/// One micro-panel: `cdim` (<= `width`) rows of `k` values each, the i-th value of row r at
+/// source[r * inca + i * lda], stored value-major `width` apart and zero-padded to `width`:
+/// BLIS's packm kernel when the context has one for `width` (haswell has both), else the same
+/// copy in plain loops.
+void packPanel(PackKernel kernel, bool rowPanels, const float *source, int64_t inca, int64_t lda,
+               int64_t cdim, int64_t k, int64_t width, float *out, const MicroKernel &u) {
+  if (kernel) {
+    float one = 1.0f;
+    kernel(BLIS_NO_CONJUGATE, rowPanels ? BLIS_PACKED_ROW_PANELS : BLIS_PACKED_COL_PANELS, cdim, k,
+           k, &one, const_cast<float *>(source), inca, lda, out, width, u.context);
     return;
   }
-  for (int64_t p = 0; p < count; ++p) {
-    for (int64_t q = 0; q < length; ++q) {
-      to[p * width + q] = from[p * stride + q];
-    }
-    for (int64_t q = length; q < width; ++q) {
-      to[p * width + q] = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t r = 0; r < width; ++r) {
+      out[i * width + r] = r < cdim ? source[r * inca + i * lda] : 0.0f;
     }
   }
 }
@@ -128,62 +124,20 @@ void copyRuns(const float *from, int64_t stride, float *to, int64_t width, int64
 /// rows' values (zero past row m), `packMr` apart.
 void packA(const float *a, float *packed, int64_t m, int64_t k, bool transposed, int64_t panel,
            const MicroKernel &u) {
-  float *out = packed + panel * k * u.packMr;
   int64_t first = panel * u.mr, rows = std::min(u.mr, m - first);
-  if (u.packA) {
-    float one = 1.0f;
-    float *source = const_cast<float *>(transposed ? a + first : a + first * k);
-    u.packA(BLIS_NO_CONJUGATE, BLIS_PACKED_ROW_PANELS, rows, k, k, &one, source, transposed ? 1 : k,
-            transposed ? m : 1, out, u.packMr, u.context);
-    return;
-  }
-  if (transposed) { // stored [k, m]: a panel's values for one column are contiguous
-    copyRuns(a + first, m, out, u.packMr, k, rows);
-    return;
-  }
-  for (int64_t r = 0; r < u.packMr; ++r) {
-    if (r >= rows) {
-      for (int64_t p = 0; p < k; ++p) {
-        out[p * u.packMr + r] = 0.0f;
-      }
-      continue;
-    }
-    const float *row = a + (first + r) * k;
-    for (int64_t p = 0; p < k; ++p) {
-      out[p * u.packMr + r] = row[p];
-    }
-  }
+  // Stored [m, k] (rows k apart, columns contiguous) or, transposed, [k, m].
+  packPanel(u.packA, true, transposed ? a + first : a + first * k, transposed ? 1 : k,
+            transposed ? m : 1, rows, k, u.packMr, packed + panel * k * u.packMr, u);
 }
 
 /// op(B) [k, n] in micro-panels of `nr` columns: panel p holds, for each of the k rows, its
 /// columns' values (zero past column n), `packNr` apart.
 void packB(const float *b, float *packed, int64_t k, int64_t n, bool transposed, int64_t panel,
            const MicroKernel &u) {
-  float *out = packed + panel * k * u.packNr;
   int64_t first = panel * u.nr, cols = std::min(u.nr, n - first);
-  if (u.packB) {
-    float one = 1.0f;
-    float *source = const_cast<float *>(transposed ? b + first * k : b + first);
-    u.packB(BLIS_NO_CONJUGATE, BLIS_PACKED_COL_PANELS, cols, k, k, &one, source, transposed ? k : 1,
-            transposed ? 1 : n, out, u.packNr, u.context);
-    return;
-  }
-  if (!transposed) { // stored [k, n]
-    copyRuns(b + first, n, out, u.packNr, k, cols);
-    return;
-  }
-  for (int64_t q = 0; q < u.packNr; ++q) { // stored [n, k]
-    if (q >= cols) {
-      for (int64_t p = 0; p < k; ++p) {
-        out[p * u.packNr + q] = 0.0f;
-      }
-      continue;
-    }
-    const float *col = b + (first + q) * k;
-    for (int64_t p = 0; p < k; ++p) {
-      out[p * u.packNr + q] = col[p];
-    }
-  }
+  // Stored [k, n] (columns contiguous, rows n apart) or, transposed, [n, k].
+  packPanel(u.packB, false, transposed ? b + first * k : b + first, transposed ? k : 1,
+            transposed ? 1 : n, cols, k, u.packNr, packed + panel * k * u.packNr, u);
 }
 
 /// Stores (first slice) or adds an mr x nr tile of f32 partial sums into the f64 accumulator
