@@ -1,9 +1,13 @@
 //===- DistTest.cpp - Mesh layout, options and pipeline schedules ---------===//
 
+#include "runtime/dist/InProcessCommunicator.h"
 #include "runtime/dist/Mesh.h"
 #include "runtime/dist/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
 
 namespace rt = mlperf::rt;
 
@@ -119,6 +123,100 @@ TEST(PipelineSchedule, RejectsInterleavingWithMicroBatchesNotAMultipleOfStages) 
   rt::Status status = rt::pipelineSchedule(16, 2, 72, schedule);
   EXPECT_FALSE(status.isOk());
   EXPECT_NE(status.message().find("multiple of pp=16"), std::string::npos);
+}
+
+/// Runs `body(rank, communicator)` on every rank of `ranks` in its own thread.
+std::vector<rt::Status>
+onEveryRank(rt::InProcessMesh &ranks, int64_t world,
+            const std::function<rt::Status(int64_t, rt::Communicator &)> &body) {
+  std::vector<rt::Status> results(world);
+  std::vector<std::thread> threads;
+  for (int64_t rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      results[rank] = body(rank, ranks.communicator(rank));
+      if (!results[rank].isOk()) {
+        ranks.abort("rank " + std::to_string(rank) + " failed");
+      }
+    });
+  }
+  for (std::thread &thread : threads) {
+    thread.join();
+  }
+  return results;
+}
+
+TEST(InProcessCommunicator, SumsInGroupOrderLikeMpiAndGathersInOrder) {
+  rt::MeshShape m = mesh(2, 2, 2);
+  rt::InProcessMesh ranks(m, 30);
+  std::vector<std::vector<float>> reduced(8), scattered(8), gathered(8);
+  std::vector<std::vector<double>> world(8);
+  auto results = onEveryRank(ranks, 8, [&](int64_t rank, rt::Communicator &c) -> rt::Status {
+    // Values whose f32 sum depends on the order: 1e8 + 1 - 1e8.
+    std::vector<float> values = {c.coordinates().tp == 0 ? 1e8f : 1.0f, float(rank)};
+    MLPERF_RETURN_IF_ERROR(c.allReduceSum(rt::MeshAxis::kTP, values));
+    reduced[rank] = values;
+    std::vector<float> input = {float(rank), float(10 * rank), 1.0f, 2.0f};
+    MLPERF_RETURN_IF_ERROR(c.reduceScatterSum(rt::MeshAxis::kDP, input, scattered[rank]));
+    MLPERF_RETURN_IF_ERROR(c.allGather(rt::MeshAxis::kPP, {float(rank)}, gathered[rank]));
+    world[rank] = {double(rank)};
+    return c.allReduceWorldSum(world[rank]);
+  });
+  for (int64_t rank = 0; rank < 8; ++rank) {
+    ASSERT_TRUE(results[rank].isOk()) << results[rank].message();
+    rt::RankCoordinates at = rt::rankCoordinates(m, rank);
+    // tp group {r, r+1} for even r: 1e8f + 1.0f rounds to 1e8f in f32, as MPI's order gives.
+    EXPECT_EQ(reduced[rank][0], 1e8f + 1.0f);
+    int64_t first = rank - at.tp;
+    EXPECT_EQ(reduced[rank][1], float(first) + float(first + 1));
+    // dp group: ranks r and r+2 (tp fastest, then dp); member i keeps chunk i.
+    std::vector<int64_t> group = rt::axisGroup(m, rank, rt::MeshAxis::kDP);
+    std::vector<float> expected = at.dp == 0 ? std::vector<float>{float(group[0] + group[1]),
+                                                                  float(10 * (group[0] + group[1]))}
+                                             : std::vector<float>{2.0f, 4.0f};
+    EXPECT_EQ(scattered[rank], expected);
+    std::vector<int64_t> stages = rt::axisGroup(m, rank, rt::MeshAxis::kPP);
+    EXPECT_EQ(gathered[rank], (std::vector<float>{float(stages[0]), float(stages[1])}));
+    EXPECT_EQ(world[rank][0], 28.0);
+  }
+}
+
+TEST(InProcessCommunicator, DeliversPipelineMessagesByTagInOrder) {
+  rt::MeshShape m = mesh(1, 1, 2);
+  rt::InProcessMesh ranks(m, 30);
+  std::vector<float> first(2), second(2);
+  auto results = onEveryRank(ranks, 2, [&](int64_t rank, rt::Communicator &c) -> rt::Status {
+    if (rank == 0) {
+      MLPERF_RETURN_IF_ERROR(c.send(rt::MeshAxis::kPP, 1, 17, {1, 2}));
+      MLPERF_RETURN_IF_ERROR(c.send(rt::MeshAxis::kPP, 1, 16, {3, 4}));
+      return c.waitForSends();
+    }
+    MLPERF_RETURN_IF_ERROR(c.receive(rt::MeshAxis::kPP, -1, 16, first));
+    return c.receive(rt::MeshAxis::kPP, -1, 17, second);
+  });
+  ASSERT_TRUE(results[0].isOk() && results[1].isOk());
+  EXPECT_EQ(first, (std::vector<float>{3, 4}));
+  EXPECT_EQ(second, (std::vector<float>{1, 2}));
+}
+
+TEST(InProcessCommunicator, AFailedRankEndsTheOthersWaitsAndATimeoutEndsAStuckOne) {
+  rt::MeshShape m = mesh(2, 1, 1);
+  rt::InProcessMesh ranks(m, 30);
+  auto results = onEveryRank(ranks, 2, [&](int64_t rank, rt::Communicator &c) -> rt::Status {
+    if (rank == 1) {
+      return rt::Status(rt::StatusCode::kInternal, "planted failure");
+    }
+    std::vector<float> values = {1};
+    return c.allReduceSum(rt::MeshAxis::kDP, values); // would wait for rank 1 forever
+  });
+  ASSERT_FALSE(results[0].isOk());
+  EXPECT_NE(results[0].message().find("abandoned: rank 1 failed"), std::string::npos)
+      << results[0].message();
+
+  rt::InProcessMesh slow(m, 0.2);
+  std::vector<float> values = {1};
+  rt::Status alone = slow.communicator(0).allReduceSum(rt::MeshAxis::kDP, values);
+  ASSERT_FALSE(alone.isOk());
+  EXPECT_NE(alone.message().find("did not complete within"), std::string::npos) << alone.message();
 }
 
 } // namespace
