@@ -135,6 +135,25 @@ LlamaConfig llama31_8bTiny() {
   return c;
 }
 
+/// The 405B declaration at test sizes: the same structure (the 8B's, loaded from a
+/// checkpoint) for the audit's numeric evidence, whose stand-in weights are drawn.
+LlamaConfig llama31_405bTiny() {
+  LlamaConfig c = llama31_405b();
+  c.name = "llama31_405b_tiny";
+  c.description = "Llama 3.1 405B structure at test sizes (not a benchmark configuration)";
+  c.layers = 2;
+  c.hidden = 64;
+  c.heads = 4;
+  c.kvHeads = 2;
+  c.ffn = 160;
+  c.vocab = 256;
+  c.seq = 32;
+  c.gbs = 32;
+  apply405BBatchRules(c, false, false, false);
+  c.decaySteps = c.maxSteps - c.warmupSteps;
+  return c;
+}
+
 /// Llama 2 70B with the fused-QKV layout of the MLPerf `llama2_70b_lora` checkpoint
 /// (shared/reference/BENCHMARKS.md) and that benchmark's optimizer, schedule and target.
 /// Every parameter is trainable here: the benchmark's frozen base and LoRA adapters are not
@@ -203,7 +222,8 @@ presets() {
           {"llama3",
            {{"llama31_8b", llama31_8b},
             {"llama31_405b", llama31_405b},
-            {"llama31_8b_tiny", llama31_8bTiny}}},
+            {"llama31_8b_tiny", llama31_8bTiny},
+            {"llama31_405b_tiny", llama31_405bTiny}}},
           {"llama2", {{"llama2_70b", llama2_70b}, {"llama2_70b_tiny", llama2_70bTiny}}},
       };
   return table;
