@@ -103,16 +103,19 @@ bool sameSignature(const HostTensor &tensor, Type type) {
 
 } // namespace
 
-FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t seed) {
+FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t seed,
+                                            std::optional<double> checkpointStd) {
   ParamValues values;
   for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
     StringRef init = param.getInit();
-    if (init == "checkpoint") {
+    if (init == "checkpoint" && !checkpointStd) {
       return param.emitError() << "parameter @\"" << param.getSymName()
                                << "\" is initialized from a checkpoint: load it (--params / "
                                   "--init-from) instead of drawing it";
     }
-    double stddev = param.getStd() ? param.getStd()->convertToDouble() : 0.0;
+    double stddev = init == "checkpoint" ? *checkpointStd
+                    : param.getStd()     ? param.getStd()->convertToDouble()
+                                         : 0.0;
     if (init == "scaled_normal") {
       stddev /= std::sqrt(2.0 * static_cast<double>(param.getCopies()));
     }

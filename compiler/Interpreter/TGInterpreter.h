@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace mlperf {
@@ -30,8 +31,11 @@ std::string resolveLayerName(llvm::StringRef name, int64_t layer);
 mlir::FailureOr<rt::DType> toDType(mlir::Type elementType);
 
 /// Draws every declared parameter from its init distribution with Philox keyed by
-/// (seed, parameter name, element). Fails with a diagnostic for init = "checkpoint".
-mlir::FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t seed);
+/// (seed, parameter name, element). Fails with a diagnostic for init = "checkpoint", unless
+/// `checkpointStd` is given: such parameters are then drawn from normal(0, checkpointStd)
+/// (stand-ins for the checkpoint's values where only the math matters, as in the audit).
+mlir::FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t seed,
+                                                  std::optional<double> checkpointStd = {});
 
 /// Checks that `values` holds exactly the model's parameters with their declared shapes and
 /// element types, naming the first mismatch.
