@@ -74,6 +74,7 @@ namespace {
 FailureOr<CompiledStep> compile(ModuleOp declaration, const TrainStepOptions &options,
                                 ConfigurePassManager configure, bool verifyResult) {
   CompiledStep step;
+  step.options = options;
   step.module = cast<ModuleOp>(declaration->clone());
   PassManager pm(declaration.getContext());
   buildTrainStepPipeline(pm, options);

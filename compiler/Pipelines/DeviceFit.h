@@ -28,6 +28,7 @@ namespace mlperf {
 
 struct CompiledStep {
   mlir::OwningOpRef<mlir::ModuleOp> module; // the lowered module with its placed plan(s)
+  TrainStepOptions options;                 // what it was compiled with (auto's budgets found)
   std::vector<RankMemory> stages;           // per plan, in pipeline-stage order
   /// The largest stage peak, and the stage that has it.
   int64_t peakBytes() const;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -269,3 +270,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "dist-partition", kReassociation,
+    "gradients summed over dp ranks, the global norm from per-shard partial sums");

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "runtime/dist/Mesh.h"
@@ -245,3 +246,6 @@ struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS("dist-pipeline", kExact,
+                             "one model per pipeline stage: the same ops, cut between layers");

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -348,3 +349,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "dist-tensor-parallel", kReassociation,
+    "splits contractions and the loss over tp ranks: partial sums added over tp");

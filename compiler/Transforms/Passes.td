@@ -1,7 +1,8 @@
 //===- Passes.td - mlperfc transformation passes ----------*- tablegen -*-===//
 //
-// Every pass states its rewrite class in its description (exact, reassociation, precision);
-// `mlperfc audit` reads it. See docs/passes.md.
+// Every pass states its rewrite class in its description (exact, reassociation, precision) and
+// declares it, for `mlperfc audit`, with MLPERF_DECLARE_REWRITE_CLASS in its .cpp file
+// (compiler/Support/RewriteClass.h). See docs/passes.md and docs/compliance.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -563,7 +564,7 @@ def TGTrainStepPass : Pass<"tg-train-step", "::mlir::ModuleOp"> {
 def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
   let summary = "Builds the execution plan (plan dialect) of a lowered train step";
   let description = [{
-    Rewrite class: representation change (no math changes). For each `tg.model` that has
+    Rewrite class: exact (a representation change: one command per op, in op order). For each `tg.model` that has
     `@forward`, `@forward_backward`, `@optimizer_step`, `@train_step` and `@eval_step` (the
     train-step pipeline's output), appends a `plan.plan` to the module:
 
@@ -616,7 +617,7 @@ def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
 def PlanMemoryPass : Pass<"plan-memory", "::mlir::ModuleOp"> {
   let summary = "Liveness of plan buffers and static arena offsets";
   let description = [{
-    Rewrite class: memory placement (no math changes). Persistent buffers get consecutive
+    Rewrite class: exact (memory placement: no math changes). Persistent buffers get consecutive
     256-byte aligned slots. Activation buffers are alive from the first command that uses
     them to the last command that uses them (a view keeps its source alive) within their
     program; each program's buffers are placed by first fit (largest first and longest-lived

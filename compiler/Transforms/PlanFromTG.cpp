@@ -1,6 +1,7 @@
 //===- PlanFromTG.cpp - The execution plan of a train step -----*- C++ -*-===//
 
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/plan/StepRoles.h"
@@ -836,3 +837,6 @@ struct PlanFromTGPass : impl::PlanFromTGPassBase<PlanFromTGPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS("plan-from-tg", kExact,
+                             "adds the plan: one command per op, in op order, with its attributes");

@@ -1,6 +1,7 @@
 //===- PlanMemory.cpp - Static offsets for plan buffers --------*- C++ -*-===//
 
 #include "compiler/Analysis/MemoryPlan.h"
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/plan/StreamOrder.h"
 
@@ -187,3 +188,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "plan-memory", kExact,
+    "places buffers at static offsets; values alive together never share bytes");

@@ -1,6 +1,7 @@
 //===- TGAutodiff.cpp - Reverse-mode differentiation of @forward -*- C++ -*-===//
 
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -200,3 +201,7 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-autodiff", kExact,
+    "adds @forward_backward, the reverse-mode derivative of @forward; @forward is unchanged");

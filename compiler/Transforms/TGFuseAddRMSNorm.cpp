@@ -1,5 +1,6 @@
 //===- TGFuseAddRMSNorm.cpp - residual add + RMSNorm, fused ---*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/TG/IR/TGOps.h"
 
@@ -40,3 +41,7 @@ struct TGFuseAddRMSNormPass : impl::TGFuseAddRMSNormPassBase<TGFuseAddRMSNormPas
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-fuse-add-rms-norm", kExact,
+    "tg.add_rms_norm computes the sum and its normalization with the same roundings");

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/TG/IR/TGOps.h"
 
@@ -158,3 +159,7 @@ struct TGFuseAttentionPass : impl::TGFuseAttentionPassBase<TGFuseAttentionPass> 
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-fuse-attention", kReassociation,
+    "tg.attention computes softmax(QKᵀ·s)V, whose kernels may sum the softmax in another order");

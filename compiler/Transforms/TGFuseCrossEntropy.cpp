@@ -1,5 +1,6 @@
 //===- TGFuseCrossEntropy.cpp - Output layer + loss, fused ----*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/TG/IR/TGOps.h"
 
@@ -60,3 +61,7 @@ struct TGFuseCrossEntropyPass : impl::TGFuseCrossEntropyPassBase<TGFuseCrossEntr
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-fuse-cross-entropy", kExact,
+    "tg.linear_cross_entropy computes the same logits and loss, a chunk of tokens at a time");

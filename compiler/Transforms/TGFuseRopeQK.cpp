@@ -1,5 +1,6 @@
 //===- TGFuseRopeQK.cpp - the query and key rotations, fused --*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/TG/IR/TGOps.h"
 
@@ -49,3 +50,6 @@ struct TGFuseRopeQKPass : impl::TGFuseRopeQKPassBase<TGFuseRopeQKPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS("tg-fuse-rope-qk", kExact,
+                             "tg.rope_qk applies the same two rotations");

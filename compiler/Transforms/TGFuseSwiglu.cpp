@@ -1,5 +1,6 @@
 //===- TGFuseSwiglu.cpp - silu(gate) · up into tg.swiglu ------*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/TG/IR/TGOps.h"
 
@@ -40,3 +41,7 @@ struct TGFuseSwigluPass : impl::TGFuseSwigluPassBase<TGFuseSwigluPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS("tg-fuse-swiglu", kExact,
+                             "tg.swiglu computes silu(gate)·up with the same roundings; its "
+                             "backward recomputes the activation");

@@ -1,5 +1,6 @@
 //===- TGInlineLayers.cpp - Unroll layer stacks, inline calls ---*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -152,3 +153,7 @@ struct TGInlineLayersPass : impl::TGInlineLayersPassBase<TGInlineLayersPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-inline-layers", kExact,
+    "unrolls layer stacks and inlines calls: the same ops in the same order");

@@ -1,5 +1,6 @@
 //===- TGOptimizer.cpp - Build @optimizer_step from the metadata -*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/plan/StepRoles.h"
@@ -151,3 +152,7 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-optimizer", kExact,
+    "adds @optimizer_step from the declared optimizer, clipping and LR schedule");

@@ -11,6 +11,7 @@
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/dist/PipelineSchedule.h"
 
@@ -685,3 +686,7 @@ struct TGRecomputePass : impl::TGRecomputePassBase<TGRecomputePass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-recompute", kExact,
+    "the backward reads clones of forward ops (the same ops on the same inputs)");

@@ -1,5 +1,6 @@
 //===- TGSetPrecision.cpp - Choose the compute precision --------*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -68,3 +69,7 @@ struct TGSetPrecisionPass : impl::TGSetPrecisionPassBase<TGSetPrecisionPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "tg-set-precision", kPrecision,
+    "precision=fp32 widens every bf16/fp8 tensor to f32; bf16 keeps the declaration");

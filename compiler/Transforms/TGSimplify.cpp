@@ -1,5 +1,6 @@
 //===- TGSimplify.cpp - Exact algebraic simplification of tg ops -*- C++ -*-===//
 
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -57,3 +58,7 @@ struct TGSimplifyPass : impl::TGSimplifyPassBase<TGSimplifyPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS("tg-simplify", kExact,
+                             "tg canonicalization patterns and folders, each exact (identity "
+                             "layout ops, scales by 1, exact round-trip converts)");

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/cpu/Numerics.h"
@@ -706,3 +707,7 @@ struct TGTrainStepPass : impl::TGTrainStepPassBase<TGTrainStepPass> {
 
 } // namespace
 } // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS("tg-train-step", kExact,
+                             "adds @train_step and @eval_step: the micro-batch loop, accumulation "
+                             "in completion order and the optimizer call");

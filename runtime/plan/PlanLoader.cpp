@@ -59,6 +59,7 @@ int64_t planDTypeBytes(plan::DType dtype) {
 std::string planFingerprint(const plan::Plan &plan) {
   plan::Plan computed = plan;
   computed.clear_producer();
+  computed.clear_compile_options(); // how it was compiled, not what it computes
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

@@ -37,7 +37,8 @@ std::string stagePlanPath(const std::string &path, int64_t stage);
 int64_t parameterCount(const plan::Plan &plan);
 
 /// What the plan computes, as "crc32:xxxxxxxx": the CRC-32 of its deterministic serialization
-/// without the producer (a newer compiler that writes the same plan gives the same value).
+/// without the producer and the compile options (a newer compiler, or other options, that
+/// write the same plan give the same value).
 /// Checkpoints record it so that a resume continues with the plan that trained them.
 std::string planFingerprint(const plan::Plan &plan);
 

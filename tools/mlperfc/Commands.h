@@ -39,6 +39,11 @@ extern llvm::cl::SubCommand runReferenceCommand;
 /// `mlperfc run-reference MODEL.mlir --inputs BATCH [--function forward_backward] ...`.
 int runRunReference();
 
+extern llvm::cl::SubCommand auditCommand;
+/// `mlperfc audit MODEL.mlir PLAN.pb [--dump-ir DIR] [--json] [--tiny TINY.mlir]`: exit 0
+/// compliant, 1 violations, 2 cannot audit.
+int runAuditCommand();
+
 extern llvm::cl::SubCommand emitModelCommand;
 /// `mlperfc emit-model llama3 [--preset P] [--set k=v,...] [-o FILE]`.
 int runEmitModel();

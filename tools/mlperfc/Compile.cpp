@@ -15,11 +15,13 @@
 #include "compiler/Analysis/DeviceMemory.h"
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Analysis/ModelSummary.h"
+#include "compiler/Audit/Audit.h"
+#include "compiler/Audit/CompileRecord.h"
+#include "compiler/Audit/IRDump.h"
 #include "compiler/Pipelines/DeviceFit.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Plan/PlanEmit.h"
 #include "compiler/Registration.h"
-#include "compiler/Support/IRDump.h"
 #include "compiler/Support/ModelFile.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -118,6 +120,12 @@ static cl::opt<std::string> compileParallel(
     cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1,micro_batch=.."),
     cl::desc("Parallel strategy; dp defaults to the ranks left after tp and pp. Every degree "
              "is checked against the cluster and the model"),
+    cl::cat(mlperfcCategory()));
+
+static cl::opt<bool> compileAudit(
+    "audit", cl::sub(compileCommand),
+    cl::desc("Audit what was just compiled (mlperfc audit: pass classes, certificates, "
+             "numeric evidence, closed-division rules); exit 1 on a violation"),
     cl::cat(mlperfcCategory()));
 
 static int fail(const llvm::Twine &message) {
@@ -496,20 +504,31 @@ int runCompile() {
   if (device && step->peakBytes() > device->capacityBytes) {
     return refuseUnfit(*module, options, dims, accumulationStepsOnOneRank(model), *step, *device);
   }
-  if (compileOutput.empty()) {
+  if (compileOutput.empty() && !compileAudit) {
     return 0;
   }
+  std::vector<plan::Plan> emitted;
+  std::vector<std::string> emittedPaths;
   for (auto [stage, planOp] : llvm::enumerate(plans)) {
     mlir::FailureOr<plan::Plan> plan = emitPlan(planOp);
     if (failed(plan)) {
       return fail("could not emit the plan (errors above)");
     }
+    // What `mlperfc audit` needs to compile the declaration again and compare.
+    recordCompileOptions(step->options, compileDevice, *plan);
+    std::string path =
+        plans.size() == 1 ? std::string(compileOutput) : rt::stagePlanPath(compileOutput, stage);
+    if (compileOutput.empty()) {
+      emittedPaths.push_back(plans.size() == 1
+                                 ? std::string("the compiled plan")
+                                 : "the compiled plan of stage " + std::to_string(stage));
+      emitted.push_back(std::move(*plan));
+      continue;
+    }
     std::string bytes;
     if (!plan->SerializeToString(&bytes)) {
       return fail("could not serialize the plan");
     }
-    std::string path =
-        plans.size() == 1 ? std::string(compileOutput) : rt::stagePlanPath(compileOutput, stage);
     if (llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
           os << bytes;
           return llvm::Error::success();
@@ -524,8 +543,22 @@ int runCompile() {
                  << plan->buffers_size() << " buffers, " << commands << " commands; persistent "
                  << rt::humanBytes(plan->arenas(0).size()) << ", activations "
                  << rt::humanBytes(plan->arenas(1).size()) << ")\n";
+    emittedPaths.push_back(path);
+    emitted.push_back(std::move(*plan));
   }
-  return 0;
+  if (!compileAudit) {
+    return 0;
+  }
+  llvm::outs() << "\n";
+  AuditInput audit;
+  audit.declaration = *module;
+  audit.modelPath = compileInput;
+  audit.plans = std::move(emitted);
+  audit.planPaths = std::move(emittedPaths);
+  audit.dumpDirectory = compileDumpIR; // audits the dumps just written, when there are some
+  AuditResult result = runAudit(audit, llvm::outs());
+  llvm::outs().flush();
+  return static_cast<int>(result);
 }
 
 } // namespace mlperf::cli

@@ -32,8 +32,11 @@ static constexpr llvm::StringLiteral kOverview =
     "  mlperfc check MODEL.mlir...          parse and verify model declarations\n"
     "  mlperfc summary MODEL.mlir [--json]  parameters, memory, FLOPs, op counts\n"
     "  mlperfc compile MODEL.mlir [--precision bf16|fp32] [--cluster NxG] [--parallel ...]\n"
-    "                 [--dump-ir DIR] [-o plan.pb]\n"
+    "                 [--dump-ir DIR] [-o plan.pb] [--audit]\n"
     "                                       lower to the train step and its plan(s)\n"
+    "  mlperfc audit MODEL.mlir PLAN.pb [--dump-ir DIR] [--json] [--tiny TINY.mlir]\n"
+    "                                       does the plan compute the declaration's math under\n"
+    "                                       the MLPerf closed-division rules (exit 0 / 1 / 2)\n"
     "  mlperfc show plan.pb [--commands]    print an execution plan\n"
     "  mlperfc schedule --pp N [--vp V] --micro-batches M [--order]\n"
     "                                       a pipeline schedule and its bubble\n"
@@ -52,7 +55,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(mlperfcCategory());
   for (cl::SubCommand *sub :
        {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand, &compileCommand,
-        &showCommand, &scheduleCommand}) {
+        &showCommand, &scheduleCommand, &auditCommand}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 
@@ -92,6 +95,9 @@ int main(int argc, char **argv) {
   }
   if (scheduleCommand) {
     return runSchedule();
+  }
+  if (auditCommand) {
+    return runAuditCommand();
   }
   llvm::WithColor::error(llvm::errs(), "mlperfc")
       << "no command given (run 'mlperfc --help' for the list)\n";

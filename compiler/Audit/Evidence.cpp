@@ -1,0 +1,597 @@
+//===- Evidence.cpp - Numeric evidence that passes keep the math --*- C++ -*-===//
+
+#include "compiler/Audit/Evidence.h"
+
+#include "compiler/Interpreter/ReferenceTrainer.h"
+#include "compiler/Pipelines/DeviceFit.h"
+#include "compiler/Plan/PlanEmit.h"
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Dist/IR/DistOps.h"
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/dist/InProcessCommunicator.h"
+#include "runtime/exec/Backend.h"
+#include "runtime/exec/PlanTrainer.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <thread>
+
+using namespace mlir;
+using mlperf::rt::HostTensor;
+
+namespace mlperf {
+namespace {
+
+constexpr uint64_t kEvidenceSeed = 1234;
+constexpr int kEvidenceSteps = 2;
+/// The std of stand-ins for parameters a declaration loads from a checkpoint.
+constexpr double kCheckpointStandInStd = 0.02;
+/// A rank of the in-process mesh that waits this long on another has failed.
+constexpr double kRankTimeoutSeconds = 300;
+
+struct Snapshot {
+  std::string pass;
+  OwningOpRef<ModuleOp> module;
+};
+
+/// Keeps a copy of the module before the first pass and after every top-level pass.
+class SnapshotInstrumentation : public PassInstrumentation {
+public:
+  explicit SnapshotInstrumentation(std::vector<Snapshot> &snapshots) : snapshots(snapshots) {}
+  void runBeforePass(Pass *, Operation *op) override {
+    if (snapshots.empty() && !op->getParentOp()) {
+      snapshots.push_back({"input", cast<ModuleOp>(op->clone())});
+    }
+  }
+  void runAfterPass(Pass *pass, Operation *op) override {
+    if (!op->getParentOp()) {
+      snapshots.push_back({pass->getArgument().str(), cast<ModuleOp>(op->clone())});
+    }
+  }
+
+private:
+  std::vector<Snapshot> &snapshots;
+};
+
+/// The global batch every evaluation reads: token ids and labels [global batch, seq].
+struct Batch {
+  HostTensor tokens, labels;
+};
+
+Batch makeBatch(int64_t rows, int64_t seq, int64_t vocab) {
+  Batch batch;
+  batch.tokens = HostTensor::zeros(rt::DType::kI32, {rows, seq});
+  batch.labels = HostTensor::zeros(rt::DType::kI32, {rows, seq});
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (int64_t i = 0; i < rows * seq; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    batch.tokens.ints[i] = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab));
+  }
+  // Next-token labels within each sample, and one drawn past its end.
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < seq; ++t) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      batch.labels.ints[r * seq + t] =
+          t + 1 < seq ? batch.tokens.ints[r * seq + t + 1]
+                      : static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab));
+    }
+  }
+  return batch;
+}
+
+/// What one state of the IR computes, as far as it can be run.
+struct Outcome {
+  std::string undefined; // why nothing could be computed
+  bool hasGradients = false;
+  bool differentiatedCopy = false; // the gradients come from tg-autodiff on a copy
+  double loss = 0;
+  std::map<std::string, HostTensor> grads;
+  bool hasSteps = false;
+  std::vector<StepMetrics> steps;
+  ParamValues params; // after the steps
+  bool hasPlanSteps = false;
+  std::vector<rt::TrainStepMetrics> planSteps;
+};
+
+/// max |a - b| / max |b|, 0 when both are 0; infinity when the shapes differ.
+double relativeDifference(const HostTensor &a, const HostTensor &b) {
+  if (a.shape != b.shape || a.values.size() != b.values.size()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  double difference = 0, scale = 0;
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    difference = std::max(difference, std::abs(static_cast<double>(a.values[i]) - b.values[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b.values[i])));
+  }
+  if (difference == 0) {
+    return 0;
+  }
+  return scale > 0 ? difference / scale : std::numeric_limits<double>::infinity();
+}
+
+double relativeDifference(double a, double b) {
+  if (a == b) {
+    return 0;
+  }
+  return b != 0 ? std::abs(a - b) / std::abs(b) : std::numeric_limits<double>::infinity();
+}
+
+double tensorsDifference(const std::map<std::string, HostTensor> &a,
+                         const std::map<std::string, HostTensor> &b) {
+  if (a.size() != b.size()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  double worst = 0;
+  for (const auto &[name, tensor] : a) {
+    auto other = b.find(name);
+    if (other == b.end()) {
+      return std::numeric_limits<double>::infinity();
+    }
+    worst = std::max(worst, relativeDifference(tensor, other->second));
+  }
+  return worst;
+}
+
+class Evaluator {
+public:
+  Evaluator(const TrainStepOptions &options, const Batch &batch, const rt::TensorFile *weights)
+      : options(options), batch(batch), weights(weights) {}
+
+  /// The outcome of `module`'s tg models (and with `runPlan`, of its placed plans). A pass
+  /// that leaves the models as they are (clean-ups with nothing to do, the plan passes) reuses
+  /// the outcome of the last state with the same models, printed.
+  Outcome evaluate(ModuleOp module, bool runPlan) {
+    std::string key;
+    {
+      llvm::raw_string_ostream os(key);
+      for (auto model : module.getOps<tg::ModelOp>()) {
+        model->print(os, OpPrintingFlags().printGenericOpForm());
+      }
+    }
+    auto cached = cache.find(key);
+    Outcome outcome = cached != cache.end() ? cached->second : evaluateModels(module);
+    if (cached == cache.end()) {
+      cache.emplace(std::move(key), outcome);
+    }
+    if (runPlan && outcome.undefined.empty()) {
+      std::vector<plan::Plan> plans;
+      for (auto planOp : module.getOps<plan_ir::PlanOp>()) {
+        FailureOr<plan::Plan> plan = emitPlan(planOp);
+        if (failed(plan)) {
+          outcome.undefined = "the plan cannot be emitted (errors above)";
+          return outcome;
+        }
+        plans.push_back(std::move(*plan));
+      }
+      rt::Status status = runPlans(plans, options.mesh, batch, weights, outcome.planSteps);
+      if (!status.isOk()) {
+        module.emitError() << "the plan failed on the CPU backend: " << status.message();
+        outcome.undefined = "the plan failed on the CPU backend";
+        return outcome;
+      }
+      outcome.hasPlanSteps = true;
+    }
+    return outcome;
+  }
+
+  Outcome evaluateModels(ModuleOp module) {
+    Outcome outcome;
+    auto models = llvm::to_vector(module.getOps<tg::ModelOp>());
+    if (models.size() != 1) {
+      outcome.undefined = "one model per pipeline stage";
+      return outcome;
+    }
+    tg::ModelOp model = models.front();
+    if (auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"))) {
+      outcome.undefined = "a per-rank program";
+      return outcome;
+    }
+    FailureOr<ParamValues> params =
+        initializeParameters(model, kEvidenceSeed, kCheckpointStandInStd);
+    if (failed(params)) {
+      outcome.undefined = "its parameters cannot be drawn";
+      return outcome;
+    }
+    if (failed(microBatch(module, model, *params, outcome))) {
+      outcome.undefined = "the interpreter failed (errors above)";
+      return outcome;
+    }
+    auto trainStep =
+        dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "train_step"));
+    if (trainStep) {
+      TrainState state = initialTrainState(*params);
+      ReferenceTrainer trainer(model);
+      for (int step = 0; step < kEvidenceSteps; ++step) {
+        FailureOr<StepMetrics> metrics = trainer.step(state, batch.tokens, batch.labels);
+        if (failed(metrics)) {
+          outcome.undefined = "the interpreter failed on @train_step (errors above)";
+          return outcome;
+        }
+        outcome.steps.push_back(*metrics);
+      }
+      outcome.params = std::move(state.params);
+      outcome.hasSteps = true;
+    }
+    return outcome;
+  }
+
+  /// Every rank of `mesh` runs its stage's plan in a thread of this process.
+  /// `weights`: the parameters of a declaration that loads them from a checkpoint (null: the
+  /// plan draws them from the seed).
+  static rt::Status runPlans(const std::vector<plan::Plan> &plans, const rt::MeshShape &mesh,
+                             const Batch &batch, const rt::TensorFile *weights,
+                             std::vector<rt::TrainStepMetrics> &metrics) {
+    rt::InProcessMesh ranks(mesh, kRankTimeoutSeconds);
+    int64_t world = mesh.worldSize();
+    std::vector<rt::Status> results(world);
+    std::vector<std::vector<rt::TrainStepMetrics>> perRank(world);
+    std::vector<std::thread> threads;
+    int64_t seq = batch.tokens.shape[1];
+    for (int64_t rank = 0; rank < world; ++rank) {
+      threads.emplace_back([&, rank] {
+        rt::Communicator &communicator = ranks.communicator(rank);
+        rt::RankCoordinates at = communicator.coordinates();
+        auto run = [&]() -> rt::Status {
+          if (at.pp >= static_cast<int64_t>(plans.size())) {
+            return rt::Status(rt::StatusCode::kInvalidArgument, "no plan for a pipeline stage");
+          }
+          const plan::Plan &plan = plans[at.pp];
+          std::unique_ptr<rt::Backend> backend = rt::createCpuBackend();
+          MLPERF_RETURN_IF_ERROR(backend->prepare(plan, communicator));
+          std::unique_ptr<rt::PlanTrainer> trainer;
+          MLPERF_RETURN_IF_ERROR(rt::PlanTrainer::create(plan, *backend, communicator, trainer));
+          if (weights) {
+            MLPERF_RETURN_IF_ERROR(trainer->load(*weights, /*withOptimizerState=*/false));
+          } else {
+            MLPERF_RETURN_IF_ERROR(trainer->initialize(kEvidenceSeed));
+          }
+          int64_t rows = trainer->microBatchRows(), micro = trainer->accumulationSteps();
+          // Micro-batch a of data-parallel rank d is micro-batch a·dp + d of the global batch.
+          std::vector<int64_t> tokens, labels;
+          for (int64_t a = 0; a < micro; ++a) {
+            int64_t first = (a * mesh.dp + at.dp) * rows * seq;
+            tokens.insert(tokens.end(), batch.tokens.ints.begin() + first,
+                          batch.tokens.ints.begin() + first + rows * seq);
+            labels.insert(labels.end(), batch.labels.ints.begin() + first,
+                          batch.labels.ints.begin() + first + rows * seq);
+          }
+          for (int step = 0; step < kEvidenceSteps; ++step) {
+            rt::TrainStepMetrics taken;
+            MLPERF_RETURN_IF_ERROR(trainer->step(tokens, labels, taken));
+            perRank[rank].push_back(taken);
+          }
+          return rt::Status::ok();
+        };
+        results[rank] = run();
+        if (!results[rank].isOk()) {
+          ranks.abort("rank " + std::to_string(rank) + " failed: " + results[rank].message());
+        }
+      });
+    }
+    for (std::thread &thread : threads) {
+      thread.join();
+    }
+    for (const rt::Status &status : results) {
+      if (!status.isOk() && status.message().find("abandoned") == std::string::npos) {
+        return status;
+      }
+    }
+    for (const rt::Status &status : results) {
+      if (!status.isOk()) {
+        return status;
+      }
+    }
+    metrics = perRank[0];
+    return rt::Status::ok();
+  }
+
+private:
+  /// Loss and gradients of micro-batch 0 from @forward_backward, differentiating a copy of
+  /// @forward when the IR has no backward yet.
+  LogicalResult microBatch(ModuleOp module, tg::ModelOp model, const ParamValues &params,
+                           Outcome &outcome) {
+    OwningOpRef<ModuleOp> copy;
+    auto fb =
+        dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward_backward"));
+    if (!fb) {
+      copy = cast<ModuleOp>(module->clone());
+      PassManager pm(module.getContext());
+      pm.enableVerifier(false);
+      bool stacked = false;
+      copy->walk([&](tg::RepeatLayersOp) { stacked = true; });
+      if (stacked) {
+        pm.addPass(createTGInlineLayersPass());
+      }
+      pm.addPass(createTGAutodiffPass(TGAutodiffPassOptions{
+          1.0 / static_cast<double>(options.accumulationSteps * options.mesh.dp)}));
+      if (failed(pm.run(*copy))) {
+        return failure();
+      }
+      model = *copy->getOps<tg::ModelOp>().begin();
+      fb = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "forward_backward"));
+      outcome.differentiatedCopy = true;
+    }
+    FunctionType type = fb.getFunctionType();
+    int64_t rows = cast<RankedTensorType>(type.getInput(0)).getDimSize(0);
+    int64_t seq = batch.tokens.shape[1];
+    std::vector<HostTensor> args;
+    for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+      auto input = cast<RankedTensorType>(type.getInput(i));
+      FailureOr<rt::DType> dtype = toDType(input.getElementType());
+      if (failed(dtype)) {
+        return fb.emitError() << "argument " << i << " has no runtime type";
+      }
+      HostTensor arg = HostTensor::zeros(
+          *dtype, std::vector<int64_t>(input.getShape().begin(), input.getShape().end()));
+      if (i < 2) { // the micro-batch's tokens, then its labels: rows 0..rows-1
+        const HostTensor &source = i == 0 ? batch.tokens : batch.labels;
+        std::copy(source.ints.begin(), source.ints.begin() + rows * seq, arg.ints.begin());
+      }
+      args.push_back(std::move(arg));
+    }
+    TGInterpreter interpreter(model, params);
+    FailureOr<std::vector<HostTensor>> results = interpreter.call(fb, std::move(args));
+    if (failed(results)) {
+      return failure();
+    }
+    auto names = fb->getAttrOfType<ArrayAttr>("tg.gradients");
+    outcome.loss = (*results)[0].values.at(0);
+    for (size_t i = 1; i < results->size(); ++i) {
+      std::string name;
+      if (names && i - 1 < names.size()) {
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(names[i - 1])) {
+          name = ref.getValue().str();
+        }
+      }
+      if (auto param = fb.getResultAttrOfType<FlatSymbolRefAttr>(i, "tg.param")) {
+        name = param.getValue().str();
+      }
+      outcome.grads[name.empty() ? "result " + std::to_string(i) : name] = std::move((*results)[i]);
+    }
+    outcome.hasGradients = true;
+    return success();
+  }
+
+  const TrainStepOptions &options;
+  const Batch &batch;
+  const rt::TensorFile *weights;
+  std::map<std::string, Outcome> cache; // by the printed models
+};
+
+double stepsDifference(const std::vector<StepMetrics> &a, const std::vector<StepMetrics> &b) {
+  if (a.size() != b.size()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max({worst, relativeDifference(a[i].loss, b[i].loss),
+                      relativeDifference(a[i].lr, b[i].lr),
+                      relativeDifference(a[i].gradNorm, b[i].gradNorm)});
+  }
+  return worst;
+}
+
+double planDifference(const std::vector<rt::TrainStepMetrics> &plan,
+                      const std::vector<StepMetrics> &reference) {
+  if (plan.size() != reference.size()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  double worst = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    worst = std::max({worst, relativeDifference(plan[i].loss, reference[i].loss),
+                      relativeDifference(plan[i].lr, reference[i].lr),
+                      relativeDifference(plan[i].gradNorm, reference[i].gradNorm)});
+  }
+  return worst;
+}
+
+int64_t tinyLayers(ModuleOp module) {
+  int64_t layers = 0;
+  for (auto model : module.getOps<tg::ModelOp>()) {
+    for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+      layers = std::max(layers, param.getCopies());
+    }
+  }
+  return layers;
+}
+
+} // namespace
+
+double evidenceTolerance(RewriteClass rewriteClass, llvm::StringRef precision) {
+  bool fp32 = precision == "fp32";
+  switch (rewriteClass) {
+  case RewriteClass::kExact:
+  case RewriteClass::kAnalysis:
+    return 0.0;
+  case RewriteClass::kReassociation:
+    // Another summation order moves f32 results by a few ulps, and bf16 results by the bf16
+    // roundings of the sums (docs/distributed.md measures both).
+    return fp32 ? 1e-5 : 2e-2;
+  case RewriteClass::kPrecision:
+    // bf16 against f32 compute: bf16 has 8 significant bits (2^-8 = 3.9e-3 per rounding).
+    return 5e-2;
+  }
+  return 0.0;
+}
+
+rt::MeshShape reducedMesh(const rt::MeshShape &mesh, int64_t layers) {
+  rt::MeshShape reduced = mesh;
+  reduced.tp = std::min<int64_t>(mesh.tp, 2);
+  reduced.pp = std::min<int64_t>(mesh.pp, std::min<int64_t>(2, std::max<int64_t>(1, layers)));
+  reduced.vp = reduced.pp > 1 ? std::max<int64_t>(1, std::min(mesh.vp, layers / reduced.pp)) : 1;
+  reduced.dp = std::min<int64_t>(mesh.dp, 2);
+  reduced.sequenceParallel = mesh.sequenceParallel && reduced.tp > 1;
+  reduced.nodes = 1;
+  reduced.gpusPerNode = reduced.dp * reduced.tp * reduced.pp;
+  return reduced;
+}
+
+FailureOr<EvidenceReport> gatherEvidence(ModuleOp tiny, const TrainStepOptions &options) {
+  auto model = *tiny.getOps<tg::ModelOp>().begin();
+  auto batchOp = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  int64_t globalBatch = batchOp.getGlobalBatchSizeAttr().getInt();
+  int64_t microBatch = batchOp.getMicroBatchSizeAttr().getInt();
+  int64_t seq = batchOp.getSeqLenAttr().getInt();
+  int64_t vocab = 0;
+  model.walk([&](tg::EmbeddingOp embedding) {
+    vocab = cast<RankedTensorType>(embedding.getOperand(0).getType()).getDimSize(0);
+  });
+  if (vocab <= 0) {
+    return model.emitError() << "the audit's evidence needs a token embedding to size its batch";
+  }
+  Batch batch = makeBatch(globalBatch, seq, vocab);
+
+  // One rank, the same passes but the distributed ones.
+  TrainStepOptions single = options;
+  single.mesh = rt::MeshShape();
+  single.mesh.microBatch = options.mesh.microBatch;
+  single.accumulationSteps = globalBatch / microBatch;
+  if (single.recompute == "auto") {
+    single.recompute = "full"; // auto fits a device; the tiny variant recomputes the most
+  }
+  single.recomputeBudgets.clear();
+  std::vector<Snapshot> snapshots;
+  FailureOr<CompiledStep> compiled = compileStep(tiny, single, [&](PassManager &pm) {
+    pm.addInstrumentation(std::make_unique<SnapshotInstrumentation>(snapshots));
+    return success();
+  });
+  if (failed(compiled)) {
+    return failure();
+  }
+  EvidenceReport report;
+  report.tinyModel = "@" + model.getSymName().str();
+  report.configuration = llvm::formatv("precision {0}, {1} micro-batches of {2} x {3} tokens, "
+                                       "seed {4}, {5} steps",
+                                       options.precision, single.accumulationSteps, microBatch, seq,
+                                       kEvidenceSeed, kEvidenceSteps)
+                             .str();
+  // A declaration loaded from a checkpoint runs on stand-ins drawn as the interpreter draws
+  // them, given to the plans as --init-from weights.
+  std::optional<rt::TensorFile> weights;
+  bool fromCheckpoint = false;
+  for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+    fromCheckpoint |= param.getInit() == "checkpoint";
+  }
+  if (fromCheckpoint) {
+    FailureOr<ParamValues> values =
+        initializeParameters(model, kEvidenceSeed, kCheckpointStandInStd);
+    if (failed(values)) {
+      return failure();
+    }
+    weights.emplace();
+    weights->tensors = std::move(*values);
+  }
+  const rt::TensorFile *standIns = weights ? &*weights : nullptr;
+  Evaluator evaluator(single, batch, standIns);
+  std::vector<Outcome> outcomes;
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    outcomes.push_back(
+        evaluator.evaluate(*snapshots[i].module, snapshots[i].pass == "plan-memory"));
+  }
+  for (size_t i = 1; i < snapshots.size(); ++i) {
+    PassEvidence evidence;
+    evidence.pass = snapshots[i].pass;
+    const PassClassDeclaration *declared = findRewriteClass(evidence.pass);
+    evidence.rewriteClass = declared ? declared->rewriteClass : RewriteClass::kExact;
+    evidence.tolerance = evidenceTolerance(evidence.rewriteClass, options.precision);
+    const Outcome &before = outcomes[i - 1], &after = outcomes[i];
+    std::vector<std::string> compared;
+    if (before.hasGradients && after.hasGradients) {
+      evidence.computed = true;
+      evidence.difference = std::max(relativeDifference(after.loss, before.loss),
+                                     tensorsDifference(after.grads, before.grads));
+      compared.push_back(
+          llvm::formatv("loss and {0} gradients of micro-batch 0{1}", after.grads.size(),
+                        before.differentiatedCopy
+                            ? (after.differentiatedCopy ? " (both differentiated on a copy)"
+                                                        : " (before: differentiated on a copy)")
+                            : "")
+              .str());
+    }
+    if (before.hasSteps && after.hasSteps) {
+      evidence.computed = true;
+      evidence.difference =
+          std::max({evidence.difference, stepsDifference(after.steps, before.steps),
+                    tensorsDifference(after.params, before.params)});
+      compared.push_back(llvm::formatv("{0} optimizer steps (losses, LR, gradient norm, updated "
+                                       "parameters)",
+                                       kEvidenceSteps)
+                             .str());
+    }
+    if (after.hasPlanSteps && before.hasSteps) {
+      evidence.computed = true;
+      evidence.difference =
+          std::max(evidence.difference, planDifference(after.planSteps, before.steps));
+      compared.push_back(llvm::formatv("the placed plan run on the CPU backend against the "
+                                       "interpreter's @train_step, {0} steps (losses, LR, "
+                                       "gradient norm)",
+                                       kEvidenceSteps)
+                             .str());
+    }
+    evidence.what = llvm::join(compared, "; ");
+    if (!evidence.computed) {
+      evidence.notComputed = !after.undefined.empty()    ? after.undefined
+                             : !before.undefined.empty() ? before.undefined
+                                                         : "nothing both sides compute";
+    }
+    report.passes.push_back(std::move(evidence));
+  }
+
+  // The distributed passes together: every rank of the reduced mesh against one rank.
+  if (options.mesh.worldSize() > 1) {
+    TrainStepOptions distributed = options;
+    distributed.mesh = reducedMesh(options.mesh, tinyLayers(tiny));
+    distributed.accumulationSteps = globalBatch / microBatch / distributed.mesh.dp;
+    distributed.recompute = single.recompute;
+    distributed.recomputeBudgets.clear();
+    report.distributedMesh = distributed.mesh.describe();
+    FailureOr<CompiledStep> step = compileStep(tiny, distributed);
+    if (failed(step)) {
+      return failure();
+    }
+    std::vector<plan::Plan> plans;
+    for (auto planOp : step->module->getOps<plan_ir::PlanOp>()) {
+      FailureOr<plan::Plan> plan = emitPlan(planOp);
+      if (failed(plan)) {
+        return failure();
+      }
+      plans.push_back(std::move(*plan));
+    }
+    PassEvidence evidence;
+    evidence.pass = "distributed";
+    evidence.rewriteClass = RewriteClass::kReassociation;
+    evidence.tolerance = evidenceTolerance(RewriteClass::kReassociation, options.precision);
+    std::vector<rt::TrainStepMetrics> metrics;
+    rt::Status status = Evaluator::runPlans(plans, distributed.mesh, batch, standIns, metrics);
+    if (!status.isOk()) {
+      return tiny.emitError() << "the distributed evidence failed on " << report.distributedMesh
+                              << ": " << status.message();
+    }
+    const Outcome &reference = outcomes.back();
+    if (reference.hasSteps) {
+      evidence.computed = true;
+      evidence.difference = planDifference(metrics, reference.steps);
+      evidence.what =
+          llvm::formatv("the plans of {0} ranks ({1}) run in this process against "
+                        "the single rank's @train_step, {2} steps (losses, LR, "
+                        "gradient norm)",
+                        distributed.mesh.worldSize(), report.distributedMesh, kEvidenceSteps)
+              .str();
+    } else {
+      evidence.notComputed = "the single rank has no @train_step to compare with";
+    }
+    report.distributed = std::move(evidence);
+  }
+  return report;
+}
+
+} // namespace mlperf

@@ -1,0 +1,173 @@
+"""Plants one compliance violation in an execution plan, for the audit's tests.
+
+Usage: edit_plan.py IN.pb OUT.pb EDIT
+
+EDIT is one of: epsilon (the 5th adamw update's eps 1e-08), weight-decay (the first update
+without weight decay), clip (clip_coefficient max_norm 0.5), warmup (lr_value warmup_steps
+64), init-std (the first o_proj draws with std 0.02), fp8-cast (the first convert in
+optimizer_step writes F8E4M3FN, unscaled), data-order (micro-batches 1 and 2 of train_step
+swap their tokens), no-compile-options (as a plan of another producer). The plan stays valid (runtime/plan.proto); only the standard library is
+used: a minimal protobuf wire-format codec with the nesting of the plan's messages.
+"""
+import struct
+import sys
+
+# Length-delimited fields that are messages, per message: field -> message name.
+NESTED = {
+    "Plan": {3: "ModelInfo", 4: "Buffer", 5: "Arena", 7: "Program", 8: "Mesh", 10: "State",
+             11: "CompileOptions"},
+    "Program": {4: "Command"},
+    "Command": {4: "Attribute"},
+    "Attribute": {5: "IntList"},
+}
+
+
+def read_varint(data, pos):
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
+def varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def decode(data, kind):
+    fields, pos = [], 0
+    while pos < len(data):
+        key, pos = read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = read_varint(data, pos)
+        elif wire == 1:
+            value, pos = data[pos:pos + 8], pos + 8
+        elif wire == 5:
+            value, pos = data[pos:pos + 4], pos + 4
+        elif wire == 2:
+            length, pos = read_varint(data, pos)
+            value, pos = data[pos:pos + length], pos + length
+            if number in NESTED.get(kind, {}):
+                value = decode(value, NESTED[kind][number])
+        else:
+            sys.exit(f"unsupported wire type {wire}")
+        fields.append([number, wire, value])
+    return fields
+
+
+def encode(fields):
+    out = bytearray()
+    for number, wire, value in fields:
+        out += varint(number << 3 | wire)
+        if wire == 0:
+            out += varint(value)
+        elif wire in (1, 5):
+            out += value
+        else:
+            body = encode(value) if isinstance(value, list) else value
+            out += varint(len(body)) + body
+    return bytes(out)
+
+
+def get(fields, number):
+    return [f for f in fields if f[0] == number]
+
+
+def text(fields, number):
+    found = get(fields, number)
+    return found[0][2].decode() if found else ""
+
+
+def packed(fields, number):
+    values = []
+    for f in get(fields, number):
+        pos = 0
+        while pos < len(f[2]):
+            value, pos = read_varint(f[2], pos)
+            values.append(value)
+    return values
+
+
+def set_packed(fields, number, values):
+    fields[:] = [f for f in fields if f[0] != number] + [[number, 2, b"".join(map(varint, values))]]
+
+
+def program(plan, name):
+    return next(p[2] for p in get(plan, 7) if text(p[2], 1) == name)
+
+
+def commands(prog, op):
+    return [c[2] for c in get(prog, 4) if text(c[2], 1) == op]
+
+
+def attribute(command, name):
+    return next(a[2] for a in get(command, 4) if text(a[2], 1) == name)
+
+
+def set_double(attr, value):
+    attr[:] = [f for f in attr if f[0] not in (2, 3, 4, 5)] + [[3, 1, struct.pack("<d", value)]]
+
+
+def set_int(attr, value):
+    attr[:] = [f for f in attr if f[0] not in (2, 3, 4, 5)] + [[2, 0, value]]
+
+
+def buffer(plan, index):
+    return get(plan, 4)[index][2]
+
+
+def main():
+    source, target, edit = sys.argv[1:4]
+    plan = decode(open(source, "rb").read(), "Plan")
+    names = [text(b[2], 2) for b in get(plan, 4)]
+    if edit == "epsilon":
+        set_double(attribute(commands(program(plan, "optimizer_step"), "adamw")[4], "epsilon"), 1e-8)
+    elif edit == "weight-decay":
+        set_double(attribute(commands(program(plan, "optimizer_step"), "adamw")[0],
+                             "weight_decay"), 0.0)
+    elif edit == "clip":
+        set_double(attribute(commands(program(plan, "optimizer_step"), "clip_coefficient")[0],
+                             "max_norm"), 0.5)
+    elif edit == "warmup":
+        set_int(attribute(commands(program(plan, "optimizer_step"), "lr_value")[0],
+                          "warmup_steps"), 64)
+    elif edit == "init-std":
+        for command in commands(program(plan, "init_params"), "random_normal"):
+            if "o_proj" in names[packed(command, 3)[0]]:
+                set_double(attribute(command, "std"), 0.02)
+                break
+    elif edit == "fp8-cast":
+        convert = commands(program(plan, "optimizer_step"), "convert")[0]
+        result = buffer(plan, packed(convert, 3)[0])
+        elements = 1
+        for dim in packed(result, 4):
+            elements *= dim
+        result[:] = [f for f in result if f[0] not in (3, 7)] + [[3, 0, 3], [7, 0, elements]]
+    elif edit == "data-order":
+        copies = {}
+        for command in commands(program(plan, "train_step"), "copy"):
+            micro = get(command, 7)
+            if micro and names[packed(command, 3)[0]] == "input.tokens":
+                copies[micro[0][2]] = command
+        first, second = packed(copies[1], 2), packed(copies[2], 2)
+        set_packed(copies[1], 2, second)
+        set_packed(copies[2], 2, first)
+    elif edit == "no-compile-options":
+        plan[:] = [f for f in plan if f[0] != 11]
+    else:
+        sys.exit(f"unknown edit '{edit}'")
+    open(target, "wb").write(encode(plan))
+
+
+if __name__ == "__main__":
+    main()
