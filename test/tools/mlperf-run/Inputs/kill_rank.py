@@ -14,10 +14,31 @@ import sys
 import time
 
 
+def parent_of(pid):
+    """The parent pid of `pid` (from /proc/PID/stat, whose name field may hold spaces)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[1])
+
+
+def descends_from(pid, ancestor):
+    while pid and pid > 1:
+        if pid == ancestor:
+            return True
+        pid = parent_of(pid)
+    return False
+
+
 def rank_pid(job_pid, rank):
-    """The pid of the descendant of job_pid whose environment says it is MPI rank `rank`."""
+    """The pid of the descendant of job_pid whose environment says it is MPI rank `rank`.
+
+    Only this job's ranks: another test's mpirun job may run on the machine at the same time.
+    """
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or not descends_from(int(entry), job_pid):
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
