@@ -400,6 +400,16 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
     } else {
       row.distributed = true;
     }
+    // Pipeline stages exist only in the whole reduced mesh: what the passes do to them is
+    // evidenced by its run.
+    if (options.mesh.pp > 1 && row.evidence) {
+      if (row.pass == "dist-pipeline") {
+        row.evidence.reset();
+        row.distributed = true;
+      } else if (row.pass == "tg-recompute" || row.pass == "tg-train-step") {
+        row.evidence->what += " (without pipeline stages; with them: the distributed run below)";
+      }
+    }
   }
   for (const PassRow &row : rows) {
     if (row.evidence && !row.evidence->ok()) {
@@ -520,6 +530,7 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
                                                : "ir dumps in " + input.dumpDirectory},
         {"evidence_model", tinyPath},
         {"evidence_configuration", evidence->configuration},
+        {"evidence_mesh", evidence->passMesh.empty() ? std::string("1x1") : evidence->passMesh},
         {"passes", std::move(passes)},
         {"rules", list(rules, false)},
         {"checks", list(findings, false)},
@@ -547,7 +558,10 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
      << (input.dumpDirectory.empty() ? "compiled again from the declaration"
                                      : "read from the IR dumps in " + input.dumpDirectory)
      << "; evidence on " << evidence->tinyModel << " (" << tinyPath
-     << "): " << evidence->configuration << "\n\n";
+     << "): " << evidence->configuration << ", pass by pass "
+     << (evidence->passMesh.empty() ? std::string("on one rank")
+                                    : "on every rank of " + evidence->passMesh)
+     << "\n\n";
   os << "passes (class; certificate; evidence: max relative difference, tolerance)\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const PassRow &row = rows[i];

@@ -43,15 +43,19 @@ struct PassEvidence {
 struct EvidenceReport {
   std::string tinyModel;            // the declaration it ran on (@llama31_8b_tiny)
   std::string configuration;        // "precision bf16, 32 micro-batches of 1, seed 1234"
-  std::vector<PassEvidence> passes; // the single-rank pipeline, in order
+  std::vector<PassEvidence> passes; // every pass of that compile, in order
+  /// The mesh the passes were evidenced on one by one: empty for one rank, else the reduced
+  /// mesh without pipeline stages ("1x4 dp=2 tp=2 pp=1 ...").
+  std::string passMesh;
   /// The distributed passes together: the reduced mesh's plans on every rank against the
   /// single rank's steps (absent for a single-rank audit).
   std::optional<PassEvidence> distributed;
   std::string distributedMesh; // "1x8 dp=2 tp=2 pp=2 ..."
 };
 
-/// Compiles `tiny` with `options` on one rank, and with `options.mesh` reduced to at most 2
-/// along each axis when it has more than one rank, and gathers the evidence. Errors (a
+/// Compiles `tiny` with `options`, on one rank or, for a multi-rank strategy, on the reduced
+/// mesh without pipeline stages (evidence pass by pass, every rank interpreted), and on the
+/// whole reduced mesh (every rank's plan run), and gathers the evidence. Errors (a
 /// pipeline that fails on the tiny variant, an interpreter error) are diagnostics on `tiny`.
 mlir::FailureOr<EvidenceReport> gatherEvidence(mlir::ModuleOp tiny,
                                                const TrainStepOptions &options);

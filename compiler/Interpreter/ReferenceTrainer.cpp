@@ -47,20 +47,57 @@ static ParamValues *stateGroup(TrainState &state, std::string_view kind) {
   return nullptr;
 }
 
+FailureOr<TrainState> ReferenceTrainer::initialState(ParamValues params) {
+  auto init = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "init_optimizer"));
+  if (!init) {
+    return initialTrainState(std::move(params));
+  }
+  // As the plan starts it: @init_optimizer from the parameters (a ZeRO-1 rank its shards).
+  TrainState state;
+  std::vector<HostTensor> args;
+  for (unsigned i = 0; i < init.getNumArguments(); ++i) {
+    std::optional<StepRole> r = argRole(init, i);
+    auto it = r && r->role == role::kParam ? params.find(r->param) : params.end();
+    if (it == params.end()) {
+      return init.emitError() << "argument " << i << " is not a parameter the state has";
+    }
+    args.push_back(it->second);
+  }
+  TGInterpreter interpreter(model, params, communicator);
+  FailureOr<std::vector<HostTensor>> results = interpreter.call(init, std::move(args));
+  if (failed(results)) {
+    return failure();
+  }
+  for (unsigned i = 0; i < init.getNumResults(); ++i) {
+    std::optional<StepRole> r = resultRole(init, i);
+    ParamValues *group = r ? stateGroup(state, r->role) : nullptr;
+    if (!group) {
+      return init.emitError() << "result " << i << " has no train-state role";
+    }
+    (*group)[r->param] = std::move((*results)[i]);
+  }
+  state.params = std::move(params);
+  return state;
+}
+
 FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTensor &tokens,
                                               const HostTensor &labels) {
-  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
-  int64_t globalBatch = batch.getGlobalBatchSizeAttr().getInt();
-  int64_t microBatch = batch.getMicroBatchSizeAttr().getInt();
-  int64_t seq = batch.getSeqLenAttr().getInt();
-  if (tokens.shape != std::vector<int64_t>{globalBatch, seq} || labels.shape != tokens.shape) {
-    return model.emitError() << "a step takes tokens and labels of shape [" << globalBatch << ", "
-                             << seq << "], got " << tokens.describe() << " and "
-                             << labels.describe();
-  }
   auto trainStep = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "train_step"));
   if (!trainStep) {
     return model.emitError() << "the model has no @train_step: run the train-step pipeline";
+  }
+  // This rank's micro-batches: [A, micro_batch, seq] as @train_step takes them (one rank: the
+  // global batch).
+  std::optional<unsigned> tokensArg = findArg(trainStep, {std::string(role::kTokens), ""});
+  if (!tokensArg) {
+    return trainStep.emitError() << "@train_step takes no tokens";
+  }
+  ArrayRef<int64_t> batchShape =
+      cast<RankedTensorType>(trainStep.getArgumentTypes()[*tokensArg]).getShape();
+  int64_t rows = batchShape[0] * batchShape[1], seq = batchShape[2];
+  if (tokens.shape != std::vector<int64_t>{rows, seq} || labels.shape != tokens.shape) {
+    return model.emitError() << "a step takes tokens and labels of shape [" << rows << ", " << seq
+                             << "], got " << tokens.describe() << " and " << labels.describe();
   }
   // @train_step's arguments by role: the global batch as [A, micro_batch, seq], the step and
   // the optimizer state.
@@ -69,8 +106,9 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
     std::optional<StepRole> r = argRole(trainStep, i);
     auto type = cast<RankedTensorType>(trainStep.getArgumentTypes()[i]);
     if (r && (r->role == role::kTokens || r->role == role::kLabels)) {
-      HostTensor input = HostTensor::zeros(*toDType(type.getElementType()),
-                                           {globalBatch / microBatch, microBatch, seq});
+      HostTensor input =
+          HostTensor::zeros(*toDType(type.getElementType()),
+                            std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
       input.ints = (r->role == role::kTokens ? tokens : labels).ints;
       args.push_back(std::move(input));
     } else if (r && r->role == role::kStep) {
@@ -88,7 +126,7 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
       return trainStep.emitError() << "argument " << i << " has no train-step role";
     }
   }
-  TGInterpreter interpreter(model, state.params);
+  TGInterpreter interpreter(model, state.params, communicator);
   FailureOr<std::vector<HostTensor>> results = interpreter.call(trainStep, std::move(args));
   if (failed(results)) {
     return failure();

@@ -30,15 +30,23 @@ TrainState initialTrainState(ParamValues params);
 
 class ReferenceTrainer {
 public:
-  /// `model` has gone through the train-step pipeline (@train_step).
-  explicit ReferenceTrainer(tg::ModelOp model) : model(model) {}
+  /// `model` has gone through the train-step pipeline (@train_step). `communicator`: for one
+  /// rank's model of a multi-rank mesh (TGInterpreter).
+  explicit ReferenceTrainer(tg::ModelOp model, rt::Communicator *communicator = nullptr)
+      : model(model), communicator(communicator) {}
 
-  /// One optimizer step on a global batch: tokens and labels [global_batch, seq].
+  /// The state before the first step as the plan starts it: @init_optimizer of the
+  /// parameters (a ZeRO-1 rank's masters and moments are its shards), or initialTrainState.
+  mlir::FailureOr<TrainState> initialState(ParamValues params);
+
+  /// One optimizer step on this rank's micro-batches: tokens and labels [rows, seq], rows the
+  /// micro-batches times the micro-batch of @train_step (one rank: the global batch).
   mlir::FailureOr<StepMetrics> step(TrainState &state, const rt::HostTensor &tokens,
                                     const rt::HostTensor &labels);
 
 private:
   tg::ModelOp model;
+  rt::Communicator *communicator;
 };
 
 } // namespace mlperf

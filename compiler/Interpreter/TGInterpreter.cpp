@@ -2,8 +2,10 @@
 
 #include "compiler/Interpreter/TGInterpreter.h"
 
+#include "dialects/Dist/IR/DistOps.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
+#include "runtime/cpu/VocabParallel.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -203,6 +205,12 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
       }
       return results;
     }
+    if (isa<dist::DistDialect>(op.getDialect()) || op.hasAttr("vocab_shard_axis")) {
+      if (failed(runDistributed(op, env))) {
+        return failure();
+      }
+      continue;
+    }
     HostTensor out;
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
@@ -258,6 +266,9 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
               // Every other op is a kernel: the one dispatch shared with the CPU backend.
               std::vector<const HostTensor *> operands;
               for (Value operand : other->getOperands()) {
+                if (!env.count(operand)) {
+                  return other->emitError() << "operand without a value";
+                }
                 operands.push_back(&get(operand));
               }
               std::vector<HostTensor> results;
@@ -288,6 +299,261 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
     }
   }
   return func.emitError() << "function has no return";
+}
+
+namespace {
+
+/// The mesh axes an op names (`axes`, or the one `axis`).
+FailureOr<std::vector<rt::MeshAxis>> opAxes(Operation &op) {
+  std::vector<rt::MeshAxis> axes;
+  std::vector<StringRef> names;
+  if (auto list = op.getAttrOfType<ArrayAttr>("axes")) {
+    for (Attribute axis : list) {
+      names.push_back(cast<StringAttr>(axis).getValue());
+    }
+  } else if (auto axis = op.getAttrOfType<StringAttr>("axis")) {
+    names.push_back(axis.getValue());
+  } else if (auto axis = op.getAttrOfType<StringAttr>("vocab_shard_axis")) {
+    names.push_back(axis.getValue());
+  }
+  for (StringRef name : names) {
+    rt::MeshAxis axis;
+    if (!rt::parseMeshAxis(name.str(), axis)) {
+      return op.emitError() << "unknown mesh axis '" << name << "'";
+    }
+    axes.push_back(axis);
+  }
+  return axes;
+}
+
+/// The extents outside, along and inside dim `dim` of `shape`.
+std::array<int64_t, 3> aroundDim(const std::vector<int64_t> &shape, int64_t dim) {
+  std::array<int64_t, 3> extents{1, shape.empty() ? 1 : shape[dim], 1};
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < dim) {
+      extents[0] *= shape[d];
+    } else if (d > dim) {
+      extents[2] *= shape[d];
+    }
+  }
+  return extents;
+}
+
+} // namespace
+
+LogicalResult TGInterpreter::runDistributed(Operation &op, llvm::DenseMap<Value, HostTensor> &env) {
+  if (!communicator) {
+    return op.emitError() << "a per-rank program of a multi-rank mesh: the interpreter needs "
+                             "the ranks' communicator to run '"
+                          << op.getName() << "'";
+  }
+  auto get = [&](Value value) -> const HostTensor & { return env.find(value)->second; };
+  auto status = [&](rt::Status result) -> LogicalResult {
+    if (!result.isOk()) {
+      return op.emitError() << result.message();
+    }
+    return success();
+  };
+  FailureOr<std::vector<rt::MeshAxis>> axes = opAxes(op);
+  if (failed(axes)) {
+    return failure();
+  }
+  // A future holds the collective's result: the op's value type.
+  auto resultOf = [&](Value value) {
+    Type type = value.getType();
+    if (auto future = dyn_cast<dist::FutureType>(type)) {
+      type = future.getValueType();
+    }
+    return emptyLike(type);
+  };
+  auto store = [&](Value value, HostTensor tensor) {
+    finish(tensor);
+    env[value] = std::move(tensor);
+  };
+  auto allReduce = [&](HostTensor tensor) -> FailureOr<HostTensor> {
+    for (rt::MeshAxis axis : *axes) {
+      if (failed(status(communicator->allReduceSum(axis, tensor.values)))) {
+        return failure();
+      }
+    }
+    return tensor;
+  };
+  int64_t dim = 0;
+  if (auto attr = op.getAttrOfType<IntegerAttr>("dim")) {
+    dim = attr.getInt();
+  }
+  // Concatenation along `dim` of every member's tensor, and its inverse sum.
+  auto allGather = [&](const HostTensor &input, HostTensor out) -> FailureOr<HostTensor> {
+    if (axes->size() != 1) {
+      return op.emitError() << "an all-gather over one mesh axis only";
+    }
+    std::vector<float> gathered;
+    if (failed(status(communicator->allGather(axes->front(), input.values, gathered)))) {
+      return failure();
+    }
+    auto [outer, along, inner] = aroundDim(input.shape, dim);
+    int64_t members = communicator->mesh().axisSize(axes->front());
+    int64_t block = along * inner, part = outer * block;
+    for (int64_t m = 0; m < members; ++m) {
+      for (int64_t o = 0; o < outer; ++o) {
+        std::copy_n(gathered.begin() + m * part + o * block, block,
+                    out.values.begin() + (o * members + m) * block);
+      }
+    }
+    return out;
+  };
+  auto reduceScatter = [&](const HostTensor &input, HostTensor out) -> FailureOr<HostTensor> {
+    if (axes->size() != 1) {
+      return op.emitError() << "a reduce-scatter over one mesh axis only";
+    }
+    auto [outer, along, inner] = aroundDim(out.shape, dim);
+    int64_t members = communicator->mesh().axisSize(axes->front());
+    int64_t block = along * inner;
+    // Each member's slice along `dim`, contiguous in member order.
+    std::vector<float> ordered(input.values.size());
+    for (int64_t m = 0; m < members; ++m) {
+      for (int64_t o = 0; o < outer; ++o) {
+        std::copy_n(input.values.begin() + (o * members + m) * block, block,
+                    ordered.begin() + (m * outer + o) * block);
+      }
+    }
+    if (failed(status(communicator->reduceScatterSum(axes->front(), ordered, out.values)))) {
+      return failure();
+    }
+    return out;
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+      .Case([&](dist::CopyToRegionOp o) {
+        HostTensor value = get(o.getInput()); // a copy: inserting may move the map's values
+        env[o.getResult()] = std::move(value);
+        return success();
+      })
+      .Case<dist::ReduceFromRegionOp, dist::AllReduceStartOp>([&](Operation *o) {
+        FailureOr<HostTensor> sum = allReduce(get(o->getOperand(0)));
+        if (failed(sum)) {
+          return failure();
+        }
+        store(o->getResult(0), std::move(*sum));
+        return success();
+      })
+      .Case<dist::AllGatherRegionOp, dist::AllGatherStartOp>([&](Operation *o) {
+        FailureOr<HostTensor> out = allGather(get(o->getOperand(0)), resultOf(o->getResult(0)));
+        if (failed(out)) {
+          return failure();
+        }
+        store(o->getResult(0), std::move(*out));
+        return success();
+      })
+      .Case<dist::ReduceScatterRegionOp, dist::ReduceScatterStartOp>([&](Operation *o) {
+        FailureOr<HostTensor> out = reduceScatter(get(o->getOperand(0)), resultOf(o->getResult(0)));
+        if (failed(out)) {
+          return failure();
+        }
+        store(o->getResult(0), std::move(*out));
+        return success();
+      })
+      .Case([&](dist::LocalShardOp o) {
+        HostTensor out = resultOf(o.getResult());
+        const HostTensor &input = get(o.getInput());
+        int64_t index = communicator->coordinates().along(axes->front());
+        int64_t count = out.numElements();
+        std::copy_n(input.values.begin() + index * count, count, out.values.begin());
+        store(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](dist::SendStartOp o) {
+        env[o.getFuture()] = HostTensor();
+        return status(communicator->send(axes->front(), o.getShift(), static_cast<int>(o.getTag()),
+                                         get(o.getInput()).values));
+      })
+      .Case([&](dist::RecvStartOp o) {
+        HostTensor out = resultOf(o.getFuture());
+        if (failed(status(communicator->receive(axes->front(), o.getShift(),
+                                                static_cast<int>(o.getTag()), out.values)))) {
+          return failure();
+        }
+        store(o.getFuture(), std::move(out));
+        return success();
+      })
+      .Case([&](dist::DoneOp o) {
+        if (o.getResult()) {
+          HostTensor value = get(o.getFuture());
+          env[o.getResult()] = std::move(value);
+        }
+        return success();
+      })
+      .Default([&](Operation *other) -> LogicalResult {
+        if (!other->hasAttr("vocab_shard_axis")) {
+          return other->emitError() << "the interpreter has no rule for this dist op";
+        }
+        // An op on this rank's slice of a vocabulary split over a mesh axis.
+        std::vector<const HostTensor *> operands;
+        for (Value operand : other->getOperands()) {
+          operands.push_back(&get(operand));
+        }
+        std::vector<HostTensor> results;
+        for (Value value : other->getResults()) {
+          results.push_back(emptyLike(value.getType()));
+        }
+        FailureOr<rt::OpAttributes> attributes = kernelAttributes(*other);
+        if (failed(attributes)) {
+          return failure();
+        }
+        rt::MeshAxis axis = axes->front();
+        std::string name = other->getName().stripDialect().str();
+        rt::Status result = rt::Status::ok();
+        if (rt::isVocabParallelLoss(name)) {
+          result =
+              rt::runVocabParallelLoss(*communicator, axis, name, *attributes, operands, results);
+        } else {
+          attributes->set("shard_index", communicator->coordinates().along(axis));
+          attributes->set("shard_count", communicator->mesh().axisSize(axis));
+          result = rt::runHostOp(name, *attributes, operands, results);
+        }
+        if (!result.isOk()) {
+          return other->emitError() << result.message();
+        }
+        for (auto [value, tensor] : llvm::zip(other->getResults(), results)) {
+          store(value, std::move(tensor));
+        }
+        return success();
+      });
+}
+
+FailureOr<ParamValues> rankParameters(tg::ModelOp model, const ParamValues &full,
+                                      const rt::RankCoordinates &coordinates) {
+  ParamValues values;
+  for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+    std::string name = param.getSymName().str();
+    auto it = full.find(name);
+    if (it == full.end()) {
+      return param.emitError() << "no full value for parameter '" << name << "'";
+    }
+    FailureOr<dist::ParameterSplit> split = dist::parameterSplit(param, "interpreter");
+    if (failed(split)) {
+      return failure();
+    }
+    if (!split->axis) {
+      values[name] = it->second;
+      continue;
+    }
+    rt::MeshAxis axis;
+    if (!rt::parseMeshAxis(split->axis.getValue().str(), axis)) {
+      return param.emitError() << "unknown mesh axis '" << split->axis.getValue() << "'";
+    }
+    HostTensor slice = emptyLike(param.getType());
+    std::vector<int64_t> blocks;
+    if (split->blocks) {
+      blocks.assign(split->blocks.asArrayRef().begin(), split->blocks.asArrayRef().end());
+    }
+    for (int64_t i = 0; i < slice.numElements(); ++i) {
+      slice.values[i] = it->second.values[rt::fullIndexOfPart(slice.shape, split->dim, split->count,
+                                                              coordinates.along(axis), i, blocks)];
+    }
+    values[name] = std::move(slice);
+  }
+  return values;
 }
 
 } // namespace mlperf

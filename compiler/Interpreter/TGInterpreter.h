@@ -11,8 +11,10 @@
 
 #include "dialects/TG/IR/TGOps.h"
 #include "runtime/cpu/HostTensor.h"
+#include "runtime/dist/Communicator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <cstdint>
 #include <map>
@@ -41,9 +43,20 @@ mlir::FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t se
 /// element types, naming the first mismatch.
 mlir::LogicalResult checkParameters(tg::ModelOp model, const ParamValues &values);
 
+/// This rank's slice of every parameter of `model` (a per-rank model, its parameters split by
+/// `dist.sharding` over the mesh) from the full values `full` (by name): the slice at this
+/// rank's coordinates, block by block for a fused tensor.
+mlir::FailureOr<ParamValues> rankParameters(tg::ModelOp model, const ParamValues &full,
+                                            const rt::RankCoordinates &coordinates);
+
 class TGInterpreter {
 public:
-  TGInterpreter(tg::ModelOp model, const ParamValues &params) : model(model), params(params) {}
+  /// `communicator`, for a per-rank program of a multi-rank mesh: the collectives, transfers
+  /// and vocabulary-split ops of the `dist` lowering run through it (in the CPU backend's
+  /// order and precision). Without one, such an op is an error.
+  TGInterpreter(tg::ModelOp model, const ParamValues &params,
+                rt::Communicator *communicator = nullptr)
+      : model(model), params(params), communicator(communicator) {}
 
   /// Runs `func` on `args`. On bad input (an id outside the vocabulary, a shape mismatch with
   /// the function's signature) emits an error at the offending op or function and fails.
@@ -51,8 +64,13 @@ public:
                                                     std::vector<rt::HostTensor> args);
 
 private:
+  /// A `dist` op, or one with `vocab_shard_axis`: results into `env`.
+  mlir::LogicalResult runDistributed(mlir::Operation &op,
+                                     llvm::DenseMap<mlir::Value, rt::HostTensor> &env);
+
   tg::ModelOp model;
   const ParamValues &params;
+  rt::Communicator *communicator;
 };
 
 } // namespace mlperf
