@@ -2,6 +2,7 @@
 
 #include "compiler/Audit/Audit.h"
 
+#include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Audit/Certificate.h"
 #include "compiler/Audit/ClosedRules.h"
 #include "compiler/Audit/CompileRecord.h"
@@ -9,6 +10,7 @@
 #include "compiler/Pipelines/DeviceFit.h"
 #include "compiler/Plan/PlanEmit.h"
 #include "compiler/Support/ModelFile.h"
+#include "compiler/Transforms/Passes.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -244,6 +246,37 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
     error() << input.planPaths.front() << " is a plan of @" << input.plans.front().model().name()
             << ", not of @" << model.getSymName() << " (" << input.modelPath << ")\n";
     return AuditResult::kCannotAudit;
+  }
+  // The recorded options are plan data: checked as `mlperfc compile` checks its command line
+  // before anything compiles with them (an edited plan must not make the audit build a
+  // pipeline of 2^40 micro-batches).
+  {
+    std::string problem;
+    auto batchOp = *model.getBody().front().getOps<tg::BatchOp>().begin();
+    int64_t declaredMicro = batchOp.getMicroBatchSizeAttr().getInt();
+    rt::Status mesh = rt::validateMesh(options.mesh, parallelDims(model), /*dpGiven=*/true);
+    if (options.precision != "bf16" && options.precision != "fp32") {
+      problem = "precision '" + options.precision + "'";
+    } else if (!isRecomputePolicy(options.recompute)) {
+      problem = "recompute policy '" + options.recompute + "'";
+    } else if (!mesh.isOk()) {
+      problem = "mesh: " + mesh.message();
+    } else if (options.mesh.microBatch != declaredMicro) {
+      problem = "micro-batch " + std::to_string(options.mesh.microBatch) +
+                ", the declaration's is " + std::to_string(declaredMicro);
+    } else if (options.accumulationSteps !=
+               accumulationStepsOnOneRank(model) / std::max<int64_t>(1, options.mesh.dp)) {
+      problem =
+          std::to_string(options.accumulationSteps) +
+          " micro-batches per step and rank, the declaration's batch gives " +
+          std::to_string(accumulationStepsOnOneRank(model) / std::max<int64_t>(1, options.mesh.dp));
+    }
+    if (!problem.empty()) {
+      error() << input.planPaths.front() << " records compile options that " << input.modelPath
+              << " cannot be compiled with (" << problem
+              << "): the plan was edited or is not of this declaration\n";
+      return AuditResult::kCannotAudit;
+    }
   }
   std::vector<std::string> expectedPasses = pipelinePasses(context, options);
 

@@ -502,7 +502,10 @@ private:
         auto compare = [&](llvm::StringRef attribute, double declared, bool steps) {
           std::optional<double> value = doubleAttr(command, attribute);
           auto show = [&](double number) {
-            return steps ? std::to_string(static_cast<int64_t>(number)) : formatRuleValue(number);
+            bool integral =
+                std::isfinite(number) && number == std::floor(number) && std::abs(number) < 9e15;
+            return steps && integral ? std::to_string(static_cast<int64_t>(number))
+                                     : formatRuleValue(number);
           };
           if (!value || *value != declared) {
             bad("expected " + attribute.str() + " " + show(declared) + " (declaration), plan has " +
@@ -663,7 +666,7 @@ private:
     } else {
       pass("loss", "mean token cross-entropy (" + planLoss + ")");
     }
-    double expected = 1.0 / static_cast<double>(accumulation * dp);
+    double expected = 1.0 / (static_cast<double>(accumulation) * static_cast<double>(dp));
     if (!seed || *seed != expected) {
       violation("loss.scale", "expected the backward seeded with 1/(micro-batches x dp) = " +
                                   formatRuleValue(expected) +
@@ -687,15 +690,18 @@ private:
           continue;
         }
         int64_t elements = 1;
+        bool overflow = false;
         for (int64_t dim : plan.buffers(tensor.buffer()).shape()) {
-          elements *= dim;
+          overflow |= __builtin_mul_overflow(elements, dim, &elements);
         }
-        planned[tensor.param()] = elements * std::max<int64_t>(1, tensor.split_count());
+        overflow |=
+            __builtin_mul_overflow(elements, std::max<int64_t>(1, tensor.split_count()), &elements);
+        planned[tensor.param()] = overflow ? -1 : elements;
       }
     }
     int64_t planCount = 0, problems = 0;
     for (const auto &[param, elements] : planned) {
-      planCount += elements;
+      planCount += std::max<int64_t>(0, elements);
       auto declared = params.find(param);
       if (declared == params.end()) {
         ++problems;
@@ -704,9 +710,11 @@ private:
                                     "declare");
       } else if (declared->second.elements != elements) {
         ++problems;
-        violation("parameters", param + " has " + std::to_string(elements) +
-                                    " elements in the plan, " +
-                                    std::to_string(declared->second.elements) + " declared");
+        violation("parameters",
+                  param + " has " +
+                      (elements < 0 ? std::string("more than 2^63") : std::to_string(elements)) +
+                      " elements in the plan, " + std::to_string(declared->second.elements) +
+                      " declared");
       }
     }
     for (const auto &entry : params) {
@@ -757,8 +765,12 @@ private:
       const plan::ModelInfo &info = plan.model();
       int64_t accumulation = info.gradient_accumulation_steps();
       int64_t dp = std::max<int64_t>(1, rt::planMesh(plan).dp);
+      // In long double: the plan's numbers are unbounded data, and an int64 product may wrap.
+      long double sequences = static_cast<long double>(accumulation) *
+                              static_cast<long double>(info.micro_batch_size()) *
+                              static_cast<long double>(dp);
       if (info.global_batch_size() != gbs || info.micro_batch_size() != micro ||
-          info.seq_len() != seq || accumulation * micro * dp != gbs) {
+          info.seq_len() != seq || sequences != static_cast<long double>(gbs)) {
         ++problems;
         violation("batch.accumulation",
                   "expected " + std::to_string(gbs) + " sequences per step (declaration) = " +
