@@ -435,7 +435,9 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
     }
     // Pipeline stages exist only in the whole reduced mesh: what the passes do to them is
     // evidenced by its run.
-    if (options.mesh.pp > 1 && row.evidence) {
+    bool stagesInPasses =
+        evidence->passMesh.find(" pp=1 ") == std::string::npos && !evidence->passMesh.empty();
+    if (options.mesh.pp > 1 && !stagesInPasses && row.evidence) {
       if (row.pass == "dist-pipeline") {
         row.evidence.reset();
         row.distributed = true;

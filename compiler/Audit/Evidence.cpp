@@ -189,16 +189,12 @@ public:
   Outcome evaluateModels(ModuleOp module) {
     Outcome outcome;
     auto models = llvm::to_vector(module.getOps<tg::ModelOp>());
-    if (models.size() != 1) {
-      outcome.undefined = "one model per pipeline stage";
-      return outcome;
+    if (models.size() > 1) {
+      return evaluateStages(module);
     }
     tg::ModelOp model = models.front();
     if (isa_and_nonnull<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"))) {
-      if (options.mesh.pp > 1) {
-        outcome.undefined = "a per-rank program of pipeline stages";
-        return outcome;
-      }
+      // Before dist-pipeline the ranks of every stage run the whole model (replicas).
       return evaluateRanks(module, model);
     }
     FailureOr<ParamValues> params =
@@ -439,6 +435,244 @@ private:
     return *tpValues.front();
   }
 
+  /// One micro-batch through pipeline stages (one model per stage, one model chunk each):
+  /// each rank runs its stage's forward on what the previous stage sends it, the last stage
+  /// its backward from the loss, the others theirs from the gradient the next stage sends
+  /// back (through the ranks' communicator, as the step's transfers do); with @train_step, each
+  /// rank's steps. Gradients and parameters are put back together over stages and tp.
+  Outcome evaluateStages(ModuleOp module) {
+    Outcome outcome;
+    const rt::MeshShape &mesh = options.mesh;
+    if (mesh.vp > 1) {
+      outcome.undefined = "interleaved pipeline stages";
+      return outcome;
+    }
+    // Differentiate a copy first, single-threaded, when the stages have no backward yet.
+    OwningOpRef<ModuleOp> copy;
+    ModuleOp differentiated = module;
+    auto first = *module.getOps<tg::ModelOp>().begin();
+    if (!SymbolTable::lookupSymbolIn(first, "forward_backward") &&
+        !SymbolTable::lookupSymbolIn(first, "backward_from_stash")) {
+      tg::ModelOp model = first;
+      if (failed(backwardOf(module, model, copy, outcome.differentiatedCopy))) {
+        outcome.undefined = "the stages cannot be differentiated (errors above)";
+        return outcome;
+      }
+      differentiated = *copy;
+    }
+    auto stages = llvm::to_vector(differentiated.getOps<tg::ModelOp>());
+    auto stepModels = llvm::to_vector(module.getOps<tg::ModelOp>());
+    if (static_cast<int64_t>(stages.size()) != mesh.pp) {
+      outcome.undefined = "a model per stage that the mesh does not have";
+      return outcome;
+    }
+    bool stepping = SymbolTable::lookupSymbolIn(stepModels.front(), "train_step") != nullptr;
+    int64_t world = mesh.worldSize(), last = mesh.pp - 1;
+    std::vector<Outcome> ranks(world);
+    std::vector<std::string> failures(world);
+    rt::InProcessMesh inProcess(mesh, kRankTimeoutSeconds);
+    int64_t seq = batch.tokens.shape[1];
+    std::vector<std::thread> threads;
+    for (int64_t rank = 0; rank < world; ++rank) {
+      threads.emplace_back([&, rank] {
+        rt::Communicator &communicator = inProcess.communicator(rank);
+        rt::RankCoordinates at = communicator.coordinates();
+        tg::ModelOp model = stages[at.pp];
+        auto run = [&]() -> LogicalResult {
+          FailureOr<ParamValues> params = rankParameters(model, fullParams, at);
+          if (failed(params)) {
+            return failure();
+          }
+          TGInterpreter interpreter(model, *params, &communicator);
+          auto lookup = [&](StringRef name) {
+            return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
+          };
+          func::FuncOp forward = lookup("forward"), fb = lookup("forward_backward"),
+                       fas = lookup("forward_and_stash"), bfs = lookup("backward_from_stash");
+          auto zerosFor = [](func::FuncOp func, std::vector<HostTensor> args) {
+            for (unsigned i = args.size(); i < func.getNumArguments(); ++i) {
+              auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
+              args.push_back(HostTensor::zeros(
+                  *toDType(type.getElementType()),
+                  std::vector<int64_t>(type.getShape().begin(), type.getShape().end())));
+            }
+            return args;
+          };
+          auto ids = [&](const HostTensor &source, Type type) {
+            auto tensor = cast<RankedTensorType>(type);
+            HostTensor out = HostTensor::zeros(
+                *toDType(tensor.getElementType()),
+                std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()));
+            std::copy_n(source.ints.begin(), out.numElements(), out.ints.begin());
+            (void)seq;
+            return out;
+          };
+          auto status = [&](rt::Status result) -> LogicalResult {
+            if (!result.isOk()) {
+              return model.emitError() << result.message();
+            }
+            return success();
+          };
+          // The stage's input: the tokens, or the previous stage's activation.
+          HostTensor input;
+          if (at.pp == 0) {
+            input = ids(batch.tokens, forward.getArgumentTypes()[0]);
+          } else {
+            input = HostTensor::zeros(rt::DType::kF32, {});
+            auto type = cast<RankedTensorType>(forward.getArgumentTypes()[0]);
+            input = HostTensor::zeros(
+                *toDType(type.getElementType()),
+                std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
+            if (failed(status(communicator.receive(rt::MeshAxis::kPP, -1, 16, input.values)))) {
+              return failure();
+            }
+          }
+          func::FuncOp backward;
+          std::vector<HostTensor> results;
+          size_t leading = 1; // the loss, or the output activation, before the gradients
+          if (at.pp == last) {
+            std::vector<HostTensor> args{input, ids(batch.labels, fb.getArgumentTypes()[1])};
+            FailureOr<std::vector<HostTensor>> out = interpreter.call(fb, zerosFor(fb, args));
+            if (failed(out)) {
+              return failure();
+            }
+            results = std::move(*out);
+            backward = fb;
+            ranks[rank].loss = results[0].values.at(0);
+          } else {
+            std::vector<HostTensor> stash;
+            HostTensor output;
+            if (fas) {
+              FailureOr<std::vector<HostTensor>> out = interpreter.call(fas, {input});
+              if (failed(out)) {
+                return failure();
+              }
+              output = (*out)[0];
+              stash.assign(out->begin() + 1, out->end());
+            } else {
+              FailureOr<std::vector<HostTensor>> out = interpreter.call(forward, {input});
+              if (failed(out)) {
+                return failure();
+              }
+              output = (*out)[0];
+            }
+            if (failed(status(communicator.send(rt::MeshAxis::kPP, 1, 16, output.values)))) {
+              return failure();
+            }
+            HostTensor cotangent = output;
+            if (failed(status(communicator.receive(rt::MeshAxis::kPP, 1, 17, cotangent.values)))) {
+              return failure();
+            }
+            std::vector<HostTensor> args{input};
+            if (bfs) {
+              args.insert(args.end(), stash.begin(), stash.end());
+              backward = bfs;
+              leading = 0;
+            } else {
+              backward = fb;
+            }
+            args.push_back(cotangent);
+            FailureOr<std::vector<HostTensor>> out =
+                interpreter.call(backward, zerosFor(backward, args));
+            if (failed(out)) {
+              return failure();
+            }
+            results = std::move(*out);
+          }
+          auto names = backward->getAttrOfType<ArrayAttr>("tg.gradients");
+          size_t count = names ? names.size() : 0;
+          if (results.size() < leading + count) {
+            return backward.emitError() << "fewer results than gradients";
+          }
+          for (size_t i = 0; i < count; ++i) {
+            ranks[rank].grads[cast<FlatSymbolRefAttr>(names[i]).getValue().str()] =
+                results[leading + i];
+          }
+          if (at.pp > 0) { // the input's gradient, back to the previous stage
+            if (failed(
+                    status(communicator.send(rt::MeshAxis::kPP, -1, 17, results.back().values)))) {
+              return failure();
+            }
+          }
+          if (!stepping) {
+            return success();
+          }
+          tg::ModelOp stepModel = stepModels[at.pp];
+          FailureOr<ParamValues> stateParams = rankParameters(stepModel, fullParams, at);
+          ReferenceTrainer trainer(stepModel, &communicator);
+          FailureOr<TrainState> state = failed(stateParams)
+                                            ? FailureOr<TrainState>(failure())
+                                            : trainer.initialState(std::move(*stateParams));
+          if (failed(state)) {
+            return failure();
+          }
+          auto step = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(stepModel, "train_step"));
+          ArrayRef<int64_t> shape = cast<RankedTensorType>(step.getArgumentTypes()[0]).getShape();
+          Batch share = rankShare(at, shape[0] * shape[1]);
+          for (int s = 0; s < kEvidenceSteps; ++s) {
+            FailureOr<StepMetrics> metrics = trainer.step(*state, share.tokens, share.labels);
+            if (failed(metrics)) {
+              return failure();
+            }
+            ranks[rank].steps.push_back(*metrics);
+          }
+          ranks[rank].params = std::move(state->params);
+          return success();
+        };
+        if (failed(run())) {
+          failures[rank] = "rank " + std::to_string(rank) + " failed";
+          inProcess.abort(failures[rank]);
+        }
+      });
+    }
+    for (std::thread &thread : threads) {
+      thread.join();
+    }
+    for (const std::string &failure : failures) {
+      if (!failure.empty()) {
+        outcome.undefined = "the per-rank interpreter failed: " + failure + " (errors above)";
+        return outcome;
+      }
+    }
+    // Per stage, its tensor-parallel ranks of data-parallel index 0.
+    for (int64_t stage = 0; stage < mesh.pp; ++stage) {
+      auto tpRanks = [&](int64_t t) { return rt::rankAt(mesh, {0, t, stage}); };
+      for (const auto &[name, value] : ranks[tpRanks(0)].grads) {
+        std::vector<const HostTensor *> tpValues;
+        for (int64_t t = 0; t < mesh.tp; ++t) {
+          tpValues.push_back(&ranks[tpRanks(t)].grads[name]);
+        }
+        FailureOr<HostTensor> full = assemble(stages[stage], name, tpValues, true);
+        if (failed(full)) {
+          outcome.undefined = "the ranks' gradients cannot be put together";
+          return outcome;
+        }
+        outcome.grads[name] = std::move(*full);
+      }
+      if (stepping) {
+        for (const auto &[name, value] : ranks[tpRanks(0)].params) {
+          std::vector<const HostTensor *> tpValues;
+          for (int64_t t = 0; t < mesh.tp; ++t) {
+            tpValues.push_back(&ranks[tpRanks(t)].params[name]);
+          }
+          FailureOr<HostTensor> full = assemble(stepModels[stage], name, tpValues, false);
+          if (failed(full)) {
+            outcome.undefined = "the ranks' parameters cannot be put together";
+            return outcome;
+          }
+          outcome.params[name] = std::move(*full);
+        }
+      }
+    }
+    outcome.loss = ranks[rt::rankAt(mesh, {0, 0, last})].loss;
+    outcome.hasGradients = true;
+    if (stepping) {
+      outcome.steps = ranks[0].steps; // the first stage has the losses the last sends it
+      outcome.hasSteps = true;
+    }
+    return outcome;
+  }
+
   /// A per-rank model of a mesh without pipeline stages: every rank in a thread of this
   /// process, its slice of the parameters, micro-batch 0 on every rank for the gradients
   /// and each rank's share of the batch for the steps; results put back together.
@@ -639,11 +873,15 @@ FailureOr<EvidenceReport> gatherEvidence(ModuleOp tiny, const TrainStepOptions &
   TrainStepOptions single = options;
   single.mesh = rt::MeshShape();
   if (options.mesh.worldSize() > 1) {
-    rt::MeshShape flat = reducedMesh(options.mesh, tinyLayers(tiny));
-    flat.pp = flat.vp = 1;
-    flat.gpusPerNode = flat.dp * flat.tp;
-    if (flat.worldSize() > 1) {
-      single.mesh = flat;
+    // With pipeline stages when they hold one model chunk each (the interpreter runs one
+    // micro-batch through them); an interleaved pipeline is evidenced without its stages.
+    rt::MeshShape reduced = reducedMesh(options.mesh, tinyLayers(tiny));
+    if (reduced.vp > 1) {
+      reduced.pp = reduced.vp = 1;
+      reduced.gpusPerNode = reduced.dp * reduced.tp;
+    }
+    if (reduced.worldSize() > 1) {
+      single.mesh = reduced;
     }
   }
   single.mesh.microBatch = options.mesh.microBatch;

@@ -89,8 +89,11 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
   // This rank's micro-batches: [A, micro_batch, seq] as @train_step takes them (one rank: the
   // global batch).
   std::optional<unsigned> tokensArg = findArg(trainStep, {std::string(role::kTokens), ""});
+  if (!tokensArg) { // the last pipeline stage reads only the labels
+    tokensArg = findArg(trainStep, {std::string(role::kLabels), ""});
+  }
   if (!tokensArg) {
-    return trainStep.emitError() << "@train_step takes no tokens";
+    return trainStep.emitError() << "@train_step takes neither tokens nor labels";
   }
   ArrayRef<int64_t> batchShape =
       cast<RankedTensorType>(trainStep.getArgumentTypes()[*tokensArg]).getShape();
