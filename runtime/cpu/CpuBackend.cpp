@@ -17,6 +17,7 @@
 #include "runtime/exec/Backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -196,6 +197,11 @@ public:
     return communicator->waitForSends();
   }
 
+  StreamTimes streamTimes() const override {
+    return {clocks[0].working, clocks[1].working, clocks[0].waiting};
+  }
+  void resetStreamTimes() override { clocks[0] = clocks[1] = StreamClock(); }
+
   ~CpuBackend() override {
     if (worker.joinable()) {
       {
@@ -225,18 +231,25 @@ public:
       for (int c = begin; c < end; ++c) {
         onStream[program.commands(c).stream() == 1 ? 1 : 0].push_back(c);
       }
-      auto runAll = [&](const std::vector<int> &list) -> Status {
+      auto runAll = [&](const std::vector<int> &list, int stream) -> Status {
+        // Each stream adds only to its own counters (stream 1 on the communication thread);
+        // they are read after finishOnWorker synchronizes the two.
+        StreamClock &clock = clocks[stream];
         for (int c : list) {
           if (events.failed()) {
             return Status(StatusCode::kInternal, Events::kStopped); // the other stream failed
           }
           Status status = Status::ok();
+          auto started = std::chrono::steady_clock::now();
           try {
             status = runCommand(program, c, events);
           } catch (const std::exception &error) { // out of memory in a kernel, say
             status = Status(StatusCode::kInternal, "program '" + program.name() + "', command " +
                                                        std::to_string(c) + ": " + error.what());
           }
+          double seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+          (program.commands(c).op() == "event_wait" ? clock.waiting : clock.working) += seconds;
           if (!status.isOk()) {
             events.fail(); // the other stream must not wait for what will never come
             return status;
@@ -246,11 +259,14 @@ public:
       };
       Status communication = Status::ok();
       if (!onStream[1].empty()) {
-        startOnWorker([&] { return runAll(onStream[1]); });
+        startOnWorker([&] { return runAll(onStream[1], 1); });
       }
-      Status compute = runAll(onStream[0]);
+      Status compute = runAll(onStream[0], 0);
       if (!onStream[1].empty()) {
-        communication = finishOnWorker();
+        auto started = std::chrono::steady_clock::now();
+        communication = finishOnWorker(); // the compute stream waits at the call barrier
+        clocks[0].waiting +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       }
       // Report the failure that stopped the other stream, not the stop.
       if (!compute.isOk() && !Events::isStop(compute)) {
@@ -647,6 +663,12 @@ private:
   std::map<std::string, int> programIndex;
   SpareStorage spare;
   // The communication-stream thread and its one job at a time.
+  /// Seconds a stream spent running commands and waiting in event_wait (stream 0 also at the
+  /// call barriers, for stream 1 to finish).
+  struct StreamClock {
+    double working = 0, waiting = 0;
+  };
+  StreamClock clocks[2];
   std::thread worker;
   std::mutex workerMutex;
   std::condition_variable workerWake;

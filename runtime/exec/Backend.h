@@ -35,6 +35,17 @@ public:
   virtual Status write(uint32_t id, const HostTensor &value) = 0;
   /// Copies buffer `id` out.
   virtual Status read(uint32_t id, HostTensor &value) const = 0;
+
+  /// Where the time of the programs run since the last reset went, in seconds: commands of
+  /// the compute stream, commands of the communication stream (collectives, transfers), and
+  /// the exposed communication: time the compute stream waited for the communication stream
+  /// (an event, or the end of its commands before a call). A backend that does not measure
+  /// reports zeros.
+  struct StreamTimes {
+    double compute = 0, communication = 0, exposedCommunication = 0;
+  };
+  virtual StreamTimes streamTimes() const { return {}; }
+  virtual void resetStreamTimes() {}
 };
 
 /// The runtime element type of a plan dtype.

@@ -302,7 +302,12 @@ Status PlanTrainer::step(const std::vector<int64_t> &tokens, const std::vector<i
   HostTensor stepTensor = HostTensor::zeros(DType::kI64, {});
   stepTensor.ints[0] = steps;
   MLPERF_RETURN_IF_ERROR(backend.write(stepBuffer, stepTensor));
+  backend.resetStreamTimes();
   MLPERF_RETURN_IF_ERROR(backend.execute(trainProgram));
+  Backend::StreamTimes times = backend.streamTimes();
+  metrics.computeSeconds = times.compute;
+  metrics.communicationSeconds = times.communication;
+  metrics.exposedCommunicationSeconds = times.exposedCommunication;
   MLPERF_RETURN_IF_ERROR(readScalar(lrBuffer, metrics.lr));
   MLPERF_RETURN_IF_ERROR(readScalar(normBuffer, metrics.gradNorm));
   metrics.loss = std::nan("");

@@ -24,6 +24,9 @@ namespace mlperf::rt {
 struct TrainStepMetrics {
   int64_t step = 0; // the optimizer step just taken (0-based)
   double loss = 0, lr = 0, gradNorm = 0;
+  /// This rank's seconds on the compute stream, on the communication stream, and waiting on
+  /// the compute stream for communication (Backend::StreamTimes).
+  double computeSeconds = 0, communicationSeconds = 0, exposedCommunicationSeconds = 0;
 };
 
 class PlanTrainer {

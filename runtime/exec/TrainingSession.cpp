@@ -463,7 +463,11 @@ Status TrainingSession::step(StepReport &report) {
                      ", \"loss\": " + jsonNumber(report.metrics.loss) +
                      ", \"lr\": " + jsonNumber(report.metrics.lr) +
                      ", \"grad_norm\": " + jsonNumber(report.metrics.gradNorm) +
-                     ", \"tokens_per_s\": " + jsonNumber(report.tokensPerSecond) + "}");
+                     ", \"tokens_per_s\": " + jsonNumber(report.tokensPerSecond) +
+                     ", \"compute_s\": " + jsonNumber(report.metrics.computeSeconds) +
+                     ", \"communication_s\": " + jsonNumber(report.metrics.communicationSeconds) +
+                     ", \"exposed_communication_s\": " +
+                     jsonNumber(report.metrics.exposedCommunicationSeconds) + "}");
   if (evaluationDue() && log->logging) {
     MLLOG_END(log->logger, "block_stop", MLLogValue{}, {"samples_count", log->samples});
     log->blockOpen = false;
