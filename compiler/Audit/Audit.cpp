@@ -24,6 +24,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/ScopedPrinter.h" // llvm::to_string
 #include "llvm/Support/WithColor.h"
 
 #include <fstream>
@@ -79,10 +80,7 @@ void structureOf(tg::ModelOp model, std::vector<std::string> &lines) {
     std::string line =
         "parameter " + param.getSymName().str() + (param.getRepeat() ? " per layer" : "");
     if (auto shard = param.getShardAttr()) {
-      std::string text;
-      llvm::raw_string_ostream os(text);
-      shard.print(os);
-      line += " shard " + text;
+      line += " shard " + llvm::to_string(shard);
     }
     lines.push_back(line);
   }
@@ -134,8 +132,8 @@ std::string findTinyVariant(const std::string &modelPath, tg::ModelOp model) {
 struct PassRow {
   std::string pass;
   Certificate certificate;
-  std::optional<PassEvidence> evidence; // from the tiny variant's single-rank compile
-  bool distributed = false;             // covered by the distributed evidence instead
+  /// From the tiny variant's compile, pass for pass; none: the distributed run covers it.
+  std::optional<PassEvidence> evidence;
 };
 
 std::string describeOptions(const TrainStepOptions &options, const std::string &device) {
@@ -425,22 +423,18 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
     error() << "the evidence on " << tinyPath << " failed (errors above)\n";
     return AuditResult::kCannotAudit;
   }
-  // The single-rank compile runs every pass of this one but the distributed ones, in order.
+  // The evidence compile runs the same passes as this one, or on one rank all but the
+  // distributed ones, in order.
   size_t next = 0;
   for (PassRow &row : rows) {
     if (next < evidence->passes.size() && evidence->passes[next].pass == row.pass) {
       row.evidence = evidence->passes[next++];
-    } else {
-      row.distributed = true;
     }
-    // Pipeline stages exist only in the whole reduced mesh: what the passes do to them is
-    // evidenced by its run.
-    bool stagesInPasses =
-        evidence->passMesh.find(" pp=1 ") == std::string::npos && !evidence->passMesh.empty();
-    if (options.mesh.pp > 1 && !stagesInPasses && row.evidence) {
+    // Without pipeline stages in the evidence mesh (an interleaved pipeline), what the passes
+    // do to stages is evidenced by the distributed run.
+    if (options.mesh.pp > 1 && !evidence->passesOnStages && row.evidence) {
       if (row.pass == "dist-pipeline") {
         row.evidence.reset();
-        row.distributed = true;
       } else if (row.pass == "tg-recompute" || row.pass == "tg-train-step") {
         row.evidence->what += " (without pipeline stages; with them: the distributed run below)";
       }

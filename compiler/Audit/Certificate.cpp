@@ -11,19 +11,13 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ScopedPrinter.h" // llvm::to_string
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
 namespace mlperf {
 namespace {
-
-std::string typeString(Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  type.print(os);
-  return text;
-}
 
 /// " over dp,tp" for an op or command that names mesh axes.
 std::string axesSuffix(Operation *op) {
@@ -114,7 +108,7 @@ IRCensus takeCensus(ModuleOp module) {
     if (auto param = dyn_cast<tg::ParamOp>(op)) {
       auto model = param->getParentOfType<tg::ModelOp>();
       census.parameters["@" + (model ? model.getSymName().str() : std::string()) +
-                        "::" + param.getSymName().str()] = typeString(param.getType());
+                        "::" + param.getSymName().str()] = llvm::to_string(param.getType());
     }
     if (auto func = dyn_cast<func::FuncOp>(op)) {
       auto model = func->getParentOfType<tg::ModelOp>();
@@ -123,7 +117,7 @@ IRCensus takeCensus(ModuleOp module) {
     }
   });
   for (auto [type, count] : elementTypes) {
-    census.valueTypes[typeString(type)] += count;
+    census.valueTypes[llvm::to_string(type)] += count;
   }
   return census;
 }

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <thread>
@@ -37,6 +38,49 @@ constexpr int kEvidenceSteps = 2;
 constexpr double kCheckpointStandInStd = 0.02;
 /// A rank of the in-process mesh that waits this long on another has failed.
 constexpr double kRankTimeoutSeconds = 300;
+
+/// A zero tensor of a function argument's type (an element type the runtime has no form for
+/// gives f32, which the interpreter then refuses as the wrong argument, naming it).
+HostTensor zerosOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  FailureOr<rt::DType> dtype = toDType(tensor.getElementType());
+  return HostTensor::zeros(
+      succeeded(dtype) ? *dtype : rt::DType::kF32,
+      std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()));
+}
+
+/// Runs `body` on every rank of `mesh`, each in a thread of its own talking to the others
+/// through an in-process mesh; a rank that fails ends the others' waits. The error of the rank
+/// that failed first (not of those it stopped), or ok.
+rt::Status onEveryRank(const rt::MeshShape &mesh,
+                       const std::function<rt::Status(int64_t, rt::Communicator &)> &body) {
+  int64_t world = mesh.worldSize();
+  std::vector<rt::Status> results(world);
+  rt::InProcessMesh ranks(mesh, kRankTimeoutSeconds);
+  std::vector<std::thread> threads;
+  for (int64_t rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      results[rank] = body(rank, ranks.communicator(rank));
+      if (!results[rank].isOk()) {
+        ranks.abort("rank " + std::to_string(rank) + " failed: " + results[rank].message());
+      }
+    });
+  }
+  for (std::thread &thread : threads) {
+    thread.join();
+  }
+  for (const rt::Status &status : results) {
+    if (!status.isOk() && status.message().find("abandoned") == std::string::npos) {
+      return status;
+    }
+  }
+  for (const rt::Status &status : results) {
+    if (!status.isOk()) {
+      return status;
+    }
+  }
+  return rt::Status::ok();
+}
 
 struct Snapshot {
   std::string pass;
@@ -86,6 +130,24 @@ Batch makeBatch(int64_t rows, int64_t seq, int64_t vocab) {
     }
   }
   return batch;
+}
+
+/// This rank's micro-batches of the global batch (micro-batch a of data-parallel rank d is
+/// micro-batch a·dp + d), `rows` sequences as [rows, seq].
+Batch rankShare(const Batch &batch, const rt::MeshShape &mesh, const rt::RankCoordinates &at,
+                int64_t rows) {
+  int64_t seq = batch.tokens.shape[1], micro = mesh.microBatch;
+  Batch share;
+  share.tokens = HostTensor::zeros(rt::DType::kI32, {rows, seq});
+  share.labels = HostTensor::zeros(rt::DType::kI32, {rows, seq});
+  for (int64_t a = 0; a < rows / micro; ++a) {
+    int64_t first = (a * mesh.dp + at.dp) * micro * seq;
+    std::copy_n(batch.tokens.ints.begin() + first, micro * seq,
+                share.tokens.ints.begin() + a * micro * seq);
+    std::copy_n(batch.labels.ints.begin() + first, micro * seq,
+                share.labels.ints.begin() + a * micro * seq);
+  }
+  return share;
 }
 
 /// What one state of the IR computes, as far as it can be run.
@@ -236,17 +298,10 @@ public:
   static rt::Status runPlans(const std::vector<plan::Plan> &plans, const rt::MeshShape &mesh,
                              const Batch &batch, const rt::TensorFile *weights,
                              std::vector<rt::TrainStepMetrics> &metrics) {
-    rt::InProcessMesh ranks(mesh, kRankTimeoutSeconds);
-    int64_t world = mesh.worldSize();
-    std::vector<rt::Status> results(world);
-    std::vector<std::vector<rt::TrainStepMetrics>> perRank(world);
-    std::vector<std::thread> threads;
-    int64_t seq = batch.tokens.shape[1];
-    for (int64_t rank = 0; rank < world; ++rank) {
-      threads.emplace_back([&, rank] {
-        rt::Communicator &communicator = ranks.communicator(rank);
-        rt::RankCoordinates at = communicator.coordinates();
-        auto run = [&]() -> rt::Status {
+    std::vector<std::vector<rt::TrainStepMetrics>> perRank(mesh.worldSize());
+    MLPERF_RETURN_IF_ERROR(
+        onEveryRank(mesh, [&](int64_t rank, rt::Communicator &communicator) -> rt::Status {
+          rt::RankCoordinates at = communicator.coordinates();
           if (at.pp >= static_cast<int64_t>(plans.size())) {
             return rt::Status(rt::StatusCode::kInvalidArgument, "no plan for a pipeline stage");
           }
@@ -260,49 +315,20 @@ public:
           } else {
             MLPERF_RETURN_IF_ERROR(trainer->initialize(kEvidenceSeed));
           }
-          int64_t rows = trainer->microBatchRows(), micro = trainer->accumulationSteps();
-          // Micro-batch a of data-parallel rank d is micro-batch a·dp + d of the global batch.
-          std::vector<int64_t> tokens, labels;
-          for (int64_t a = 0; a < micro; ++a) {
-            int64_t first = (a * mesh.dp + at.dp) * rows * seq;
-            tokens.insert(tokens.end(), batch.tokens.ints.begin() + first,
-                          batch.tokens.ints.begin() + first + rows * seq);
-            labels.insert(labels.end(), batch.labels.ints.begin() + first,
-                          batch.labels.ints.begin() + first + rows * seq);
-          }
+          Batch share =
+              rankShare(batch, mesh, at, trainer->accumulationSteps() * trainer->microBatchRows());
           for (int step = 0; step < kEvidenceSteps; ++step) {
             rt::TrainStepMetrics taken;
-            MLPERF_RETURN_IF_ERROR(trainer->step(tokens, labels, taken));
+            MLPERF_RETURN_IF_ERROR(trainer->step(share.tokens.ints, share.labels.ints, taken));
             perRank[rank].push_back(taken);
           }
           return rt::Status::ok();
-        };
-        results[rank] = run();
-        if (!results[rank].isOk()) {
-          ranks.abort("rank " + std::to_string(rank) + " failed: " + results[rank].message());
-        }
-      });
-    }
-    for (std::thread &thread : threads) {
-      thread.join();
-    }
-    for (const rt::Status &status : results) {
-      if (!status.isOk() && status.message().find("abandoned") == std::string::npos) {
-        return status;
-      }
-    }
-    for (const rt::Status &status : results) {
-      if (!status.isOk()) {
-        return status;
-      }
-    }
+        }));
     metrics = perRank[0];
     return rt::Status::ok();
   }
 
 private:
-  /// Loss and gradients of micro-batch 0 from @forward_backward, differentiating a copy of
-  /// @forward when the IR has no backward yet.
   /// The @forward_backward of `model`, or of a copy of `module` differentiated with
   /// tg-autodiff (kept in `copy`) when it has no backward yet.
   FailureOr<func::FuncOp> backwardOf(ModuleOp module, tg::ModelOp &model,
@@ -375,23 +401,6 @@ private:
     return success();
   }
 
-  /// This rank's micro-batches of the global batch (micro-batch a of data-parallel rank d is
-  /// micro-batch a·dp + d), as [rows, seq].
-  Batch rankShare(const rt::RankCoordinates &at, int64_t rows) const {
-    int64_t seq = batch.tokens.shape[1], micro = options.mesh.microBatch;
-    Batch share;
-    share.tokens = HostTensor::zeros(rt::DType::kI32, {rows, seq});
-    share.labels = HostTensor::zeros(rt::DType::kI32, {rows, seq});
-    for (int64_t a = 0; a < rows / micro; ++a) {
-      int64_t first = (a * options.mesh.dp + at.dp) * micro * seq;
-      std::copy_n(batch.tokens.ints.begin() + first, micro * seq,
-                  share.tokens.ints.begin() + a * micro * seq);
-      std::copy_n(batch.labels.ints.begin() + first, micro * seq,
-                  share.labels.ints.begin() + a * micro * seq);
-    }
-    return share;
-  }
-
   /// The full tensor of `name` from every tensor-parallel rank's value (the ranks of data-
   /// parallel index 0): the slices of a split parameter put back, the partial sums of a
   /// sequence-parallel one added, any other taken from the first rank.
@@ -435,6 +444,75 @@ private:
     return *tpValues.front();
   }
 
+  /// onEveryRank on the evidence mesh for interpreter work, whose errors are diagnostics:
+  /// empty when every rank succeeded, else which one failed.
+  std::string interpretOnEveryRank(
+      const std::function<LogicalResult(int64_t, rt::Communicator &)> &body) const {
+    rt::Status status =
+        onEveryRank(options.mesh, [&](int64_t rank, rt::Communicator &communicator) {
+          return succeeded(body(rank, communicator))
+                     ? rt::Status::ok()
+                     : rt::Status(rt::StatusCode::kInternal,
+                                  "rank " + std::to_string(rank) + " failed");
+        });
+    return status.isOk() ? std::string() : status.message();
+  }
+
+  /// One rank's optimizer steps of `stepModel`'s @train_step on its share of the batch, from
+  /// its slices of the parameters and @init_optimizer's state.
+  LogicalResult rankSteps(tg::ModelOp stepModel, const rt::RankCoordinates &at,
+                          rt::Communicator &communicator, Outcome &rankOutcome) const {
+    FailureOr<ParamValues> params = rankParameters(stepModel, fullParams, at);
+    if (failed(params)) {
+      return failure();
+    }
+    ReferenceTrainer trainer(stepModel, &communicator);
+    FailureOr<TrainState> state = trainer.initialState(std::move(*params));
+    if (failed(state)) {
+      return failure();
+    }
+    auto step = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(stepModel, "train_step"));
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(step.getArgumentTypes()[0]).getShape();
+    Batch share = rankShare(batch, options.mesh, at, shape[0] * shape[1]);
+    for (int s = 0; s < kEvidenceSteps; ++s) {
+      FailureOr<StepMetrics> metrics = trainer.step(*state, share.tokens, share.labels);
+      if (failed(metrics)) {
+        return failure();
+      }
+      rankOutcome.steps.push_back(*metrics);
+    }
+    rankOutcome.params = std::move(state->params);
+    return success();
+  }
+
+  /// Puts pipeline stage `stage`'s results back together from its tensor-parallel ranks of
+  /// data-parallel index 0: the gradients (parameters declared by `gradModel`) and, with
+  /// `stepping`, the updated parameters (declared by `stepModel`). False, with the reason in
+  /// `outcome.undefined`, when a tensor cannot be.
+  bool assembleStage(int64_t stage, tg::ModelOp gradModel, tg::ModelOp stepModel, bool stepping,
+                     std::vector<Outcome> &ranks, Outcome &outcome) {
+    const rt::MeshShape &mesh = options.mesh;
+    auto tpRank = [&](int64_t t) { return rt::rankAt(mesh, {0, t, stage}); };
+    auto gather = [&](tg::ModelOp model, std::map<std::string, HostTensor> Outcome::*field,
+                      bool partial, const char *what) {
+      for (const auto &entry : ranks[tpRank(0)].*field) {
+        std::vector<const HostTensor *> tpValues;
+        for (int64_t t = 0; t < mesh.tp; ++t) {
+          tpValues.push_back(&(ranks[tpRank(t)].*field)[entry.first]);
+        }
+        FailureOr<HostTensor> full = assemble(model, entry.first, tpValues, partial);
+        if (failed(full)) {
+          outcome.undefined = std::string("the ranks' ") + what + " cannot be put together";
+          return false;
+        }
+        (outcome.*field)[entry.first] = std::move(*full);
+      }
+      return true;
+    };
+    return gather(gradModel, &Outcome::grads, /*partial=*/true, "gradients") &&
+           (!stepping || gather(stepModel, &Outcome::params, /*partial=*/false, "parameters"));
+  }
+
   /// One micro-batch through pipeline stages (one model per stage, one model chunk each):
   /// each rank runs its stage's forward on what the previous stage sends it, the last stage
   /// its backward from the loss, the others theirs from the gradient the next stage sends
@@ -467,201 +545,115 @@ private:
       return outcome;
     }
     bool stepping = SymbolTable::lookupSymbolIn(stepModels.front(), "train_step") != nullptr;
-    int64_t world = mesh.worldSize(), last = mesh.pp - 1;
-    std::vector<Outcome> ranks(world);
-    std::vector<std::string> failures(world);
-    rt::InProcessMesh inProcess(mesh, kRankTimeoutSeconds);
-    int64_t seq = batch.tokens.shape[1];
-    std::vector<std::thread> threads;
-    for (int64_t rank = 0; rank < world; ++rank) {
-      threads.emplace_back([&, rank] {
-        rt::Communicator &communicator = inProcess.communicator(rank);
-        rt::RankCoordinates at = communicator.coordinates();
-        tg::ModelOp model = stages[at.pp];
-        auto run = [&]() -> LogicalResult {
-          FailureOr<ParamValues> params = rankParameters(model, fullParams, at);
-          if (failed(params)) {
-            return failure();
-          }
-          TGInterpreter interpreter(model, *params, &communicator);
-          auto lookup = [&](StringRef name) {
-            return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
-          };
-          func::FuncOp forward = lookup("forward"), fb = lookup("forward_backward"),
-                       fas = lookup("forward_and_stash"), bfs = lookup("backward_from_stash");
-          auto zerosFor = [](func::FuncOp func, std::vector<HostTensor> args) {
-            for (unsigned i = args.size(); i < func.getNumArguments(); ++i) {
-              auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
-              args.push_back(HostTensor::zeros(
-                  *toDType(type.getElementType()),
-                  std::vector<int64_t>(type.getShape().begin(), type.getShape().end())));
-            }
-            return args;
-          };
-          auto ids = [&](const HostTensor &source, Type type) {
-            auto tensor = cast<RankedTensorType>(type);
-            HostTensor out = HostTensor::zeros(
-                *toDType(tensor.getElementType()),
-                std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()));
-            std::copy_n(source.ints.begin(), out.numElements(), out.ints.begin());
-            (void)seq;
-            return out;
-          };
-          auto status = [&](rt::Status result) -> LogicalResult {
-            if (!result.isOk()) {
-              return model.emitError() << result.message();
-            }
-            return success();
-          };
-          // The stage's input: the tokens, or the previous stage's activation.
-          HostTensor input;
-          if (at.pp == 0) {
-            input = ids(batch.tokens, forward.getArgumentTypes()[0]);
-          } else {
-            input = HostTensor::zeros(rt::DType::kF32, {});
-            auto type = cast<RankedTensorType>(forward.getArgumentTypes()[0]);
-            input = HostTensor::zeros(
-                *toDType(type.getElementType()),
-                std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
-            if (failed(status(communicator.receive(rt::MeshAxis::kPP, -1, 16, input.values)))) {
-              return failure();
-            }
-          }
-          func::FuncOp backward;
-          std::vector<HostTensor> results;
-          size_t leading = 1; // the loss, or the output activation, before the gradients
-          if (at.pp == last) {
-            std::vector<HostTensor> args{input, ids(batch.labels, fb.getArgumentTypes()[1])};
-            FailureOr<std::vector<HostTensor>> out = interpreter.call(fb, zerosFor(fb, args));
-            if (failed(out)) {
-              return failure();
-            }
-            results = std::move(*out);
-            backward = fb;
-            ranks[rank].loss = results[0].values.at(0);
-          } else {
-            std::vector<HostTensor> stash;
-            HostTensor output;
-            if (fas) {
-              FailureOr<std::vector<HostTensor>> out = interpreter.call(fas, {input});
-              if (failed(out)) {
-                return failure();
-              }
-              output = (*out)[0];
-              stash.assign(out->begin() + 1, out->end());
-            } else {
-              FailureOr<std::vector<HostTensor>> out = interpreter.call(forward, {input});
-              if (failed(out)) {
-                return failure();
-              }
-              output = (*out)[0];
-            }
-            if (failed(status(communicator.send(rt::MeshAxis::kPP, 1, 16, output.values)))) {
-              return failure();
-            }
-            HostTensor cotangent = output;
-            if (failed(status(communicator.receive(rt::MeshAxis::kPP, 1, 17, cotangent.values)))) {
-              return failure();
-            }
-            std::vector<HostTensor> args{input};
-            if (bfs) {
-              args.insert(args.end(), stash.begin(), stash.end());
-              backward = bfs;
-              leading = 0;
-            } else {
-              backward = fb;
-            }
-            args.push_back(cotangent);
-            FailureOr<std::vector<HostTensor>> out =
-                interpreter.call(backward, zerosFor(backward, args));
-            if (failed(out)) {
-              return failure();
-            }
-            results = std::move(*out);
-          }
-          auto names = backward->getAttrOfType<ArrayAttr>("tg.gradients");
-          size_t count = names ? names.size() : 0;
-          if (results.size() < leading + count) {
-            return backward.emitError() << "fewer results than gradients";
-          }
-          for (size_t i = 0; i < count; ++i) {
-            ranks[rank].grads[cast<FlatSymbolRefAttr>(names[i]).getValue().str()] =
-                results[leading + i];
-          }
-          if (at.pp > 0) { // the input's gradient, back to the previous stage
-            if (failed(
-                    status(communicator.send(rt::MeshAxis::kPP, -1, 17, results.back().values)))) {
-              return failure();
-            }
-          }
-          if (!stepping) {
-            return success();
-          }
-          tg::ModelOp stepModel = stepModels[at.pp];
-          FailureOr<ParamValues> stateParams = rankParameters(stepModel, fullParams, at);
-          ReferenceTrainer trainer(stepModel, &communicator);
-          FailureOr<TrainState> state = failed(stateParams)
-                                            ? FailureOr<TrainState>(failure())
-                                            : trainer.initialState(std::move(*stateParams));
-          if (failed(state)) {
-            return failure();
-          }
-          auto step = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(stepModel, "train_step"));
-          ArrayRef<int64_t> shape = cast<RankedTensorType>(step.getArgumentTypes()[0]).getShape();
-          Batch share = rankShare(at, shape[0] * shape[1]);
-          for (int s = 0; s < kEvidenceSteps; ++s) {
-            FailureOr<StepMetrics> metrics = trainer.step(*state, share.tokens, share.labels);
-            if (failed(metrics)) {
-              return failure();
-            }
-            ranks[rank].steps.push_back(*metrics);
-          }
-          ranks[rank].params = std::move(state->params);
-          return success();
-        };
-        if (failed(run())) {
-          failures[rank] = "rank " + std::to_string(rank) + " failed";
-          inProcess.abort(failures[rank]);
-        }
-      });
-    }
-    for (std::thread &thread : threads) {
-      thread.join();
-    }
-    for (const std::string &failure : failures) {
-      if (!failure.empty()) {
-        outcome.undefined = "the per-rank interpreter failed: " + failure + " (errors above)";
-        return outcome;
+    int64_t last = mesh.pp - 1;
+    std::vector<Outcome> ranks(mesh.worldSize());
+    std::string failedRank = interpretOnEveryRank([&](int64_t rank,
+                                                      rt::Communicator &communicator) {
+      rt::RankCoordinates at = communicator.coordinates();
+      tg::ModelOp model = stages[at.pp];
+      FailureOr<ParamValues> params = rankParameters(model, fullParams, at);
+      if (failed(params)) {
+        return LogicalResult(failure());
       }
+      TGInterpreter interpreter(model, *params, &communicator);
+      auto lookup = [&](StringRef name) {
+        return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
+      };
+      func::FuncOp forward = lookup("forward"), fb = lookup("forward_backward"),
+                   fas = lookup("forward_and_stash"), bfs = lookup("backward_from_stash");
+      // The given leading arguments of `func`, the rest (gradient accumulators) zero.
+      auto withZeros = [](func::FuncOp func, std::vector<HostTensor> args) {
+        for (unsigned i = args.size(); i < func.getNumArguments(); ++i) {
+          args.push_back(zerosOf(func.getArgumentTypes()[i]));
+        }
+        return args;
+      };
+      auto idsOf = [](const HostTensor &source, Type type) {
+        HostTensor out = zerosOf(type);
+        std::copy_n(source.ints.begin(), out.numElements(), out.ints.begin());
+        return out;
+      };
+      auto status = [&](rt::Status result) -> LogicalResult {
+        if (!result.isOk()) {
+          return model.emitError() << result.message();
+        }
+        return success();
+      };
+      // The stage's input: the tokens, or the previous stage's activation.
+      HostTensor input;
+      if (at.pp == 0) {
+        input = idsOf(batch.tokens, forward.getArgumentTypes()[0]);
+      } else {
+        input = zerosOf(forward.getArgumentTypes()[0]);
+        if (failed(status(communicator.receive(rt::MeshAxis::kPP, -1, 16, input.values)))) {
+          return LogicalResult(failure());
+        }
+      }
+      func::FuncOp backward;
+      std::vector<HostTensor> results;
+      size_t leading = 1; // the loss, or the output activation, before the gradients
+      if (at.pp == last) {
+        std::vector<HostTensor> args{input, idsOf(batch.labels, fb.getArgumentTypes()[1])};
+        FailureOr<std::vector<HostTensor>> out = interpreter.call(fb, withZeros(fb, args));
+        if (failed(out)) {
+          return LogicalResult(failure());
+        }
+        results = std::move(*out);
+        backward = fb;
+        ranks[rank].loss = results[0].values.at(0);
+      } else {
+        FailureOr<std::vector<HostTensor>> forwardOut =
+            interpreter.call(fas ? fas : forward, {input});
+        if (failed(forwardOut)) {
+          return LogicalResult(failure());
+        }
+        HostTensor output = (*forwardOut)[0];
+        if (failed(status(communicator.send(rt::MeshAxis::kPP, 1, 16, output.values)))) {
+          return LogicalResult(failure());
+        }
+        HostTensor cotangent = output;
+        if (failed(status(communicator.receive(rt::MeshAxis::kPP, 1, 17, cotangent.values)))) {
+          return LogicalResult(failure());
+        }
+        std::vector<HostTensor> args{input};
+        if (bfs) { // the stash the forward kept, then the cotangent
+          args.insert(args.end(), forwardOut->begin() + 1, forwardOut->end());
+          backward = bfs;
+          leading = 0;
+        } else {
+          backward = fb;
+        }
+        args.push_back(cotangent);
+        FailureOr<std::vector<HostTensor>> out =
+            interpreter.call(backward, withZeros(backward, args));
+        if (failed(out)) {
+          return LogicalResult(failure());
+        }
+        results = std::move(*out);
+      }
+      auto names = backward->getAttrOfType<ArrayAttr>("tg.gradients");
+      size_t count = names ? names.size() : 0;
+      if (results.size() < leading + count) {
+        return LogicalResult(backward.emitError() << "fewer results than gradients");
+      }
+      for (size_t i = 0; i < count; ++i) {
+        ranks[rank].grads[cast<FlatSymbolRefAttr>(names[i]).getValue().str()] =
+            results[leading + i];
+      }
+      if (at.pp > 0) { // the input's gradient, back to the previous stage
+        if (failed(status(communicator.send(rt::MeshAxis::kPP, -1, 17, results.back().values)))) {
+          return LogicalResult(failure());
+        }
+      }
+      return stepping ? rankSteps(stepModels[at.pp], at, communicator, ranks[rank]) : success();
+    });
+    if (!failedRank.empty()) {
+      outcome.undefined = "the per-rank interpreter failed: " + failedRank + " (errors above)";
+      return outcome;
     }
-    // Per stage, its tensor-parallel ranks of data-parallel index 0.
     for (int64_t stage = 0; stage < mesh.pp; ++stage) {
-      auto tpRanks = [&](int64_t t) { return rt::rankAt(mesh, {0, t, stage}); };
-      for (const auto &[name, value] : ranks[tpRanks(0)].grads) {
-        std::vector<const HostTensor *> tpValues;
-        for (int64_t t = 0; t < mesh.tp; ++t) {
-          tpValues.push_back(&ranks[tpRanks(t)].grads[name]);
-        }
-        FailureOr<HostTensor> full = assemble(stages[stage], name, tpValues, true);
-        if (failed(full)) {
-          outcome.undefined = "the ranks' gradients cannot be put together";
-          return outcome;
-        }
-        outcome.grads[name] = std::move(*full);
-      }
-      if (stepping) {
-        for (const auto &[name, value] : ranks[tpRanks(0)].params) {
-          std::vector<const HostTensor *> tpValues;
-          for (int64_t t = 0; t < mesh.tp; ++t) {
-            tpValues.push_back(&ranks[tpRanks(t)].params[name]);
-          }
-          FailureOr<HostTensor> full = assemble(stepModels[stage], name, tpValues, false);
-          if (failed(full)) {
-            outcome.undefined = "the ranks' parameters cannot be put together";
-            return outcome;
-          }
-          outcome.params[name] = std::move(*full);
-        }
+      if (!assembleStage(stage, stages[stage], stepModels[stage], stepping, ranks, outcome)) {
+        return outcome;
       }
     }
     outcome.loss = ranks[rt::rankAt(mesh, {0, 0, last})].loss;
@@ -673,12 +665,12 @@ private:
     return outcome;
   }
 
-  /// A per-rank model of a mesh without pipeline stages: every rank in a thread of this
-  /// process, its slice of the parameters, micro-batch 0 on every rank for the gradients
-  /// and each rank's share of the batch for the steps; results put back together.
+  /// A per-rank model of a mesh without pipeline stages (or before dist-pipeline, the stages'
+  /// ranks as replicas): every rank in a thread of this process, its slice of the parameters,
+  /// micro-batch 0 on every rank for the gradients and each rank's share of the batch for the
+  /// steps; results put back together.
   Outcome evaluateRanks(ModuleOp module, tg::ModelOp model) {
     Outcome outcome;
-    const rt::MeshShape &mesh = options.mesh;
     OwningOpRef<ModuleOp> copy;
     tg::ModelOp differentiatedModel = model;
     FailureOr<func::FuncOp> fb =
@@ -688,89 +680,28 @@ private:
       return outcome;
     }
     bool stepping = SymbolTable::lookupSymbolIn(model, "train_step") != nullptr;
-    int64_t world = mesh.worldSize();
-    std::vector<Outcome> ranks(world);
-    std::vector<std::string> failures(world);
-    rt::InProcessMesh inProcess(mesh, kRankTimeoutSeconds);
-    std::vector<std::thread> threads;
-    for (int64_t rank = 0; rank < world; ++rank) {
-      threads.emplace_back([&, rank] {
-        rt::Communicator &communicator = inProcess.communicator(rank);
-        rt::RankCoordinates at = communicator.coordinates();
-        auto run = [&]() -> LogicalResult {
+    std::vector<Outcome> ranks(options.mesh.worldSize());
+    std::string failedRank =
+        interpretOnEveryRank([&](int64_t rank, rt::Communicator &communicator) {
+          rt::RankCoordinates at = communicator.coordinates();
           FailureOr<ParamValues> params = rankParameters(differentiatedModel, fullParams, at);
           if (failed(params) || failed(runMicroBatch(differentiatedModel, *fb, *params,
                                                      &communicator, ranks[rank]))) {
-            return failure();
+            return LogicalResult(failure());
           }
-          if (!stepping) {
-            return success();
-          }
-          FailureOr<ParamValues> stateParams = rankParameters(model, fullParams, at);
-          ReferenceTrainer trainer(model, &communicator);
-          FailureOr<TrainState> state = failed(stateParams)
-                                            ? FailureOr<TrainState>(failure())
-                                            : trainer.initialState(std::move(*stateParams));
-          if (failed(state)) {
-            return failure();
-          }
-          auto step = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "train_step"));
-          ArrayRef<int64_t> shape = cast<RankedTensorType>(step.getArgumentTypes()[0]).getShape();
-          Batch share = rankShare(at, shape[0] * shape[1]);
-          for (int s = 0; s < kEvidenceSteps; ++s) {
-            FailureOr<StepMetrics> metrics = trainer.step(*state, share.tokens, share.labels);
-            if (failed(metrics)) {
-              return failure();
-            }
-            ranks[rank].steps.push_back(*metrics);
-          }
-          ranks[rank].params = std::move(state->params);
-          return success();
-        };
-        if (failed(run())) {
-          failures[rank] = "rank " + std::to_string(rank) + " failed";
-          inProcess.abort(failures[rank]);
-        }
-      });
+          return stepping ? rankSteps(model, at, communicator, ranks[rank]) : success();
+        });
+    if (!failedRank.empty()) {
+      outcome.undefined = "the per-rank interpreter failed: " + failedRank + " (errors above)";
+      return outcome;
     }
-    for (std::thread &thread : threads) {
-      thread.join();
+    if (!assembleStage(0, differentiatedModel, model, stepping, ranks, outcome)) {
+      return outcome;
     }
-    for (const std::string &failure : failures) {
-      if (!failure.empty()) {
-        outcome.undefined = "the per-rank interpreter failed: " + failure + " (errors above)";
-        return outcome;
-      }
-    }
-    // The tensor-parallel ranks of data-parallel index 0 (ranks 0 .. tp-1).
     outcome.loss = ranks[0].loss;
-    for (const auto &[name, value] : ranks[0].grads) {
-      std::vector<const HostTensor *> tpValues;
-      for (int64_t t = 0; t < mesh.tp; ++t) {
-        tpValues.push_back(&ranks[t].grads[name]);
-      }
-      FailureOr<HostTensor> full = assemble(differentiatedModel, name, tpValues, true);
-      if (failed(full)) {
-        outcome.undefined = "the ranks' gradients cannot be put together";
-        return outcome;
-      }
-      outcome.grads[name] = std::move(*full);
-    }
     outcome.hasGradients = true;
     if (stepping) {
       outcome.steps = ranks[0].steps;
-      for (const auto &[name, value] : ranks[0].params) {
-        std::vector<const HostTensor *> tpValues;
-        for (int64_t t = 0; t < mesh.tp; ++t) {
-          tpValues.push_back(&ranks[t].params[name]);
-        }
-        FailureOr<HostTensor> full = assemble(model, name, tpValues, false);
-        if (failed(full)) {
-          outcome.undefined = "the ranks' parameters cannot be put together";
-          return outcome;
-        }
-        outcome.params[name] = std::move(*full);
-      }
       outcome.hasSteps = true;
     }
     return outcome;
@@ -900,6 +831,7 @@ FailureOr<EvidenceReport> gatherEvidence(ModuleOp tiny, const TrainStepOptions &
   }
   EvidenceReport report;
   report.passMesh = single.mesh.worldSize() > 1 ? single.mesh.describe() : std::string();
+  report.passesOnStages = single.mesh.pp > 1;
   report.tinyModel = "@" + model.getSymName().str();
   report.configuration = llvm::formatv("precision {0}, {1} micro-batches of {2} x {3} tokens, "
                                        "seed {4}, {5} steps",

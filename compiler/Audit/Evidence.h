@@ -47,6 +47,8 @@ struct EvidenceReport {
   /// The mesh the passes were evidenced on one by one: empty for one rank, else the reduced
   /// mesh without pipeline stages ("1x4 dp=2 tp=2 pp=1 ...").
   std::string passMesh;
+  /// Whether that mesh has pipeline stages (a pipeline strategy that is not interleaved).
+  bool passesOnStages = false;
   /// The distributed passes together: the reduced mesh's plans on every rank against the
   /// single rank's steps (absent for a single-rank audit).
   std::optional<PassEvidence> distributed;

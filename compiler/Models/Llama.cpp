@@ -120,11 +120,9 @@ LlamaConfig llama31_405b() {
   return c;
 }
 
-/// The 8B declaration at test sizes: same structure and hyperparameters, small shapes.
-LlamaConfig llama31_8bTiny() {
-  LlamaConfig c = llama31_8b();
-  c.name = "llama31_8b_tiny";
-  c.description = "Llama 3.1 8B structure at test sizes (not a benchmark configuration)";
+/// The sizes of every tiny declaration: 2 layers, 64 wide, 4 heads over 2 KV heads, FFN 160,
+/// vocabulary 256, 32 tokens (small enough for the interpreter, GQA and tp=2 still apply).
+void applyTestSizes(LlamaConfig &c) {
   c.layers = 2;
   c.hidden = 64;
   c.heads = 4;
@@ -132,6 +130,14 @@ LlamaConfig llama31_8bTiny() {
   c.ffn = 160;
   c.vocab = 256;
   c.seq = 32;
+}
+
+/// The 8B declaration at test sizes: same structure and hyperparameters, small shapes.
+LlamaConfig llama31_8bTiny() {
+  LlamaConfig c = llama31_8b();
+  c.name = "llama31_8b_tiny";
+  c.description = "Llama 3.1 8B structure at test sizes (not a benchmark configuration)";
+  applyTestSizes(c);
   return c;
 }
 
@@ -141,13 +147,7 @@ LlamaConfig llama31_405bTiny() {
   LlamaConfig c = llama31_405b();
   c.name = "llama31_405b_tiny";
   c.description = "Llama 3.1 405B structure at test sizes (not a benchmark configuration)";
-  c.layers = 2;
-  c.hidden = 64;
-  c.heads = 4;
-  c.kvHeads = 2;
-  c.ffn = 160;
-  c.vocab = 256;
-  c.seq = 32;
+  applyTestSizes(c);
   c.gbs = 32;
   apply405BBatchRules(c, false, false, false);
   c.decaySteps = c.maxSteps - c.warmupSteps;
@@ -199,13 +199,7 @@ LlamaConfig llama2_70bTiny() {
   c.name = "llama2_70b_tiny";
   c.description = "Llama 2 70B structure (fused qkv_proj) at test sizes (not a benchmark "
                   "configuration)";
-  c.layers = 2;
-  c.hidden = 64;
-  c.heads = 4;
-  c.kvHeads = 2;
-  c.ffn = 160;
-  c.vocab = 256;
-  c.seq = 32;
+  applyTestSizes(c);
   c.init = "random";
   c.gbs = 32;
   c.evalEvery = 384;

@@ -88,6 +88,18 @@ struct InProcessMesh::Hub {
 
 namespace {
 
+/// Each element the f64 sum of the members' values, member 0 first (as MPI's all-gather and
+/// sum in MpiCommunicator).
+void sumInGroupOrder(const std::vector<std::vector<double>> &all, std::vector<double> &values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    double sum = 0.0;
+    for (const std::vector<double> &member : all) {
+      sum += member[i];
+    }
+    values[i] = sum;
+  }
+}
+
 std::vector<double> widen(const std::vector<float> &values) {
   return std::vector<double>(values.begin(), values.end());
 }
@@ -117,13 +129,7 @@ public:
   Status allReduceSum(MeshAxis axis, std::vector<double> &values) override {
     std::vector<std::vector<double>> all;
     MLPERF_RETURN_IF_ERROR(gather(axis, "an all-reduce of f64 values", values, all));
-    for (size_t i = 0; i < values.size(); ++i) {
-      double sum = 0.0;
-      for (const std::vector<double> &member : all) {
-        sum += member[i];
-      }
-      values[i] = sum;
-    }
+    sumInGroupOrder(all, values);
     return Status::ok();
   }
 
@@ -204,13 +210,7 @@ public:
     std::vector<std::vector<double>> all;
     MLPERF_RETURN_IF_ERROR(hub.exchange({3, 0}, worldRank, worldSize(), worldRank,
                                         "an all-reduce over every rank", values, all));
-    for (size_t i = 0; i < values.size(); ++i) {
-      double sum = 0.0;
-      for (const std::vector<double> &member : all) {
-        sum += member[i];
-      }
-      values[i] = sum;
-    }
+    sumInGroupOrder(all, values);
     return Status::ok();
   }
 
