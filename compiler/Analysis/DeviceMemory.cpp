@@ -49,21 +49,7 @@ rt::Status invalid(const std::string &message) {
 
 } // namespace
 
-rt::Status parseDevice(std::string_view text, DeviceMemory &device) {
-  for (const KnownDevice &known : kKnownDevices) {
-    if (text == known.name) {
-      device.name = known.name;
-      device.capacityBytes = static_cast<int64_t>(std::llround(known.gib * kGiB));
-      return rt::Status::ok();
-    }
-  }
-  std::string known = "h100, h200, b200";
-  size_t equals = text.find('=');
-  if (equals == std::string_view::npos) {
-    return invalid("--device '" + std::string(text) + "' is not a known device (" + known +
-                   ") or NAME=SIZE (for example mygpu=80GiB)");
-  }
-  std::string_view name = text.substr(0, equals), size = text.substr(equals + 1);
+std::optional<int64_t> parseByteSize(std::string_view size) {
   double value = 0;
   auto [end, error] = std::from_chars(size.data(), size.data() + size.size(), value);
   std::string_view unit(end, size.data() + size.size() - end);
@@ -81,14 +67,36 @@ rt::Status parseDevice(std::string_view text, DeviceMemory &device) {
     }
   }
   double bytes = value * scale;
-  if (name.empty() || error != std::errc() || end == size.data() || scale == 0 || !(bytes >= 1.0) ||
+  if (error != std::errc() || end == size.data() || scale == 0 || !(bytes >= 1.0) ||
       bytes > 0x1p62) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+rt::Status parseDevice(std::string_view text, DeviceMemory &device) {
+  for (const KnownDevice &known : kKnownDevices) {
+    if (text == known.name) {
+      device.name = known.name;
+      device.capacityBytes = static_cast<int64_t>(std::llround(known.gib * kGiB));
+      return rt::Status::ok();
+    }
+  }
+  std::string known = "h100, h200, b200";
+  size_t equals = text.find('=');
+  if (equals == std::string_view::npos) {
+    return invalid("--device '" + std::string(text) + "' is not a known device (" + known +
+                   ") or NAME=SIZE (for example mygpu=80GiB)");
+  }
+  std::string_view name = text.substr(0, equals);
+  std::optional<int64_t> bytes = parseByteSize(text.substr(equals + 1));
+  if (name.empty() || !bytes) {
     return invalid("--device '" + std::string(text) +
                    "': NAME=SIZE needs a name and a positive size with a unit (B, KiB, MiB, GiB, "
                    "TiB, KB, MB, GB, TB), for example mygpu=80GiB");
   }
   device.name = std::string(name);
-  device.capacityBytes = static_cast<int64_t>(bytes);
+  device.capacityBytes = *bytes;
   return rt::Status::ok();
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/support/Status.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,9 @@ struct DeviceMemory {
 /// `h100`, `h200`, `b200`, or `NAME=SIZE` with SIZE a positive number and a unit: B, KiB,
 /// MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), e.g. `mygpu=80GiB`.
 rt::Status parseDevice(std::string_view text, DeviceMemory &device);
+
+/// A positive SIZE with one of those units ("40GiB"); none if it is not one.
+std::optional<int64_t> parseByteSize(std::string_view size);
 
 /// Device memory a rank uses outside the plan's arenas.
 struct MemoryReserve {

@@ -268,6 +268,11 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
           std::to_string(options.accumulationSteps) +
           " micro-batches per step and rank, the declaration's batch gives " +
           std::to_string(accumulationStepsOnOneRank(model) / std::max<int64_t>(1, options.mesh.dp));
+    } else if (options.bucketBytes < 0 || options.scheduleMemoryLimit < 0 ||
+               options.maxOutstanding < 1) {
+      problem = "bucket bytes " + std::to_string(options.bucketBytes) + ", schedule limit " +
+                std::to_string(options.scheduleMemoryLimit) + ", collectives in flight " +
+                std::to_string(options.maxOutstanding);
     }
     if (!problem.empty()) {
       error() << input.planPaths.front() << " records compile options that " << input.modelPath

@@ -20,6 +20,10 @@ void recordCompileOptions(const TrainStepOptions &options, const std::string &de
     record.add_recompute_budgets(budget);
   }
   record.set_device(device);
+  record.set_bucket_bytes(options.bucketBytes);
+  record.set_unscheduled(!options.schedule);
+  record.set_schedule_memory_limit(options.scheduleMemoryLimit);
+  record.set_max_outstanding(options.maxOutstanding);
 }
 
 rt::Status compileOptionsOf(const plan::Plan &plan, const std::string &path,
@@ -45,6 +49,10 @@ rt::Status compileOptionsOf(const plan::Plan &plan, const std::string &path,
   options.mesh = rt::planMesh(plan);
   options.mesh.microBatch = plan.model().micro_batch_size();
   device = record.device();
+  options.bucketBytes = record.bucket_bytes();
+  options.schedule = !record.unscheduled();
+  options.scheduleMemoryLimit = record.schedule_memory_limit();
+  options.maxOutstanding = record.max_outstanding() > 0 ? record.max_outstanding() : 4;
   return rt::Status::ok();
 }
 

@@ -80,12 +80,23 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   // The whole step: micro-batches in the pipeline schedule's order with their transfers,
   // gradient accumulation, the loss vector and the optimizer (@train_step, @eval_step).
   pm.addPass(createTGTrainStepPass(TGTrainStepPassOptions{options.accumulationSteps}));
+  if (mesh.dp > 1) {
+    // Gradient buckets reduced in the backward that completes them, so that their
+    // collectives can overlap the rest of it (plan-schedule).
+    pm.addPass(createDistDecomposeCollectivesPass(
+        DistDecomposeCollectivesPassOptions{options.bucketBytes}));
+  }
 }
 
 void buildPlanPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options) {
   // The train step's functions as programs of commands over typed buffers.
   pm.addPass(
       createPlanFromTGPass(PlanFromTGPassOptions{options.precision, options.accumulationSteps}));
+  if (options.schedule) {
+    // Collectives overlap computation, within the memory limit.
+    pm.addPass(createPlanSchedulePass(
+        PlanSchedulePassOptions{options.scheduleMemoryLimit, options.maxOutstanding}));
+  }
   // Static offsets: liveness per program, first-fit placement in one arena per class.
   pm.addPass(createPlanMemoryPass());
 }

@@ -49,6 +49,15 @@ struct TrainStepOptions {
   /// The cluster and parallel strategy (validated: runtime/dist/Mesh.h validateMesh); a
   /// mesh of more than one rank adds dist-partition.
   rt::MeshShape mesh;
+  /// dist-decompose-collectives: gradient bytes per bucket (mlperfc --bucket-mib); 0 is
+  /// Megatron's 40 M elements.
+  int64_t bucketBytes = 0;
+  /// plan-schedule (on unless mlperfc --schedule=false): collectives overlap computation,
+  /// with at most `scheduleMemoryLimit` activation bytes alive at once (0: the unscheduled
+  /// plan's peak) and `maxOutstanding` collectives in flight.
+  bool schedule = true;
+  int64_t scheduleMemoryLimit = 0;
+  int64_t maxOutstanding = 4;
 };
 
 /// Micro-batches per optimizer step with every one on a single data-parallel rank:

@@ -561,6 +561,59 @@ def TGTrainStepPass : Pass<"tg-train-step", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def DistDecomposeCollectivesPass : Pass<"dist-decompose-collectives", "::mlir::ModuleOp"> {
+  let summary = "Reduces gradients over dp in buckets, in the backward that completes them";
+  let description = [{
+    Rewrite class: reassociation (the buckets' collectives sum each element over the ranks in
+    group order, as the per-parameter ones did: the CPU backend's bits do not change, but a
+    collective library may order the sum of a larger message differently).
+
+    Runs after `tg-train-step` on a model with a `dist.mesh` whose dp > 1 (otherwise it does
+    nothing). `dist-partition` left one dp collective per gradient in `@optimizer_step`: an
+    all-reduce, or with ZeRO-1 a reduce-scatter of the flattened gradient (after a tp
+    all-reduce for a sequence-parallel weight). As the `call` of `@optimizer_step` is a
+    barrier, none of them can overlap the backward. This pass
+
+    - copies the backward whose call completes the gradient sums (the last micro-batch's
+      `@forward_backward`, or a pipeline stage's last `@backward_from_stash`, per model chunk)
+      to `@<name>.reduce` and calls the copy there instead;
+    - moves every gradient's reduction chain from `@optimizer_step` into the copy: the
+      optimizer's gradient argument becomes the reduced value (a ZeRO-1 shard);
+    - packs the gradients into **buckets** in the order the backward completes them (Megatron's
+      DDP buckets): a gradient is viewed as `[rows, n/rows]` (rows = dp for a reduce-scatter,
+      so that row r is rank r's shard, 1 for an all-reduce), buckets take consecutive column
+      ranges up to `bucket-bytes` (default Megatron's 40 M elements), cutting a gradient where a
+      bucket fills up (so a very large collective is **chunked**), and each bucket is one
+      collective over the `tg.concat` of its pieces along dim 1, flattened;
+    - starts a bucket's collective right after its last piece is computed and puts its
+      `dist.done`, and the `tg.split` / `tg.concat` that reassemble each gradient, before the
+      copy's return. `plan-schedule` then lets the rest of the backward run meanwhile.
+
+    With ZeRO-1 the global norm's per-shard partial sums stay in `@optimizer_step`, so only
+    its one scalar all-reduce waits there. An all-reduce (zero=0) is kept whole rather than
+    decomposed into a reduce-scatter and an all-gather: without sharded optimizer state
+    nothing would use the sharded middle.
+
+    ```mlir
+    // before, in @optimizer_step (zero=1, dp=2):
+    %flat = tg.reshape %g : tensor<64x64xbf16> -> tensor<4096xbf16>
+    %f = dist.reduce_scatter_start %flat over @mesh ["dp"] : tensor<4096xbf16> -> !dist.future<tensor<2048xbf16>>
+    // after, in @forward_backward.reduce, after the backward computed %g and %h (64 elements):
+    %gv = tg.reshape %g : tensor<64x64xbf16> -> tensor<2x2048xbf16>
+    %hv = tg.reshape %h : tensor<64xbf16> -> tensor<2x32xbf16>
+    %b = tg.concat %hv, %gv {dim = 1 : i64} : ... -> tensor<2x2080xbf16>
+    %bf = tg.reshape %b : tensor<2x2080xbf16> -> tensor<4160xbf16>
+    %f = dist.reduce_scatter_start %bf over @mesh ["dp"] : tensor<4160xbf16> -> !dist.future<tensor<2080xbf16>>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
+           "Bytes of gradient per bucket (mlperfc --bucket-mib); 0: 40 M elements (Megatron)">,
+  ];
+  let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
   let summary = "Builds the execution plan (plan dialect) of a lowered train step";
   let description = [{
@@ -610,6 +663,65 @@ def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
            "The precision the train step was lowered at, recorded in the plan">,
     Option<"accumulationSteps", "accumulation-steps", "int64_t", /*default=*/"1",
            "Micro-batches per optimizer step, recorded in the plan">,
+  ];
+  let dependentDialects = ["::mlperf::plan_ir::PlanDialect"];
+}
+
+def PlanSchedulePass : Pass<"plan-schedule", "::mlir::ModuleOp"> {
+  let summary = "Latency-hiding order: collectives start early and are waited for late";
+  let description = [{
+    Rewrite class: exact (commands only change places where no buffer and no event orders
+    them: every command reads the same values).
+
+    Runs between `plan-from-tg` and `plan-memory`. `plan-from-tg` emits each collective as
+    five commands, `event_record` (stream 0), `event_wait` (stream 1), the collective (stream
+    1), `event_record` (stream 1), `event_wait` (stream 0): nothing overlaps. Per program, in
+    program order, this pass
+
+    - moves each collective's *start* (the first four) above the compute-stream commands
+      before it that do not write what it reads nor touch what it writes; never above a
+      `call` (a barrier), an event or a communication-stream command, so the communication
+      stream keeps its order (the same on every rank: collectives must match);
+    - then moves each *done* (the last `event_wait`) below the commands after it that
+      neither read what the collective writes nor write what it touches (the other
+      collectives' events and communication included), never below a `call`, and never so
+      far that more than `max-outstanding` collectives are in flight at once;
+    - bounded by a hard memory limit: a collective's buffers stay alive from its start to its
+      done (`plan-memory` places them so), and no move may raise the program's peak of live
+      activation bytes (a `call` counting its callee's peak) above the limit, less what the
+      program's callers keep alive at a call of it. The limit is `memory-limit`, or else the
+      unscheduled plan's peak. (Not the device's room by default: the limit bounds live
+      bytes, placement adds fragmentation on top, and a schedule filling the device would
+      make `--device` refuse the plan or recompute more, costing more than it hides.)
+      The schedule with every move at its farthest is tried first; if it passes the limit,
+      each move goes only as far as stays within it (a binary search per move, the peak
+      growing the farther a move goes). A program already over the limit keeps its peak.
+
+    In a backward that reduces gradient buckets (`dist-decompose-collectives`) the bucket
+    of the last layers is reduced while the earlier layers' backward runs; in
+    `@optimizer_step` the all-gathers of new parameters overlap the later parameters' AdamW.
+
+    ```mlir
+    // before
+    plan.command "event_record" [] -> [] {event = 0 : i64}
+    plan.command "event_wait" [] -> [] {event = 0 : i64, stream = 1 : i64}
+    plan.command "reduce_scatter" [@bucket] -> [@shard] {kernel_attrs = {axis = "dp"}, stream = 1 : i64}
+    plan.command "event_record" [] -> [] {event = 1 : i64, stream = 1 : i64}
+    plan.command "event_wait" [] -> [] {event = 1 : i64}
+    plan.command "matmul" [@dy, @x] -> [@dw]
+    plan.command "split" [@shard] -> [@g0, @g1]
+    // after: the matmul runs while the reduce-scatter does
+    ... "reduce_scatter" ... "event_record" {stream = 1} ...
+    plan.command "matmul" [@dy, @x] -> [@dw]
+    plan.command "event_wait" [] -> [] {event = 1 : i64}
+    plan.command "split" [@shard] -> [@g0, @g1]
+    ```
+  }];
+  let options = [
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "Most activation bytes alive at once (0: the unscheduled plan's peak)">,
+    Option<"maxOutstanding", "max-outstanding", "int64_t", /*default=*/"4",
+           "Most collectives in flight at once per program">,
   ];
   let dependentDialects = ["::mlperf::plan_ir::PlanDialect"];
 }

@@ -1,5 +1,6 @@
 //===- PlanFromTG.cpp - The execution plan of a train step -----*- C++ -*-===//
 
+#include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Support/ChunkNames.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
@@ -206,6 +207,26 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     };
     return key(a) < key(b);
   };
+  // The output buffer of the reshape that alone reads `value`, when that reshape's result is
+  // returned once, into a buffer that is no view and no input of the program and has
+  // `value`'s bytes.
+  auto reshapedOutput = [&](Value value) -> FlatSymbolRefAttr {
+    if (!value.hasOneUse()) {
+      return {};
+    }
+    auto reshape = dyn_cast<tg::ReshapeOp>(*value.getUsers().begin());
+    auto it = reshape ? outputOf.find(reshape.getResult()) : outputOf.end();
+    if (it == outputOf.end() || llvm::count(ret.getOperands(), reshape.getResult()) != 1 ||
+        llvm::is_contained(inputs, it->second)) {
+      return {};
+    }
+    plan_ir::BufferOp buffer = bufferOps.lookup(it->second.getValue());
+    if (!buffer || buffer.getViewOfAttr() ||
+        storageBytes(value.getType(), 1) != buffer.getStorageBytes()) {
+      return {};
+    }
+    return it->second;
+  };
   auto copy = [&](Location loc, FlatSymbolRefAttr from, FlatSymbolRefAttr to) {
     emit(loc, "copy", {from}, {to}, DictionaryAttr::get(builder.getContext()), 0);
   };
@@ -378,6 +399,12 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         ref = it->second;
       } else if (FlatSymbolRefAttr input = directCallInput(value, &op)) {
         ref = input; // produced straight into the buffer the call reads it from
+      } else if (FlatSymbolRefAttr output = reshapedOutput(value)) {
+        // Read only by a reshape that is returned: produced straight into a view of that
+        // output buffer, so the reshape copies nothing (and a collective's result, an
+        // all-gathered parameter, waits for no copy).
+        ref = addBuffer(func.getSymName().str() + ".view", value.getType(),
+                        bufferOps.lookup(output.getValue()).getArenaAttr(), output);
       } else if (isa<tg::ReshapeOp>(op)) {
         // A view of its input's bytes; a view of a view is a view of the first one.
         FlatSymbolRefAttr source = bufferOf.lookup(op.getOperand(0));
@@ -400,6 +427,10 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       }
     }
     if (!communication) {
+      if (isa<tg::ReshapeOp>(op) &&
+          bufferOps.lookup(operands[0].getValue()).getViewOfAttr() == results[0]) {
+        continue; // its input was produced into a view of its result: the same bytes
+      }
       emit(op.getLoc(), kernel, operands, results, attributes, 0);
       continue;
     }
@@ -599,7 +630,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   // model chunks (interleaved schedule) has such a pair of programs per chunk
   // (`forward.chunk1`, ...), with the chunk's buffers suffixed alike.
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
-  llvm::StringMap<FlatSymbolRefAttr> gradOf;
+  llvm::StringMap<FlatSymbolRefAttr> gradOf, reducedGradOf;
   for (auto [param, value, grad, master, m, v] : parameters) {
     gradOf[param.getSymName()] = grad;
   }
@@ -696,7 +727,34 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         failed(buildProgram(chunkBackward, fbInputs, fbOutputs))) {
       return failure();
     }
-    return success();
+    // The copy of the backward that also reduces the gradients over dp
+    // (dist-decompose-collectives): the same inputs; a gradient reduced to another type (a
+    // ZeRO-1 shard) goes to a buffer of its own, which @optimizer_step reads.
+    func::FuncOp reducing = lookup((chunkBackward.getSymName() + ".reduce").str());
+    if (!reducing) {
+      return success();
+    }
+    if (reducing.getFunctionType().getInputs() != fbType.getInputs() ||
+        reducing.getNumResults() != fbType.getNumResults()) {
+      return reducing.emitError() << "plan-from-tg: @" << reducing.getSymName()
+                                  << " should take and return what @" << chunkBackward.getSymName()
+                                  << " does";
+    }
+    SmallVector<FlatSymbolRefAttr> reducedOutputs(fbOutputs);
+    for (auto [k, name] : llvm::enumerate(names)) {
+      Type type = reducing.getResultTypes()[firstGradient + k];
+      if (type != fbType.getResult(firstGradient + k)) {
+        // The full sum is dead once it is reduced: the reduced gradient (a ZeRO-1 shard)
+        // takes the first bytes of its buffer.
+        FlatSymbolRefAttr grad = gradOf.lookup(name);
+        bool fits = storageBytes(type, 1) <= bufferOps.lookup(grad.getValue()).getStorageBytes();
+        FlatSymbolRefAttr reduced = addBuffer(("grad.reduced." + name).str(), type, persistent,
+                                              fits ? grad : FlatSymbolRefAttr());
+        reducedGradOf[name] = reduced;
+        reducedOutputs[firstGradient + k] = reduced;
+      }
+    }
+    return buildProgram(reducing, fbInputs, reducedOutputs);
   };
   // The persistent inputs and outputs of every program before its activations.
   FlatSymbolRefAttr step, lr, norm;
@@ -727,8 +785,23 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                                                << " and @backward_from_stash" << suffix << ")";
     }
   }
+  // A gradient the last backward reduced to another type (a ZeRO-1 shard) is read from the
+  // buffer it was reduced into.
+  SmallVector<FlatSymbolRefAttr> optGrads(grads);
+  for (auto [i, entry] : llvm::enumerate(parameters)) {
+    Type type = optimizerStep.getArgumentTypes()[1 + i];
+    if (type == std::get<0>(entry).getType()) {
+      continue;
+    }
+    optGrads[i] = reducedGradOf.lookup(std::get<0>(entry).getSymName());
+    if (!optGrads[i]) {
+      return optimizerStep.emitError() << "plan-from-tg: @optimizer_step takes the gradient of @"
+                                       << std::get<0>(entry).getSymName() << " as " << type
+                                       << ", but no backward reduces it to that";
+    }
+  }
   SmallVector<FlatSymbolRefAttr> optInputs{step};
-  for (auto *group : {&grads, &masters, &moments, &squares}) {
+  for (auto *group : {&optGrads, &masters, &moments, &squares}) {
     optInputs.append(group->begin(), group->end());
   }
   SmallVector<FlatSymbolRefAttr> optOutputs(values);

@@ -3,6 +3,7 @@
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/PlanLiveness.h"
 #include "runtime/plan/StreamOrder.h"
 
 #include "mlir/IR/Builders.h"
@@ -47,12 +48,6 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
   auto inArena = [](plan_ir::BufferOp buffer, plan_ir::ArenaOp arena) {
     return buffer.getArena() == arena.getSymName();
   };
-  // The buffer whose bytes `name` uses (itself, or the source of a view).
-  auto root = [&](Attribute ref) -> plan_ir::BufferOp {
-    plan_ir::BufferOp buffer = buffers.lookup(cast<FlatSymbolRefAttr>(ref).getAttr());
-    return buffer && buffer.getViewOfAttr() ? buffers.lookup(buffer.getViewOfAttr().getAttr())
-                                            : buffer;
-  };
 
   // Every offset is assigned afresh (the input may carry stale ones).
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
@@ -74,13 +69,10 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
   // are live during the call); per program the top of that stack and its lower bound.
   llvm::StringMap<int64_t> extentOf, boundOf;
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {
-    llvm::DenseMap<Operation *, size_t> rangeOf;
-    std::vector<LiveRange> ranges;
-    std::vector<plan_ir::BufferOp> owners;
     auto commandList = llvm::to_vector(program.getBody().front().getOps<plan_ir::CommandOp>());
-    // A command may run while the other stream goes on (runtime/plan/StreamOrder.h): its
-    // buffers stay alive over every command of the other stream that can run at the same
-    // time (from the fork to the join of a collective).
+    // A command may run while the other stream goes on (runtime/plan/StreamOrder.h): a
+    // communication command's buffers stay alive over every compute command that can run at
+    // the same time (from the fork to the join of a collective).
     SmallVector<StringRef> names;
     std::vector<rt::StreamCommand> ordered = plan_ir::streamCommands(program, symbols, names);
     rt::StreamOrder order;
@@ -88,37 +80,29 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
             rt::StreamOrder::analyze(ordered, static_cast<uint32_t>(program.getStreams()), order)) {
       return commandList[problem->command].emitOpError() << problem->message;
     }
-    std::vector<int64_t> joinedAt(commandList.size()), forkedAt(commandList.size());
-    for (size_t i = 0; i < commandList.size(); ++i) {
-      auto [first, last] = order.window(i);
-      forkedAt[i] = first <= last ? std::min<int64_t>(first, i) : static_cast<int64_t>(i);
-      joinedAt[i] = first <= last ? std::max<int64_t>(last, i) : static_cast<int64_t>(i);
-    }
-    int64_t index = 0;
-    for (auto command : commandList) {
-      for (ArrayAttr refs : {command.getOperands(), command.getResults()}) {
-        for (Attribute attr : refs) {
-          plan_ir::BufferOp buffer = root(attr);
-          if (!buffer || !inArena(buffer, activations)) {
-            continue;
-          }
-          auto [used, fresh] = programOf.try_emplace(buffer, program.getSymName());
-          if (!fresh && used->second != program.getSymName()) {
-            return command.emitError()
-                   << "plan-memory: activation buffer @" << buffer.getSymName()
-                   << " is used by programs @" << used->second << " and @" << program.getSymName()
-                   << "; programs share the arena, so they cannot";
-          }
-          auto [it, first] = rangeOf.try_emplace(buffer, ranges.size());
-          if (first) {
-            ranges.push_back({alignUp(buffer.getStorageBytes()), forkedAt[index], index, 0});
-            owners.push_back(buffer);
-          }
-          ranges[it->second].firstUse = std::min(ranges[it->second].firstUse, forkedAt[index]);
-          ranges[it->second].lastUse = std::max(ranges[it->second].lastUse, joinedAt[index]);
-        }
+    std::vector<int64_t> bytes(names.size(), 0);
+    std::vector<plan_ir::BufferOp> rootOf(names.size());
+    for (auto [id, name] : llvm::enumerate(names)) {
+      plan_ir::BufferOp buffer = buffers.lookup(builder.getStringAttr(name));
+      if (buffer && inArena(buffer, activations)) {
+        bytes[id] = alignUp(buffer.getStorageBytes());
+        rootOf[id] = buffer;
       }
-      ++index;
+    }
+    std::vector<BufferLife> lives = liveRanges(ordered, order, bytes);
+    std::vector<LiveRange> ranges;
+    std::vector<plan_ir::BufferOp> owners;
+    for (const BufferLife &life : lives) {
+      plan_ir::BufferOp buffer = rootOf[life.buffer];
+      auto [used, fresh] = programOf.try_emplace(buffer, program.getSymName());
+      if (!fresh && used->second != program.getSymName()) {
+        return commandList[life.range.firstUse].emitError()
+               << "plan-memory: activation buffer @" << buffer.getSymName()
+               << " is used by programs @" << used->second << " and @" << program.getSymName()
+               << "; programs share the arena, so they cannot";
+      }
+      ranges.push_back(life.range);
+      owners.push_back(buffer);
     }
     int64_t base = 0;
     std::vector<int64_t> calleeBound(commandList.size() + 1, 0);

@@ -154,9 +154,9 @@ Status validatePlan(const plan::Plan &p) {
                                        ? &p.buffers(static_cast<int>(b.view_of()))
                                        : nullptr;
       if (!source || source->has_view_of() || source->memory_class() != b.memory_class() ||
-          source->offset() != b.offset() || source->size() != b.size()) {
+          source->offset() != b.offset() || source->size() < b.size()) {
         return invalid(where + " is a view of buffer " + std::to_string(b.view_of()) +
-                       ", which is no earlier buffer with its bytes");
+                       ", which is no earlier buffer holding its bytes");
       }
       continue;
     }

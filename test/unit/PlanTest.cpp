@@ -206,7 +206,7 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          view->set_id(2);
          view->set_view_of(1); // in the other arena
        },
-       "buffer 2 ('b') is a view of buffer 1, which is no earlier buffer with its bytes"},
+       "buffer 2 ('b') is a view of buffer 1, which is no earlier buffer holding its bytes"},
       {[](plan::Plan &p) { p.mutable_buffers(1)->set_offset(16); },
        "buffer 1 ('b') at offset 16 is not 256-byte aligned"},
       {[](plan::Plan &p) { p.mutable_arenas(0)->set_size(uint64_t{1} << 63); },

@@ -122,6 +122,26 @@ static cl::opt<std::string> compileParallel(
              "is checked against the cluster and the model"),
     cl::cat(mlperfcCategory()));
 
+static cl::opt<double> compileBucketMiB(
+    "bucket-mib", cl::sub(compileCommand), cl::value_desc("MiB"),
+    cl::desc("Gradient bytes per data-parallel bucket (dist-decompose-collectives; default "
+             "Megatron's 40 M elements of the gradient type)"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<bool>
+    compileSchedule("schedule", cl::sub(compileCommand), cl::init(true),
+                    cl::desc("Overlap collectives with computation (plan-schedule; default on). "
+                             "--schedule=false keeps every collective's wait right after it"),
+                    cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compileScheduleMemoryLimit(
+    "schedule-memory-limit", cl::sub(compileCommand), cl::value_desc("SIZE"),
+    cl::desc("Most activation bytes plan-schedule may keep alive at once, e.g. 40GiB "
+             "(default: the unscheduled plan's peak, so scheduling never needs more memory)"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<int64_t> compileMaxOutstanding(
+    "max-outstanding", cl::sub(compileCommand), cl::init(4), cl::value_desc("N"),
+    cl::desc("Most collectives plan-schedule keeps in flight at once (default 4)"),
+    cl::cat(mlperfcCategory()));
+
 static cl::opt<bool> compileAudit(
     "audit", cl::sub(compileCommand),
     cl::desc("Audit what was just compiled (mlperfc audit: pass classes, certificates, "
@@ -359,6 +379,28 @@ int runCompile() {
   options.fuseCrossEntropy = compileFuseCrossEntropy;
   options.fuseAddRMSNorm = compileFuseAddRMSNorm;
   options.fuseRopeQK = compileFuseRopeQK;
+  if (compileBucketMiB.getNumOccurrences() > 0) {
+    if (!(compileBucketMiB > 0) || compileBucketMiB > 1024.0 * 1024.0) {
+      return fail("--bucket-mib must be a positive size in MiB (at most 1 TiB), got " +
+                  llvm::formatv("{0}", compileBucketMiB.getValue()).str());
+    }
+    options.bucketBytes =
+        std::max<int64_t>(1, static_cast<int64_t>(compileBucketMiB * 1024.0 * 1024.0));
+  }
+  options.schedule = compileSchedule;
+  if (compileMaxOutstanding < 1) {
+    return fail("--max-outstanding must be at least 1, got " +
+                llvm::Twine(compileMaxOutstanding.getValue()));
+  }
+  options.maxOutstanding = compileMaxOutstanding;
+  if (!compileScheduleMemoryLimit.empty()) {
+    std::optional<int64_t> bytes = parseByteSize(compileScheduleMemoryLimit);
+    if (!bytes) {
+      return fail("--schedule-memory-limit must be a size such as 40GiB or 512MiB, got '" +
+                  compileScheduleMemoryLimit + "'");
+    }
+    options.scheduleMemoryLimit = *bytes;
+  }
   std::optional<DeviceMemory> device;
   if (!compileDevice.empty()) {
     device.emplace();
@@ -397,6 +439,7 @@ int runCompile() {
                 llvm::Twine(mesh.microBatch) + ")");
   }
   options.accumulationSteps = accumulationStepsOnOneRank(model) / mesh.dp;
+
   auto started = std::chrono::steady_clock::now();
   // Size and FLOPs of the declaration, before lowering rewrites it.
   ModelSummary declared = summarizeModel(model);

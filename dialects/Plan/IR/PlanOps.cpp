@@ -107,9 +107,8 @@ LogicalResult BufferOp::verifySymbolUses(SymbolTableCollection &symbols) {
     if (failed(source)) {
       return failure();
     }
-    if (source->getArenaAttr() != getArenaAttr() ||
-        source->getStorageBytes() != getStorageBytes()) {
-      return emitOpError() << "must view a buffer of the same arena and byte size";
+    if (source->getArenaAttr() != getArenaAttr() || source->getStorageBytes() < getStorageBytes()) {
+      return emitOpError() << "must view a buffer of the same arena with at least its bytes";
     }
     // One level: liveness and placement follow a view to its source, never further.
     if (source->getViewOfAttr()) {

@@ -1,0 +1,425 @@
+//===- DistDecomposeCollectives.cpp - Gradient buckets in the last backward -*- C++ -*-===//
+//
+// Moves each parameter's data-parallel gradient reduction out of @optimizer_step into a copy
+// of the backward that runs last in @train_step, and packs the gradients into buckets in the
+// order the backward completes them: one collective per bucket instead of one per parameter,
+// issued while the rest of the backward still runs (plan-schedule then lets it overlap). The
+// pass description in Passes.td has the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Support/RewriteClass.h"
+#include "compiler/Support/StepRoles.h"
+#include "compiler/Transforms/Passes.h"
+#include "runtime/plan/StepRoles.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <map>
+
+#define DEBUG_TYPE "dist-decompose-collectives"
+
+namespace mlperf {
+#define GEN_PASS_DEF_DISTDECOMPOSECOLLECTIVESPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+constexpr StringLiteral kMesh = "mesh";
+/// Megatron's default bucket: 40 M elements of the gradient type.
+constexpr int64_t kDefaultBucketElements = 40'000'000;
+
+/// One parameter's gradient reduction as tg-optimizer and dist-partition left it in
+/// @optimizer_step: from the gradient argument, ops that each read the previous one's result
+/// only (a tp all-reduce of a sequence-parallel weight, the flattening reshape), up to the
+/// dp collective whose result the optimizer reads.
+struct Reduction {
+  unsigned argument = 0;           // the gradient argument of @optimizer_step
+  SmallVector<Operation *> prefix; // the ops before the dp collective, in order
+  Operation *start = nullptr;      // the dp collective's start
+  dist::DoneOp done;
+  bool scatter = false; // reduce-scatter (ZeRO-1) rather than all-reduce
+};
+
+/// The reduction of `argument`, if it is a chain ending in a dp collective.
+std::optional<Reduction> findReduction(BlockArgument argument) {
+  Reduction reduction;
+  reduction.argument = argument.getArgNumber();
+  Value value = argument;
+  while (value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    if (isa<tg::ReshapeOp>(user)) {
+      reduction.prefix.push_back(user);
+      value = user->getResult(0);
+      continue;
+    }
+    if (!isa<dist::AllReduceStartOp, dist::ReduceScatterStartOp>(user) ||
+        !user->getResult(0).hasOneUse()) {
+      return std::nullopt;
+    }
+    auto done = dyn_cast<dist::DoneOp>(*user->getResult(0).getUsers().begin());
+    auto axes = user->getAttrOfType<ArrayAttr>("axes");
+    if (!done || !done.getResult() || !axes || axes.size() != 1) {
+      return std::nullopt;
+    }
+    auto dim = user->getAttrOfType<IntegerAttr>("dim");
+    if (dim && dim.getInt() != 0) {
+      return std::nullopt; // a sequence split is not a gradient reduction
+    }
+    if (cast<StringAttr>(axes[0]).getValue() != "dp") {
+      reduction.prefix.append({user, done}); // the tp sum of a sequence-parallel weight
+      value = done.getResult();
+      continue;
+    }
+    reduction.start = user;
+    reduction.done = done;
+    reduction.scatter = isa<dist::ReduceScatterStartOp>(user);
+    return reduction;
+  }
+  return std::nullopt;
+}
+
+/// A gradient reduced in the last backward, viewed as [rows, columns] (rows = dp for a
+/// reduce-scatter: row r is what rank r keeps) and cut into one piece per bucket it falls in.
+struct Item {
+  Reduction *reduction = nullptr;
+  unsigned result = 0; // the backward result it replaces
+  Value input;         // the dp collective's input, in the backward
+  int64_t rows = 1, columns = 0;
+  SmallVector<int64_t> widths; // columns per piece, in bucket order
+  SmallVector<Value> pieces;   // [rows, width] each
+  SmallVector<Value> reduced;  // [width] each, after the bucket's collective
+};
+
+/// One collective: pieces of consecutive gradients, `columns` wide in all.
+struct Bucket {
+  SmallVector<std::pair<size_t, unsigned>> segments; // (item, piece)
+  int64_t columns = 0;
+  bool scatter = false;
+  Type element;
+  Value future;
+};
+
+int64_t elementBytes(Type element) {
+  return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+}
+
+/// Fills buckets in the order of `items` (the backward's completion order), one open bucket per
+/// kind of collective and element type, cutting a gradient where a bucket fills up.
+std::vector<Bucket> planBuckets(std::vector<Item> &items, int64_t bucketBytes) {
+  std::vector<Bucket> buckets;
+  std::map<std::pair<bool, const void *>, size_t> open;
+  for (auto [index, item] : llvm::enumerate(items)) {
+    Type element = cast<RankedTensorType>(item.input.getType()).getElementType();
+    int64_t capacityElements = bucketBytes > 0
+                                   ? std::max<int64_t>(1, bucketBytes / elementBytes(element))
+                                   : kDefaultBucketElements;
+    int64_t capacity = std::max<int64_t>(1, capacityElements / item.rows);
+    auto key = std::make_pair(item.reduction->scatter, element.getAsOpaquePointer());
+    for (int64_t left = item.columns; left > 0;) {
+      auto it = open.find(key);
+      if (it == open.end()) {
+        it = open.emplace(key, buckets.size()).first;
+        buckets.push_back({{}, 0, item.reduction->scatter, element, Value()});
+      }
+      Bucket &bucket = buckets[it->second];
+      int64_t width = std::min(left, capacity - bucket.columns);
+      bucket.segments.push_back({index, static_cast<unsigned>(item.widths.size())});
+      bucket.columns += width;
+      item.widths.push_back(width);
+      left -= width;
+      if (bucket.columns == capacity) {
+        open.erase(it);
+      }
+    }
+  }
+  return buckets;
+}
+
+struct DistDecomposeCollectivesPass
+    : impl::DistDecomposeCollectivesPassBase<DistDecomposeCollectivesPass> {
+  using DistDecomposeCollectivesPassBase::DistDecomposeCollectivesPassBase;
+
+  void runOnOperation() override {
+    if (bucketBytes < 0) {
+      getOperation().emitError() << "dist-decompose-collectives: bucket-bytes must be positive "
+                                    "(0: Megatron's 40 M elements), not "
+                                 << bucketBytes;
+      return signalPassFailure();
+    }
+    for (auto model : getOperation().getOps<tg::ModelOp>()) {
+      if (failed(runOnModel(model))) {
+        return signalPassFailure();
+      }
+    }
+  }
+
+  LogicalResult runOnModel(tg::ModelOp model) {
+    auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, kMesh));
+    if (!mesh || mesh.getAxisSize("dp") == 1) {
+      return success(); // no gradient is reduced over ranks
+    }
+    dp = mesh.getAxisSize("dp");
+    auto lookup = [&](StringRef name) {
+      return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
+    };
+    func::FuncOp optimizer = lookup("optimizer_step"), trainStep = lookup("train_step");
+    if (!optimizer || !trainStep) {
+      return model.emitError() << "dist-decompose-collectives needs @optimizer_step and "
+                                  "@train_step: run tg-train-step first";
+    }
+    SmallVector<func::CallOp> optimizerCalls;
+    trainStep.walk([&](func::CallOp call) {
+      if (call.getCallee() == optimizer.getSymName()) {
+        optimizerCalls.push_back(call);
+      }
+    });
+    if (optimizerCalls.size() != 1) {
+      return trainStep.emitError() << "dist-decompose-collectives: @train_step should call "
+                                      "@optimizer_step once, not "
+                                   << optimizerCalls.size() << " times";
+    }
+    func::CallOp optimizerCall = optimizerCalls.front();
+
+    // The reductions to move, by the call of the backward whose result they read: the
+    // backward that completes each gradient sum.
+    std::vector<Reduction> reductions;
+    for (BlockArgument argument : optimizer.getArguments()) {
+      std::optional<StepRole> role = argRole(optimizer, argument.getArgNumber());
+      if (!role || role->role != rt::role::kGrad) {
+        continue;
+      }
+      if (std::optional<Reduction> reduction = findReduction(argument)) {
+        reductions.push_back(std::move(*reduction));
+      }
+    }
+    llvm::MapVector<Operation *, SmallVector<std::pair<Reduction *, unsigned>>> byCall;
+    for (Reduction &reduction : reductions) {
+      Value operand = optimizerCall.getOperand(reduction.argument);
+      auto call = operand.getDefiningOp<func::CallOp>();
+      if (!call || !operand.hasOneUse()) {
+        continue; // summed elsewhere: reduced in @optimizer_step as before
+      }
+      byCall[call].push_back({&reduction, cast<OpResult>(operand).getResultNumber()});
+    }
+    llvm::DenseSet<StringRef> callees;
+    for (auto &[op, moved] : byCall) {
+      if (!callees.insert(cast<func::CallOp>(op).getCallee()).second) {
+        return trainStep.emitError()
+               << "dist-decompose-collectives: two calls of @" << cast<func::CallOp>(op).getCallee()
+               << " complete gradient sums";
+      }
+    }
+    for (auto &[op, moved] : byCall) {
+      if (failed(reduceInClone(model, cast<func::CallOp>(op), moved))) {
+        return failure();
+      }
+    }
+    // @optimizer_step now takes what the moved collectives produced.
+    for (auto &[op, moved] : byCall) {
+      for (auto [reduction, result] : moved) {
+        BlockArgument argument = optimizer.getArgument(reduction->argument);
+        Value reduced = reduction->done.getResult();
+        argument.setType(reduced.getType());
+        reduced.replaceAllUsesWith(argument);
+        reduction->done->erase();
+        reduction->start->erase();
+        for (Operation *prefix : llvm::reverse(reduction->prefix)) {
+          prefix->erase();
+        }
+      }
+    }
+    optimizer.setFunctionType(FunctionType::get(optimizer.getContext(),
+                                                optimizer.getBody().front().getArgumentTypes(),
+                                                optimizer.getResultTypes()));
+    return success();
+  }
+
+  /// A copy of `call`'s callee that returns the moved gradients reduced, bucketed; the call
+  /// calls it instead.
+  LogicalResult reduceInClone(tg::ModelOp model, func::CallOp call,
+                              ArrayRef<std::pair<Reduction *, unsigned>> moved) {
+    auto callee = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, call.getCalleeAttr()));
+    OpBuilder builder(callee);
+    builder.setInsertionPointAfter(callee);
+    func::FuncOp clone = cast<func::FuncOp>(builder.clone(*callee));
+    clone.setSymName((callee.getSymName() + ".reduce").str());
+    if (SymbolTable::lookupSymbolIn(model, clone.getSymName()) != clone) {
+      return callee.emitError() << "dist-decompose-collectives: @" << clone.getSymName()
+                                << " exists already";
+    }
+    Block &body = clone.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    llvm::DenseMap<Operation *, int64_t> position;
+    for (auto [index, op] : llvm::enumerate(body)) {
+      position[&op] = static_cast<int64_t>(index);
+    }
+    auto completedAt = [&](Value value) -> int64_t {
+      Operation *def = value.getDefiningOp();
+      return def ? position.lookup(def) : -1;
+    };
+
+    // Each gradient's prefix (a tp sum, the flattening) right where the backward completes it.
+    std::vector<Item> items;
+    for (auto [reduction, result] : moved) {
+      Value gradient = ret.getOperand(result);
+      builder.setInsertionPointAfterValue(gradient);
+      IRMapping mapping;
+      mapping.map(reduction->prefix.empty() ? reduction->start->getOperand(0)
+                                            : reduction->prefix.front()->getOperand(0),
+                  gradient);
+      for (Operation *op : reduction->prefix) {
+        builder.clone(*op, mapping);
+      }
+      Item item;
+      item.reduction = reduction;
+      item.result = result;
+      item.input = mapping.lookupOrDefault(reduction->start->getOperand(0));
+      int64_t elements = cast<RankedTensorType>(item.input.getType()).getNumElements();
+      item.rows = reduction->scatter ? dp : 1;
+      if (elements % item.rows != 0) {
+        return callee.emitError() << "dist-decompose-collectives: a gradient of " << elements
+                                  << " elements does not split over dp=" << dp;
+      }
+      item.columns = elements / item.rows;
+      items.push_back(std::move(item));
+    }
+    // Completion order: where the backward computed the sum (before the prefix was added).
+    llvm::DenseMap<unsigned, int64_t> order;
+    for (auto [reduction, result] : moved) {
+      order[result] = completedAt(ret.getOperand(result));
+    }
+    llvm::stable_sort(items, [&](const Item &a, const Item &b) {
+      return order.lookup(a.result) < order.lookup(b.result);
+    });
+    std::vector<Bucket> buckets = planBuckets(items, bucketBytes);
+    SmallVector<SmallVector<size_t>> closedBy(items.size());
+    for (auto [index, bucket] : llvm::enumerate(buckets)) {
+      closedBy[bucket.segments.back().first].push_back(index);
+    }
+
+    // Pieces as soon as a gradient is complete; a bucket's collective starts once its last
+    // piece exists.
+    Location loc = callee.getLoc();
+    Operation *last = nullptr;
+    for (auto [index, item] : llvm::enumerate(items)) {
+      Operation *def = item.input.getDefiningOp();
+      if (!last || (def && last->isBeforeInBlock(def))) {
+        builder.setInsertionPointAfterValue(item.input);
+      }
+      auto element = cast<RankedTensorType>(item.input.getType()).getElementType();
+      Value view = tg::ReshapeOp::create(
+          builder, loc, RankedTensorType::get({item.rows, item.columns}, element), item.input);
+      last = view.getDefiningOp();
+      if (item.widths.size() == 1) {
+        item.pieces.push_back(view);
+      } else {
+        SmallVector<Type> types;
+        for (int64_t width : item.widths) {
+          types.push_back(RankedTensorType::get({item.rows, width}, element));
+        }
+        auto split = tg::SplitOp::create(builder, loc, types, view, builder.getI64IntegerAttr(1),
+                                         builder.getDenseI64ArrayAttr(item.widths));
+        item.pieces.assign(split.getResults().begin(), split.getResults().end());
+        last = split;
+      }
+      for (size_t b : closedBy[index]) {
+        Bucket &bucket = buckets[b];
+        int64_t rows = item.rows;
+        SmallVector<Value> parts;
+        for (auto [owner, piece] : bucket.segments) {
+          parts.push_back(items[owner].pieces[piece]);
+        }
+        Value packed =
+            parts.size() == 1
+                ? parts[0]
+                : tg::ConcatOp::create(builder, loc,
+                                       RankedTensorType::get({rows, bucket.columns}, element),
+                                       parts, builder.getI64IntegerAttr(1))
+                      .getResult();
+        Value flat = tg::ReshapeOp::create(
+            builder, loc, RankedTensorType::get({rows * bucket.columns}, element), packed);
+        auto reducedType = RankedTensorType::get({bucket.columns}, element);
+        auto futureType = dist::FutureType::get(builder.getContext(), reducedType);
+        auto meshRef = FlatSymbolRefAttr::get(builder.getContext(), kMesh);
+        auto axes = builder.getStrArrayAttr({"dp"});
+        Operation *start =
+            bucket.scatter
+                ? dist::ReduceScatterStartOp::create(builder, loc, futureType, flat, meshRef, axes)
+                      .getOperation()
+                : dist::AllReduceStartOp::create(builder, loc, futureType, flat, meshRef, axes)
+                      .getOperation();
+        bucket.future = start->getResult(0);
+        last = start;
+      }
+    }
+
+    // The dones at the end, where the optimizer would have waited: each gradient's reduced
+    // value from its pieces.
+    builder.setInsertionPoint(ret);
+    for (Bucket &bucket : buckets) {
+      auto reducedType = RankedTensorType::get({bucket.columns}, bucket.element);
+      Value reduced = dist::DoneOp::create(builder, loc, reducedType, bucket.future).getResult();
+      SmallVector<Value> parts{reduced};
+      if (bucket.segments.size() > 1) {
+        SmallVector<int64_t> sizes;
+        SmallVector<Type> types;
+        for (auto [owner, piece] : bucket.segments) {
+          sizes.push_back(items[owner].widths[piece]);
+          types.push_back(RankedTensorType::get({sizes.back()}, bucket.element));
+        }
+        auto split = tg::SplitOp::create(builder, loc, types, reduced, builder.getI64IntegerAttr(0),
+                                         builder.getDenseI64ArrayAttr(sizes));
+        parts.assign(split.getResults().begin(), split.getResults().end());
+      }
+      for (auto [segment, part] : llvm::zip(bucket.segments, parts)) {
+        Item &owner = items[segment.first];
+        owner.reduced.resize(owner.widths.size());
+        owner.reduced[segment.second] = part;
+      }
+    }
+    for (Item &item : items) {
+      auto element = cast<RankedTensorType>(item.input.getType()).getElementType();
+      Value value = item.reduced.front();
+      if (item.reduced.size() > 1) {
+        value = tg::ConcatOp::create(builder, loc, RankedTensorType::get({item.columns}, element),
+                                     item.reduced, builder.getI64IntegerAttr(0));
+      }
+      Type reducedType = item.reduction->done.getResult().getType();
+      if (value.getType() != reducedType) {
+        value = tg::ReshapeOp::create(builder, loc, reducedType, value);
+      }
+      ret.setOperand(item.result, value);
+    }
+    clone.setFunctionType(
+        FunctionType::get(clone.getContext(), clone.getArgumentTypes(), ret.getOperandTypes()));
+
+    // The train step calls the copy.
+    builder.setInsertionPoint(call);
+    auto reducing = func::CallOp::create(builder, call.getLoc(), clone, call.getOperands());
+    reducing->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    call.replaceAllUsesWith(reducing.getResults());
+    call.erase();
+    return success();
+  }
+
+  int64_t dp = 1;
+};
+
+} // namespace
+} // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "dist-decompose-collectives", kReassociation,
+    "gradients reduced over dp in buckets of several parameters, in the last backward; each "
+    "element is still summed over the ranks in group order, so the bits are unchanged on "
+    "the CPU backend, but a collective library may sum a larger message in another order");
