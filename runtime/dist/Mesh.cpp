@@ -139,6 +139,16 @@ Status parseParallel(std::string_view text, MeshShape &mesh) {
                       : key == "zero"        ? &mesh.zero
                       : key == "micro_batch" ? &mesh.microBatch
                                              : nullptr;
+    if (key == "fsdp") {
+      return invalid("--parallel fsdp=" + std::string(value) +
+                     ": fully sharded data parallelism (ZeRO-3, and HSDP with fsdp=node) is not "
+                     "supported yet; zero=1 shards the optimizer state over dp");
+    }
+    if (key == "zero" && (value == "2" || value == "3")) {
+      return invalid("--parallel zero=" + std::string(value) +
+                     ": ZeRO-2 and ZeRO-3 (sharded gradients and parameters) are not supported "
+                     "yet; zero=1 shards the optimizer state over dp");
+    }
     if (!target) {
       return invalid("--parallel key '" + key +
                      "' is unknown (known: dp, tp, pp, vp, sp, zero, micro_batch)");
