@@ -18,6 +18,12 @@
 
 namespace mlperf {
 
+/// Plan buffers start at multiples of 256 bytes (docs/plan-format.md): `bytes` rounded up.
+constexpr int64_t kPlanBufferAlignment = 256;
+inline int64_t alignedPlanBytes(int64_t bytes) {
+  return (bytes + kPlanBufferAlignment - 1) / kPlanBufferAlignment * kPlanBufferAlignment;
+}
+
 /// One activation buffer's range over command positions.
 struct BufferLife {
   uint32_t buffer = 0;

@@ -22,10 +22,6 @@ using namespace mlir;
 namespace mlperf {
 namespace {
 
-constexpr int64_t kAlignment = 256;
-
-int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
 LogicalResult placePlan(plan_ir::PlanOp plan) {
   SymbolTableCollection symbols;
   Block &body = plan.getBody().front();
@@ -58,7 +54,7 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
     if (inArena(buffer, persistent) && !buffer.getViewOfAttr()) {
       buffer.setOffsetAttr(builder.getI64IntegerAttr(persistentBytes));
-      persistentBytes += alignUp(buffer.getStorageBytes());
+      persistentBytes += alignedPlanBytes(buffer.getStorageBytes());
     }
   }
 
@@ -85,7 +81,7 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
     for (auto [id, name] : llvm::enumerate(names)) {
       plan_ir::BufferOp buffer = buffers.lookup(builder.getStringAttr(name));
       if (buffer && inArena(buffer, activations)) {
-        bytes[id] = alignUp(buffer.getStorageBytes());
+        bytes[id] = alignedPlanBytes(buffer.getStorageBytes());
         rootOf[id] = buffer;
       }
     }
@@ -146,7 +142,7 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
     if (!buffer.getViewOfAttr() && !buffer.getOffsetAttr()) {
       buffer.setOffsetAttr(builder.getI64IntegerAttr(0));
-      arenaBytes = std::max(arenaBytes, alignUp(buffer.getStorageBytes()));
+      arenaBytes = std::max(arenaBytes, alignedPlanBytes(buffer.getStorageBytes()));
     }
   }
   for (auto buffer : body.getOps<plan_ir::BufferOp>()) {

@@ -31,9 +31,6 @@ using namespace mlir;
 namespace mlperf {
 namespace {
 
-constexpr int64_t kAlignment = 256;
-int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
 using Kind = rt::StreamCommand::Kind;
 
 /// A collective as plan-from-tg emits it, five consecutive commands: stream 0 records that
@@ -309,7 +306,7 @@ struct PlanSchedulePass : impl::PlanSchedulePassBase<PlanSchedulePass> {
       for (auto [id, name] : llvm::enumerate(names)) {
         plan_ir::BufferOp buffer = buffers.lookup(builder.getStringAttr(name));
         if (buffer && buffer.getArena() == "activations") {
-          entry.bytes[id] = alignUp(buffer.getStorageBytes());
+          entry.bytes[id] = alignedPlanBytes(buffer.getStorageBytes());
         }
       }
       for (auto [i, command] : llvm::enumerate(entry.commands)) {
