@@ -209,7 +209,19 @@ struct DistDecomposeCollectivesPass
       if (!call || !operand.hasOneUse()) {
         continue; // summed elsewhere: reduced in @optimizer_step as before
       }
-      byCall[call].push_back({&reduction, cast<OpResult>(operand).getResultNumber()});
+      // A sum the backward returns unchanged (a parameter the last micro-batch does not
+      // reach) lives in the caller's buffer: reducing it there would read and write the same
+      // bytes. An empty or non-numeric gradient has nothing to bucket.
+      auto callee =
+          dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, call.getCalleeAttr()));
+      unsigned result = cast<OpResult>(operand).getResultNumber();
+      auto type = dyn_cast<RankedTensorType>(operand.getType());
+      if (!callee || callee.isExternal() || !type || type.getNumElements() == 0 ||
+          !type.getElementType().isIntOrFloat() ||
+          isa<BlockArgument>(callee.getBody().front().getTerminator()->getOperand(result))) {
+        continue;
+      }
+      byCall[call].push_back({&reduction, result});
     }
     llvm::DenseSet<StringRef> callees;
     for (auto &[op, moved] : byCall) {

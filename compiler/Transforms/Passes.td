@@ -696,6 +696,8 @@ def PlanSchedulePass : Pass<"plan-schedule", "::mlir::ModuleOp"> {
       The schedule with every move at its farthest is tried first; if it passes the limit,
       each move goes only as far as stays within it (a binary search per move, the peak
       growing the farther a move goes). A program already over the limit keeps its peak.
+      The limit bounds that lower bound; the arena plan-memory places is larger by its
+      fragmentation and because a caller's buffers are stacked above its callees'.
 
     In a backward that reduces gradient buckets (`dist-decompose-collectives`) the bucket
     of the last layers is reduced while the earlier layers' backward runs; in

@@ -288,6 +288,15 @@ struct PlanSchedulePass : impl::PlanSchedulePassBase<PlanSchedulePass> {
     for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
       buffers[buffer.getSymNameAttr()] = buffer;
     }
+    StringRef activations;
+    for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
+      if (arena.getMemoryClass() == plan_ir::MemoryClass::activations) {
+        activations = arena.getSymName();
+      }
+    }
+    if (activations.empty()) {
+      return plan.emitError() << "plan-schedule: the plan has no activations arena";
+    }
     struct Program {
       plan_ir::ProgramOp op;
       SmallVector<plan_ir::CommandOp> commands;
@@ -305,7 +314,7 @@ struct PlanSchedulePass : impl::PlanSchedulePassBase<PlanSchedulePass> {
       entry.bytes.assign(names.size(), 0);
       for (auto [id, name] : llvm::enumerate(names)) {
         plan_ir::BufferOp buffer = buffers.lookup(builder.getStringAttr(name));
-        if (buffer && buffer.getArena() == "activations") {
+        if (buffer && buffer.getArena() == activations) {
           entry.bytes[id] = alignedPlanBytes(buffer.getStorageBytes());
         }
       }
@@ -332,9 +341,13 @@ struct PlanSchedulePass : impl::PlanSchedulePassBase<PlanSchedulePass> {
                              static_cast<uint32_t>(program.op.getStreams()));
     };
     // The unscheduled peak, and per program the most its callers keep alive at a call of
-    // it: what a callee may add without the caller passing the limit.
+    // it (through every level of calls): what a callee may add without a caller passing the
+    // limit.
     int64_t unscheduled = 0;
     llvm::StringMap<int64_t> callerBytes;
+    llvm::StringMap<SmallVector<std::pair<StringRef, int64_t>>>
+        callsOf; // callee -> (caller, live at the call)
+    std::vector<StringRef> planOrder;
     for (Program &program : programs) {
       ProgramSchedule schedule = scheduleOf(program);
       int64_t peak = schedule.peak();
@@ -349,16 +362,25 @@ struct PlanSchedulePass : impl::PlanSchedulePassBase<PlanSchedulePass> {
       std::vector<int64_t> live =
           liveBytesAt(liveRanges(program.ordered, order, program.bytes), program.commands.size());
       for (auto [index, name] : program.calls) {
-        callerBytes[name] = std::max(callerBytes.lookup(name), live[index]);
+        callsOf[name].push_back({program.op.getSymName(), live[index]});
+      }
+      planOrder.push_back(program.op.getSymName());
+    }
+    // Callers come after their callees: from the last program back, a callee's callers
+    // already know what their own callers hold.
+    for (StringRef name : llvm::reverse(planOrder)) {
+      for (auto [caller, live] : callsOf.lookup(name)) {
+        callerBytes[name] = std::max(callerBytes.lookup(name), live + callerBytes.lookup(caller));
       }
     }
     int64_t limit = memoryLimit > 0 ? static_cast<int64_t>(memoryLimit) : unscheduled;
     for (Program &program : programs) {
       ProgramSchedule schedule = scheduleOf(program);
+      int64_t before = schedule.peak(); // with its callees' scheduled peaks
       if (schedule.collectiveCount() == 0) {
+        peakOf[program.op.getSymName()] = before;
         continue;
       }
-      int64_t before = schedule.peak();
       // A program already over its share keeps its peak: no move may add to it.
       int64_t allowed = std::max(limit - callerBytes.lookup(program.op.getSymName()), before);
       ProgramSchedule unbounded = schedule;
