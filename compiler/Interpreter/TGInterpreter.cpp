@@ -423,35 +423,27 @@ LogicalResult TGInterpreter::runDistributed(Operation &op, llvm::DenseMap<Value,
     return out;
   };
 
+  // A collective's result (its future's value), or its failure.
+  auto storeCollective = [&](Operation *o, FailureOr<HostTensor> result) -> LogicalResult {
+    if (failed(result)) {
+      return failure();
+    }
+    store(o->getResult(0), std::move(*result));
+    return success();
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
       .Case([&](dist::CopyToRegionOp o) {
         HostTensor value = get(o.getInput()); // a copy: inserting may move the map's values
         env[o.getResult()] = std::move(value);
         return success();
       })
-      .Case<dist::ReduceFromRegionOp, dist::AllReduceStartOp>([&](Operation *o) {
-        FailureOr<HostTensor> sum = allReduce(get(o->getOperand(0)));
-        if (failed(sum)) {
-          return failure();
-        }
-        store(o->getResult(0), std::move(*sum));
-        return success();
-      })
+      .Case<dist::ReduceFromRegionOp, dist::AllReduceStartOp>(
+          [&](Operation *o) { return storeCollective(o, allReduce(get(o->getOperand(0)))); })
       .Case<dist::AllGatherRegionOp, dist::AllGatherStartOp>([&](Operation *o) {
-        FailureOr<HostTensor> out = allGather(get(o->getOperand(0)), resultOf(o->getResult(0)));
-        if (failed(out)) {
-          return failure();
-        }
-        store(o->getResult(0), std::move(*out));
-        return success();
+        return storeCollective(o, allGather(get(o->getOperand(0)), resultOf(o->getResult(0))));
       })
       .Case<dist::ReduceScatterRegionOp, dist::ReduceScatterStartOp>([&](Operation *o) {
-        FailureOr<HostTensor> out = reduceScatter(get(o->getOperand(0)), resultOf(o->getResult(0)));
-        if (failed(out)) {
-          return failure();
-        }
-        store(o->getResult(0), std::move(*out));
-        return success();
+        return storeCollective(o, reduceScatter(get(o->getOperand(0)), resultOf(o->getResult(0))));
       })
       .Case([&](dist::LocalShardOp o) {
         HostTensor out = resultOf(o.getResult());
