@@ -119,6 +119,29 @@ double roundTo(DType type, double value) {
   return value;
 }
 
+double fp8MaxFinite(DType type) {
+  switch (type) {
+  case DType::kF8E4M3FN:
+    return kE4M3FN.maxFinite;
+  case DType::kF8E5M2:
+    return kE5M2.maxFinite;
+  default:
+    return 0.0;
+  }
+}
+
+float quantizeFp8(DType type, float value, float scale) {
+  float product = value * scale; // rounded once to f32, as the GPU computes it
+  if (std::isnan(product)) {
+    return product;
+  }
+  // Clamping before rounding saturates: every value beyond the largest finite one (which is
+  // a format value) rounds to it or overflows, and the clamp picks it.
+  auto limit = static_cast<float>(fp8MaxFinite(type));
+  product = std::min(std::max(product, -limit), limit);
+  return static_cast<float>(roundTo(type, product));
+}
+
 namespace {
 
 /// Value of an 8-bit code with `mantissaBits` fraction bits and the given exponent bias.

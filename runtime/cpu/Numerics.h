@@ -31,6 +31,15 @@ bool isFloat(DType type);
 /// overflows to NaN (as ml_dtypes and the OCP fp8 spec do). NaN stays NaN.
 double roundTo(DType type, double value);
 
+/// The largest finite value of an fp8 format (448 for f8E4M3FN, 57344 for f8E5M2); 0 for
+/// other types.
+double fp8MaxFinite(DType type);
+
+/// tg.fp8_quantize of one element: `value * scale` rounded to f32, then to `type` (an fp8
+/// format) ties to even, saturating magnitudes beyond its largest finite value (infinities
+/// included) to that value with their sign; NaN stays NaN.
+float quantizeFp8(DType type, float value, float scale);
+
 /// Storage encoding of a value already representable in `type` (bf16: the upper half of the
 /// float bits; fp8: the OCP encodings) and its inverse. For f32 the float bits.
 uint32_t encodeBits(DType type, double value);

@@ -5,6 +5,7 @@
 #include "runtime/cpu/ThreadPool.h"
 
 #include "runtime/cpu/Attention.h"
+#include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/LinearCrossEntropy.h"
 #include "runtime/cpu/Numerics.h"
@@ -112,7 +113,7 @@ Status invalidInput(const std::string &message) {
 }
 
 Status Dispatch::run(std::string_view op) {
-  if (op == "matmul") {
+  if (op == "matmul" || op == "fp8_matmul") {
     const HostTensor &a = in(0), &b = in(1);
     size_t rank = a.shape.size();
     cpu::MatmulShape s;
@@ -124,6 +125,39 @@ Status Dispatch::run(std::string_view op) {
     s.k = a.shape[rank - (s.transposeA ? 2 : 1)];
     s.broadcastB = b.shape.size() == 2 && rank > 2;
     cpu::matmul(a.data(), b.data(), out().data(), s);
+    if (op == "fp8_matmul") {
+      // The scaled GEMM's epilogue: the f32 sum times both inverse scales, in f32.
+      float factor = (1.0f / in(2).data()[0]) * (1.0f / in(3).data()[0]);
+      float *data = out().data();
+      for (int64_t i = 0, n = out().numElements(); i < n; ++i) {
+        data[i] *= factor;
+      }
+    }
+  } else if (op == "fp8_quantize") {
+    float scale = in(1).data()[0];
+    const float *x = f(0);
+    float *y = out().data();
+    DType type = out().dtype;
+    cpu::parallelChunks(out().numElements(), int64_t{1} << 14, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        y[i] = quantizeFp8(type, x[i], scale);
+      }
+    });
+  } else if (op == "amax") {
+    float result = 0.0f;
+    for (const HostTensor *operand : operands) {
+      result = cpu::amax(operand->data(), operand->numElements(), result);
+    }
+    out().data()[0] = result;
+  } else if (op == "fp8_scale_update") {
+    cpu::AmaxAlgo algo;
+    if (!cpu::parseAmaxAlgo(text("amax_compute_algo"), algo)) {
+      return invalidInput("fp8_scale_update: amax_compute_algo must be \"most_recent\" or "
+                          "\"max\", got \"" +
+                          text("amax_compute_algo") + "\"");
+    }
+    cpu::fp8ScaleUpdate(f(0), in(0).numElements(), in(1).data()[0], in(2).data()[0],
+                        real("fp8_max"), real("margin"), algo, out(0).data(), out(1).data()[0]);
   } else if (op == "add") {
     cpu::add(f(0), f(1), out().data(), out().numElements());
   } else if (op == "mul") {

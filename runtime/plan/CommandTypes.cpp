@@ -22,6 +22,8 @@ bool isFloatType(plan::DType dtype) {
          dtype == plan::F8E5M2;
 }
 
+bool isFp8(plan::DType dtype) { return dtype == plan::F8E4M3FN || dtype == plan::F8E5M2; }
+
 std::string describe(const Shape &shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -164,8 +166,17 @@ std::string Checker::run() {
       sameShape(in(i), out());
     }
     index("dim", static_cast<int64_t>(out().size()));
-  } else if (op == "matmul") {
+  } else if (op == "matmul" || op == "fp8_matmul") {
     allOperandsAndResultsFloat();
+    if (op == "fp8_matmul") {
+      expect(isFp8(operand(0).dtype()) && isFp8(operand(1).dtype()) &&
+                 (result(0).dtype() == plan::BF16 || result(0).dtype() == plan::F32),
+             "fp8_matmul multiplies fp8 operands into bf16 or f32");
+      scalar(operand(2));
+      scalar(operand(3));
+      expect(operand(2).dtype() == plan::F32 && operand(3).dtype() == plan::F32,
+             "fp8_matmul's scales must be f32");
+    }
     Shape a = in(0), b = in(1), c = out();
     if (a.size() < 2 || (b.size() != 2 && b.size() != a.size()) || c.size() != a.size()) {
       fail("operand ranks " + describe(a) + ", " + describe(b) + " -> " + describe(c) +
@@ -183,6 +194,36 @@ std::string Checker::run() {
     bool batchMatches = rb == 2 || std::equal(a.begin(), a.end() - 2, b.begin());
     expect(k == kb && batchMatches && c == expected,
            "matmul " + describe(a) + " x " + describe(b) + " cannot give " + describe(c));
+  } else if (op == "fp8_quantize") {
+    allOperandsAndResultsFloat();
+    sameShape(in(0), out());
+    expect(isFp8(result(0).dtype()) && !isFp8(operand(0).dtype()),
+           "fp8_quantize casts f32 or bf16 to an fp8 format");
+    scalar(operand(1));
+    expect(operand(1).dtype() == plan::F32, "fp8_quantize's scale must be f32");
+  } else if (op == "amax") {
+    allOperandsAndResultsFloat();
+    scalar(result(0));
+    expect(result(0).dtype() == plan::F32, "amax is an f32 scalar");
+  } else if (op == "fp8_scale_update") {
+    allOperandsAndResultsFloat();
+    for (int i = 0; i < 3; ++i) {
+      expect((i == 0 || operand(i).shape_size() == 0) && operand(i).dtype() == plan::F32,
+             "fp8_scale_update takes an f32 history, amax and scale");
+    }
+    expect(in(0).size() == 1 && in(0)[0] >= 1, "the amax history must be 1-D and non-empty");
+    sameShape(in(0), out(0));
+    scalar(result(1));
+    expect(result(0).dtype() == plan::F32 && result(1).dtype() == plan::F32,
+           "fp8_scale_update returns an f32 history and scale");
+    const plan::Attribute *algo = attribute("amax_compute_algo");
+    expect(algo && algo->value_case() == plan::Attribute::kS &&
+               (algo->s() == "most_recent" || algo->s() == "max"),
+           "attribute 'amax_compute_algo' must be \"most_recent\" or \"max\"");
+    const plan::Attribute *fp8Max = attribute("fp8_max"), *margin = attribute("margin");
+    expect(fp8Max && fp8Max->value_case() == plan::Attribute::kF && fp8Max->f() > 0 && margin &&
+               margin->value_case() == plan::Attribute::kF && margin->f() >= 0,
+           "attributes 'fp8_max' (positive) and 'margin' (non-negative) must be floats");
   } else if (op == "transpose") {
     floats({&operand(0), &result(0)});
     const plan::Attribute *perm = attribute("permutation");

@@ -47,6 +47,11 @@ constexpr PlanOpSignature kOps[] = {
     {"adamw", 7, 7, 3, 3},
     {"sum_squares", 1, -1, 1, 1},
     {"sqrt", 1, 1, 1, 1},
+    // fp8 (tg-fp8): scaled casts, scaled GEMMs and the delayed-scaling state update.
+    {"fp8_quantize", 2, 2, 1, 1},
+    {"fp8_matmul", 4, 4, 1, 1},
+    {"amax", 1, -1, 1, 1},
+    {"fp8_scale_update", 3, 3, 2, 2},
     // Collectives over one mesh axis (attribute "axis": dp, tp or pp); blocking.
     {"all_reduce", 1, 1, 1, 1},
     {"reduce_scatter", 1, 1, 1, 1},

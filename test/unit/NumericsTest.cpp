@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,62 @@ TEST(Numerics, RoundingMatchesMlDtypes) {
     ++cases;
   }
   EXPECT_GT(cases, 4000);
+}
+
+// Golden data written by test/oracle/fp8_cases.py with numpy and ml_dtypes: the scaled,
+// saturating cast of tg.fp8_quantize on both sides of every rounding boundary of both formats
+// (at scale 1 and at scales whose f32 product rounding matters), and every bf16 value.
+TEST(Numerics, Fp8QuantizeMatchesMlDtypes) {
+  std::ifstream file(MLPERFC_SOURCE_DIR "/test/oracle/data/fp8_quantize.txt");
+  ASSERT_TRUE(file.good()) << "missing test/oracle/data/fp8_quantize.txt";
+  std::string line;
+  std::getline(file, line);
+  ASSERT_NE(line.find("fp8 quantize cases v1"), std::string::npos) << line;
+  auto check = [](DType type, float x, float scale, uint32_t expected) {
+    float q = quantizeFp8(type, x, scale);
+    if (expected == 0xFF) {
+      return std::isnan(q);
+    }
+    return !std::isnan(q) && encodeBits(type, q) == expected;
+  };
+  int cases = 0, exhaustive = 0;
+  while (std::getline(file, line)) {
+    std::istringstream fields(line);
+    std::string kind;
+    fields >> kind;
+    if (kind == "case") {
+      std::string x, scale, e4m3, e5m2;
+      fields >> x >> scale >> e4m3 >> e5m2;
+      EXPECT_TRUE(
+          check(DType::kF8E4M3FN, fromBits(x), fromBits(scale), std::stoul(e4m3, nullptr, 16)))
+          << "e4m3 of " << x << " * " << scale;
+      EXPECT_TRUE(
+          check(DType::kF8E5M2, fromBits(x), fromBits(scale), std::stoul(e5m2, nullptr, 16)))
+          << "e5m2 of " << x << " * " << scale;
+      ++cases;
+    } else if (kind == "bf16") {
+      std::string scale, format, codes;
+      fields >> scale >> format;
+      DType type = DType::kF32;
+      ASSERT_TRUE(dtypeFromName(format, type)) << format;
+      for (uint32_t pattern = 0; pattern < 65536;) {
+        ASSERT_TRUE(std::getline(file, codes)) << "truncated bf16 section";
+        for (size_t i = 0; i + 1 < codes.size(); i += 2, ++pattern) {
+          uint32_t expected = std::stoul(codes.substr(i, 2), nullptr, 16);
+          float x = fromBits([&] {
+            char hex[9];
+            std::snprintf(hex, sizeof hex, "%08x", pattern << 16);
+            return std::string(hex);
+          }());
+          ASSERT_TRUE(check(type, x, fromBits(scale), expected))
+              << format << " of bf16 pattern " << pattern << " * " << scale;
+          ++exhaustive;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 10000);
+  EXPECT_EQ(exhaustive, 2 * 65536);
 }
 
 // roundBuffer's bf16 path rounds the encoding; roundTo rounds the value: the same for every

@@ -415,47 +415,60 @@ LogicalResult CrossEntropyOp::verify() {
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferredReturnTypes) {
-  auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
-  auto rhsType = cast<RankedTensorType>(adaptor.getRhs().getType());
-  auto fail = [&](auto &&...args) {
-    return emitOptionalError(location, "'tg.matmul' op ", std::forward<decltype(args)>(args)...);
-  };
-
+/// The result shape of `op(lhs) · op(rhs)` (tg.matmul's rules, shared with tg.fp8_matmul),
+/// or an error message.
+static FailureOr<SmallVector<int64_t>> matmulResultShape(RankedTensorType lhsType,
+                                                         RankedTensorType rhsType,
+                                                         bool transposeLhs, bool transposeRhs,
+                                                         std::string &error) {
+  llvm::raw_string_ostream os(error);
   if (lhsType.getRank() < 2 || rhsType.getRank() < 2) {
-    return fail("operands must have rank >= 2, got lhs rank ", lhsType.getRank(), " and rhs rank ",
-                rhsType.getRank());
-  }
-  if (lhsType.getElementType() != rhsType.getElementType()) {
-    return fail("operand element types differ: lhs ", lhsType.getElementType(), ", rhs ",
-                rhsType.getElementType());
+    os << "operands must have rank >= 2, got lhs rank " << lhsType.getRank() << " and rhs rank "
+       << rhsType.getRank();
+    return failure();
   }
   ArrayRef<int64_t> lhsShape = lhsType.getShape();
   ArrayRef<int64_t> rhsShape = rhsType.getShape();
   ArrayRef<int64_t> lhsBatch = lhsShape.drop_back(2);
   ArrayRef<int64_t> rhsBatch = rhsShape.drop_back(2);
   if (!rhsBatch.empty() && rhsBatch != lhsBatch) {
-    return fail("batch dimensions differ: lhs ", shapeString(lhsBatch), ", rhs ",
-                shapeString(rhsBatch),
-                " (rhs must have the same batch dimensions or be a rank-2 matrix)");
+    os << "batch dimensions differ: lhs " << shapeString(lhsBatch) << ", rhs "
+       << shapeString(rhsBatch)
+       << " (rhs must have the same batch dimensions or be a rank-2 matrix)";
+    return failure();
   }
-  bool transposeLhs = adaptor.getTransposeLhs();
-  bool transposeRhs = adaptor.getTransposeRhs();
   int64_t m = lhsShape[lhsShape.size() - (transposeLhs ? 1 : 2)];
   int64_t lhsK = lhsShape[lhsShape.size() - (transposeLhs ? 2 : 1)];
   int64_t rhsK = rhsShape[rhsShape.size() - (transposeRhs ? 1 : 2)];
   int64_t n = rhsShape[rhsShape.size() - (transposeRhs ? 2 : 1)];
   if (lhsK != rhsK) {
-    return fail("contraction dimensions differ: lhs ", shapeString(lhsShape),
-                transposeLhs ? " (transposed)" : "", " has K = ", lhsK, ", rhs ",
-                shapeString(rhsShape), transposeRhs ? " (transposed)" : "", " has K = ", rhsK);
+    os << "contraction dimensions differ: lhs " << shapeString(lhsShape)
+       << (transposeLhs ? " (transposed)" : "") << " has K = " << lhsK << ", rhs "
+       << shapeString(rhsShape) << (transposeRhs ? " (transposed)" : "") << " has K = " << rhsK;
+    return failure();
   }
   SmallVector<int64_t> resultShape(lhsBatch);
   resultShape.push_back(m);
   resultShape.push_back(n);
-  inferredReturnTypes.push_back(RankedTensorType::get(resultShape, lhsType.getElementType()));
+  return resultShape;
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (lhsType.getElementType() != rhsType.getElementType()) {
+    return emitOptionalError(location, "'tg.matmul' op operand element types differ: lhs ",
+                             lhsType.getElementType(), ", rhs ", rhsType.getElementType());
+  }
+  std::string error;
+  FailureOr<SmallVector<int64_t>> shape = matmulResultShape(
+      lhsType, rhsType, adaptor.getTransposeLhs(), adaptor.getTransposeRhs(), error);
+  if (failed(shape)) {
+    return emitOptionalError(location, "'tg.matmul' op ", error);
+  }
+  inferredReturnTypes.push_back(RankedTensorType::get(*shape, lhsType.getElementType()));
   return success();
 }
 
@@ -716,6 +729,78 @@ LogicalResult RandomNormalOp::verify() {
   int64_t stream = getStreamAttr().getInt();
   if (stream < 0 || stream > static_cast<int64_t>(UINT32_MAX)) {
     return emitOpError() << "stream " << stream << " is not a 32-bit stream id";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// fp8 ops
+//===----------------------------------------------------------------------===//
+
+static bool isFp8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
+
+LogicalResult Fp8QuantizeOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  if (!isFp8(resultType.getElementType())) {
+    return emitOpError() << "result must be f8E4M3FN or f8E5M2, got "
+                         << resultType.getElementType();
+  }
+  if (isFp8(inputType.getElementType())) {
+    return emitOpError() << "input must be f32 or bf16, got " << inputType.getElementType();
+  }
+  if (inputType.getShape() != resultType.getShape()) {
+    return emitOpError() << "result shape " << shapeString(resultType.getShape())
+                         << " differs from the input's " << shapeString(inputType.getShape());
+  }
+  return success();
+}
+
+LogicalResult Fp8MatmulOp::verify() {
+  auto lhsType = cast<RankedTensorType>(getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(getRhs().getType());
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  if (!isFp8(lhsType.getElementType()) || !isFp8(rhsType.getElementType())) {
+    return emitOpError() << "operands must be f8E4M3FN or f8E5M2, got " << lhsType.getElementType()
+                         << " and " << rhsType.getElementType();
+  }
+  if (!resultType.getElementType().isF32() && !resultType.getElementType().isBF16()) {
+    return emitOpError() << "result must be bf16 or f32, got " << resultType.getElementType();
+  }
+  std::string error;
+  FailureOr<SmallVector<int64_t>> shape =
+      matmulResultShape(lhsType, rhsType, getTransposeLhs(), getTransposeRhs(), error);
+  if (failed(shape)) {
+    return emitOpError() << error;
+  }
+  if (ArrayRef<int64_t>(*shape) != resultType.getShape()) {
+    return emitOpError() << "result shape " << shapeString(resultType.getShape()) << " should be "
+                         << shapeString(*shape);
+  }
+  return success();
+}
+
+LogicalResult AmaxOp::verify() {
+  if (getInputs().empty()) {
+    return emitOpError() << "needs at least one operand";
+  }
+  return success();
+}
+
+LogicalResult Fp8ScaleUpdateOp::verify() {
+  auto historyType = cast<RankedTensorType>(getHistory().getType());
+  if (historyType.getRank() != 1 || historyType.getDimSize(0) < 1 ||
+      !historyType.getElementType().isF32() || getNewHistory().getType() != historyType) {
+    return emitOpError() << "history must be a non-empty 1-D f32 tensor, and the new history "
+                            "of its type";
+  }
+  StringRef algo = getAmaxComputeAlgo();
+  if (algo != "most_recent" && algo != "max") {
+    return emitOpError() << "amax_compute_algo must be \"most_recent\" or \"max\", got \"" << algo
+                         << "\"";
+  }
+  if (!(getFp8Max().convertToDouble() > 0.0) || getMargin().convertToDouble() < 0.0) {
+    return emitOpError() << "fp8_max must be positive and margin non-negative";
   }
   return success();
 }

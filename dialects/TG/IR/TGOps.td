@@ -678,6 +678,99 @@ def TG_MatmulOp : TG_Op<"matmul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
   let hasCanonicalizer = 1;
 }
 
+// fp8 ops: tg-fp8 inserts them; the exact rounding and the scaling recipe are in
+// docs/dialects/tg.md ("fp8") and docs/numerics.md.
+def TG_Fp8QuantizeOp : TG_Op<"fp8_quantize", [Pure]> {
+  let summary = "Scaled, saturating cast to an 8-bit float format";
+  let description = [{
+    `result[i] = sat(rne(f32(f32(input[i]) · scale)))` in the result's format (f8E4M3FN or
+    f8E5M2): the product rounded once to f32, then to the nearest fp8 value (ties to even),
+    magnitudes beyond the format's largest finite value (448 for E4M3, 57344 for E5M2) and
+    infinities saturated to it with their sign; NaN stays NaN. As Transformer Engine's cast
+    kernels (CUDA's `__NV_SATFINITE` conversions). `scale` is an f32 scalar.
+
+    ```mlir
+    %xq = tg.fp8_quantize %x, %scale : tensor<8x64xbf16>, tensor<f32> -> tensor<8x64xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, TG_F32Scalar:$scale);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_Fp8MatmulOp : TG_Op<"fp8_matmul", [Pure]> {
+  let summary = "Matrix multiplication of fp8 operands with their scales, f32 accumulation";
+  let description = [{
+    `result = rnd(acc · f32(f32(1 / lhs_scale) · f32(1 / rhs_scale)))` with `acc` the
+    `tg.matmul` of the operands' values (same shapes, transposes and broadcasting) summed in
+    f32, `lhs_scale` / `rhs_scale` the f32 scalars the operands were quantized with
+    (`tg.fp8_quantize`), and `rnd` the rounding to the result type (bf16 or f32). The
+    operands may be of different fp8 formats (E5M2 gradients times E4M3 weights), as
+    cuBLASLt's scaled fp8 GEMMs take them.
+
+    ```mlir
+    %y = tg.fp8_matmul %xq, %wq, %sx, %sw {transpose_rhs} : tensor<8x64xf8E4M3FN>, tensor<160x64xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<8x160xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$lhs, TG_Tensor:$rhs, TG_F32Scalar:$lhs_scale,
+                       TG_F32Scalar:$rhs_scale, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $lhs_scale `,` $rhs_scale attr-dict `:` type($lhs) `,` type($rhs) `,`
+    type($lhs_scale) `,` type($rhs_scale) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AmaxOp : TG_Op<"amax", [Pure]> {
+  let summary = "The largest magnitude over every element of the operands";
+  let description = [{
+    `max |x|` over all elements of all operands, as an f32 scalar (exact: every operand value
+    is an f32 value); NaN elements are skipped (`fmaxf`, as Transformer Engine's amax
+    kernels), infinities count; 0 when there is no other element. The amax of a fused GEMM's
+    operands (q, k and v projections sharing a scale) is one op over all of them.
+
+    ```mlir
+    %a = tg.amax %x, %y : tensor<8x64xbf16>, tensor<8x32xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$inputs);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
+def TG_Fp8ScaleUpdateOp : TG_Op<"fp8_scale_update", [Pure,
+    AllTypesMatch<["history", "new_history"]>]> {
+  let summary = "Delayed scaling: records an amax, rolls the history, computes the next scale";
+  let description = [{
+    Transformer Engine's `amax_and_scale_update` kernel on one tensor's state, in f32.
+    `history` (length L) is TE's amax history at rest (row 0 is where the next amax is
+    recorded). With `h = history` where `h[0] = fmaxf(history[0], amax)`:
+
+    - `a = h[0]` (`amax_compute_algo = "most_recent"`) or `max(h)` (`"max"`);
+    - `new_scale = f32(fp8_max · 2^-margin) / a` when `a` is finite and positive, `scale`
+      otherwise;
+    - `new_history[0] = 0`, `new_history[i] = h[i + 1]` for `0 < i < L - 1`,
+      `new_history[L - 1] = h[0]` (TE's roll).
+
+    ```mlir
+    %h2, %s2 = tg.fp8_scale_update %h, %amax, %s {fp8_max = 448.0, margin = 0.0, amax_compute_algo = "most_recent"} : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$history, TG_F32Scalar:$amax, TG_F32Scalar:$scale,
+                       F64Attr:$fp8_max, F64Attr:$margin, StrAttr:$amax_compute_algo);
+  let results = (outs TG_Tensor:$new_history, TG_F32Scalar:$new_scale);
+  let assemblyFormat = [{
+    $history `,` $amax `,` $scale attr-dict `:` type($history)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_TransposeOp : TG_Op<"transpose", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
     DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes the dimensions of a tensor";

@@ -551,3 +551,39 @@ func.func @linear_cross_entropy_shape(%h: tensor<4x8xf32>, %w: tensor<16x6xf32>,
   %loss = tg.linear_cross_entropy %h, %w, %labels {logits_type = "f32"} : tensor<4x8xf32>, tensor<16x6xf32>, tensor<4xi32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// Tests that a scaled cast produces an fp8 format.
+func.func @fp8_quantize_to_bf16(%x: tensor<4xf32>, %s: tensor<f32>) -> tensor<4xbf16> {
+  // expected-error @below {{result must be f8E4M3FN or f8E5M2, got 'bf16'}}
+  %q = tg.fp8_quantize %x, %s : tensor<4xf32>, tensor<f32> -> tensor<4xbf16>
+  return %q : tensor<4xbf16>
+}
+
+// -----
+
+// Tests that a scaled GEMM takes fp8 operands.
+func.func @fp8_matmul_bf16_operand(%a: tensor<4x8xbf16>, %b: tensor<8x2xf8E4M3FN>, %s: tensor<f32>) -> tensor<4x2xbf16> {
+  // expected-error @below {{operands must be f8E4M3FN or f8E5M2, got 'bf16' and 'f8E4M3FN'}}
+  %c = tg.fp8_matmul %a, %b, %s, %s : tensor<4x8xbf16>, tensor<8x2xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<4x2xbf16>
+  return %c : tensor<4x2xbf16>
+}
+
+// -----
+
+// Tests that a scaled GEMM's shapes follow tg.matmul's rules.
+func.func @fp8_matmul_shape(%a: tensor<4x8xf8E4M3FN>, %b: tensor<6x2xf8E4M3FN>, %s: tensor<f32>) -> tensor<4x2xbf16> {
+  // expected-error @below {{contraction dimensions differ}}
+  %c = tg.fp8_matmul %a, %b, %s, %s : tensor<4x8xf8E4M3FN>, tensor<6x2xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<4x2xbf16>
+  return %c : tensor<4x2xbf16>
+}
+
+// -----
+
+// Tests that the amax algorithm is one Transformer Engine has.
+func.func @fp8_scale_update_algo(%h: tensor<4xf32>, %a: tensor<f32>, %s: tensor<f32>) -> tensor<f32> {
+  // expected-error @below {{amax_compute_algo must be "most_recent" or "max", got "mean"}}
+  %h2, %s2 = tg.fp8_scale_update %h, %a, %s {fp8_max = 448.0, margin = 0.0, amax_compute_algo = "mean"} : tensor<4xf32>
+  return %s2 : tensor<f32>
+}

@@ -151,3 +151,25 @@ func.func @precision(%q: tensor<2x8x16xbf16>, %k: tensor<2x8x16xbf16>) -> tensor
   %c = tg.convert %s : tensor<2x8x8xf32> -> tensor<2x8x8xbf16>
   return %c : tensor<2x8x8xbf16>
 }
+
+// -----
+
+// Tests the fp8 ops of tg-fp8: a scaled cast of the input, the scaled GEMM with mixed formats
+// (E5M2 gradient times E4M3 weight), the amax over several tensors and the delayed-scaling
+// update.
+// CHECK-LABEL: func.func @fp8_scaling
+// CHECK: tg.fp8_quantize %{{.+}}, %{{.+}} : tensor<16x32xbf16>, tensor<f32> -> tensor<16x32xf8E4M3FN>
+// CHECK: tg.fp8_matmul %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {transpose_rhs} : tensor<16x32xf8E4M3FN>, tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<16x8xbf16>
+// CHECK: tg.fp8_matmul %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<16x8xf8E5M2>, tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<16x32xf32>
+// CHECK: tg.amax %{{.+}}, %{{.+}} : tensor<16x32xbf16>, tensor<16x8xf8E5M2>
+// CHECK: tg.fp8_scale_update %{{.+}}, %{{.+}}, %{{.+}} {amax_compute_algo = "most_recent", fp8_max = 4.480000e+02 : f64, margin = 0.000000e+00 : f64} : tensor<4xf32>
+func.func @fp8_scaling(%x: tensor<16x32xbf16>, %s: tensor<f32>, %w: tensor<8x32xf8E4M3FN>,
+                       %g: tensor<16x8xf8E5M2>, %h: tensor<4xf32>)
+    -> (tensor<16x8xbf16>, tensor<16x32xf32>, tensor<4xf32>, tensor<f32>) {
+  %xq = tg.fp8_quantize %x, %s : tensor<16x32xbf16>, tensor<f32> -> tensor<16x32xf8E4M3FN>
+  %y = tg.fp8_matmul %xq, %w, %s, %s {transpose_rhs} : tensor<16x32xf8E4M3FN>, tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<16x8xbf16>
+  %dx = tg.fp8_matmul %g, %w, %s, %s : tensor<16x8xf8E5M2>, tensor<8x32xf8E4M3FN>, tensor<f32>, tensor<f32> -> tensor<16x32xf32>
+  %a = tg.amax %x, %g : tensor<16x32xbf16>, tensor<16x8xf8E5M2>
+  %h2, %s2 = tg.fp8_scale_update %h, %a, %s {fp8_max = 448.0, margin = 0.0, amax_compute_algo = "most_recent"} : tensor<4xf32>
+  return %y, %dx, %h2, %s2 : tensor<16x8xbf16>, tensor<16x32xf32>, tensor<4xf32>, tensor<f32>
+}
