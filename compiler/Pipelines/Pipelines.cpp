@@ -23,7 +23,9 @@ int64_t accumulationStepsOnOneRank(tg::ModelOp model) {
 
 void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &options) {
   // Compute precision first, so every later pass sees the types that will execute.
-  pm.addPass(createTGSetPrecisionPass(TGSetPrecisionPassOptions{options.precision}));
+  // fp8 is bf16 everywhere but in the linears tg-fp8 rewrites at the end.
+  pm.addPass(createTGSetPrecisionPass(
+      TGSetPrecisionPassOptions{options.precision == "fp8" ? "bf16" : options.precision}));
   // Straight-line @forward with one tg.param per tensor: the form autodiff works on.
   pm.addPass(createTGInlineLayersPass());
   buildTGCleanupPipeline(pm);
@@ -80,6 +82,12 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   // The whole step: micro-batches in the pipeline schedule's order with their transfers,
   // gradient accumulation, the loss vector and the optimizer (@train_step, @eval_step).
   pm.addPass(createTGTrainStepPass(TGTrainStepPassOptions{options.accumulationSteps}));
+  if (options.precision == "fp8") {
+    // Needs the whole step: the scaling state is threaded through its calls in step order.
+    TGFp8PassOptions fp8;
+    fp8.recipe = options.fp8Recipe;
+    pm.addPass(createTGFp8Pass(fp8));
+  }
   if (mesh.dp > 1) {
     // Gradient buckets reduced in the backward that completes them, so that their
     // collectives can overlap the rest of it (plan-schedule).

@@ -24,8 +24,11 @@ namespace mlperf {
 void buildTGCleanupPipeline(mlir::OpPassManager &pm);
 
 struct TrainStepOptions {
-  /// "bf16" (the declaration's reference precision) or "fp32" (oracle and RCP runs).
+  /// "bf16" (the declaration's reference precision), "fp32" (oracle and RCP runs) or "fp8"
+  /// (bf16 with the layer stack's linears in fp8: tg-fp8 with `fp8Recipe`).
   std::string precision = "bf16";
+  /// tg-fp8's scaling recipe with precision "fp8" (Transformer Engine's: "delayed").
+  std::string fp8Recipe = "delayed";
   /// tg-fuse-attention after inlining (mlperfc compile --fuse-attention=false keeps the
   /// unfused graph, e.g. to audit the fusion against it).
   bool fuseAttention = true;

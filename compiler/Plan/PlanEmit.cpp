@@ -199,6 +199,13 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
       }
     }
   }
+  for (auto state : body.getOps<plan_ir::StateOp>()) {
+    plan::StateTensor *out = result.add_state();
+    out->set_name(state.getName().str());
+    out->set_buffer(id(state.getBufferAttr()));
+    out->set_role(state.getRole().str());
+    out->set_param(state.getParam().str());
+  }
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {
     plan::Program *out = result.add_programs();
     out->set_name(program.getSymName().str());

@@ -453,6 +453,49 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
 }
 
+def TGFp8Pass : Pass<"tg-fp8", "::mlir::ModuleOp"> {
+  let summary = "Runs the layer stack's linears in fp8 with explicit delayed scaling";
+  let description = [{
+    Rewrite class: precision (approved formats E4M3 and E5M2, per-tensor scaling). After
+    tg-train-step, on one rank: as Transformer Engine's DelayedScaling (format HYBRID) runs
+    under Megatron-Core with `fp8_params`, but with the scaling state as train-state values
+    (docs/numerics.md, "fp8"):
+
+    - the linears `x · Wᵀ` whose weight is a bf16 matrix of the declared layer stack (a
+      `tg.param` with `layer`) read only by linears and their data gradients; the linears
+      reading one input form a GEMM group (q/k/v, gate/up), named by its first weight, with
+      one scale per role (input, weight, output gradient), as the reference's fused GEMMs;
+    - in every function @train_step calls: the input's amax and E4M3 cast, `tg.fp8_matmul`
+      forward; the output gradient's amax and E5M2 cast, data gradient `dy · W` and weight
+      gradient `dyᵀ · x` from the casts; the input's and gradient's `tg.fp8_scale_update`
+      (histories and scales in as arguments, out as results); in the functions @eval_step
+      calls the same forward without updates;
+    - the weights are stored in E4M3 (the `tg.param`'s type): @optimizer_step casts each new
+      f32 master with the group's weight scale, then updates that scale from the masters'
+      amax and returns the scale it cast with; @init_params draws the bf16 value, starts the
+      master from it and casts it with scale 1, @init_optimizer no longer starts those masters;
+    - @train_step threads the state through its calls in step order (micro-batch j casts with
+      the scales micro-batch j - 1 left) and returns it; every value has a `tg.role`
+      (`fp8_input_history`, `fp8_input_scale`, `fp8_grad_history`, `fp8_grad_scale`,
+      `fp8_weight_history`, `fp8_weight_scale`, `fp8_weight_cast_scale`) and the group as
+      `tg.param`, so checkpoints carry it. The model records the recipe as `tg.fp8`.
+
+    Not yet: more than one rank (the amax reduction over dp and tp, pipeline stages), the
+    `current` and `mxfp8` recipes.
+  }];
+  let options = [
+    Option<"recipe", "recipe", "std::string", /*default=*/"\"delayed\"",
+           "delayed (Transformer Engine DelayedScaling)">,
+    Option<"amaxHistory", "amax-history", "int64_t", /*default=*/"4",
+           "amax history length">,
+    Option<"amaxComputeAlgo", "amax-compute-algo", "std::string",
+           /*default=*/"\"most_recent\"", "most_recent or max">,
+    Option<"margin", "margin", "double", /*default=*/"0.0",
+           "scale = fp8_max / amax / 2^margin">,
+  ];
+  let dependentDialects = ["::mlperf::tg::TGDialect", "::mlir::func::FuncDialect"];
+}
+
 def TGRecomputePass : Pass<"tg-recompute", "::mlir::ModuleOp"> {
   let summary = "Recomputes forward values in the backward instead of keeping them";
   let description = [{

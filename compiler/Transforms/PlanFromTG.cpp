@@ -88,6 +88,32 @@ private:
                               "optimizer_step",   "train_step",        "eval_step"};
 };
 
+/// Whether argument (or result) `index` of `func` is fp8 scaling state (tg-fp8): such values
+/// follow the positional signature a function had before.
+bool isFp8State(func::FuncOp func, unsigned index, bool argument) {
+  std::optional<StepRole> role = argument ? argRole(func, index) : resultRole(func, index);
+  return role && rt::role::isFp8State(role->role);
+}
+
+/// The buffers of a sub-program's fp8 state arguments or results, one per (role, group).
+SmallVector<FlatSymbolRefAttr>
+fp8StateBuffers(func::FuncOp func, bool arguments,
+                llvm::function_ref<FlatSymbolRefAttr(StringRef, Type)> add) {
+  SmallVector<FlatSymbolRefAttr> refs;
+  unsigned count = arguments ? func.getNumArguments() : func.getNumResults();
+  for (unsigned i = 0; i < count; ++i) {
+    if (!isFp8State(func, i, arguments)) {
+      continue;
+    }
+    StepRole role = *(arguments ? argRole(func, i) : resultRole(func, i));
+    Type type = arguments ? func.getArgumentTypes()[i] : func.getResultTypes()[i];
+    refs.push_back(add(
+        (func.getSymName() + (arguments ? ".in." : ".out.") + role.role + "." + role.param).str(),
+        type));
+  }
+  return refs;
+}
+
 ArrayAttr refArray(OpBuilder &builder, ArrayRef<FlatSymbolRefAttr> refs) {
   return builder.getArrayAttr(SmallVector<Attribute>(refs.begin(), refs.end()));
 }
@@ -547,7 +573,12 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       parameters;
   size_t parameterIndex = 0, parameterCount = llvm::range_size(body.getOps<tg::ParamOp>());
   // A malformed @optimizer_step keeps whole f32 state here; buildProgram reports its signature.
-  bool wellFormedStep = optimizerStep.getNumArguments() == 1 + 4 * parameterCount;
+  // fp8 scaling state (tg-fp8) follows the step, gradients and optimizer state.
+  unsigned optimizerCoreArgs = 0;
+  for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
+    optimizerCoreArgs += isFp8State(optimizerStep, i, true) ? 0 : 1;
+  }
+  bool wellFormedStep = optimizerCoreArgs == 1 + 4 * parameterCount;
   for (auto param : body.getOps<tg::ParamOp>()) {
     if (param.getRepeat()) {
       return param.emitError() << "plan-from-tg needs concrete parameters: run "
@@ -574,7 +605,12 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       shards[name] = {axis.str(), cast<dist::MeshOp>(mesh).getAxisSize(axis)};
     }
     FlatSymbolRefAttr value = addBuffer(name, param.getType(), persistent);
-    FlatSymbolRefAttr grad = addBuffer(("grad." + name).str(), param.getType(), persistent);
+    // An fp8 weight (tg-fp8) has a bf16 gradient: its GEMMs' output type.
+    Type gradType = param.getType();
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(param.getTensorType().getElementType())) {
+      gradType = RankedTensorType::get(param.getTensorType().getShape(), builder.getBF16Type());
+    }
+    FlatSymbolRefAttr grad = addBuffer(("grad." + name).str(), gradType, persistent);
     FlatSymbolRefAttr master = addBuffer(("optimizer.master." + name).str(), state, persistent);
     FlatSymbolRefAttr m = addBuffer(("optimizer.exp_avg." + name).str(), state, persistent);
     FlatSymbolRefAttr v = addBuffer(("optimizer.exp_avg_sq." + name).str(), state, persistent);
@@ -611,6 +647,21 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second),
         splitAxis, splitDim, splitCount, splitAxis ? split->blocks : DenseI64ArrayAttr());
   }
+  // fp8 scaling state (tg-fp8): one persistent, checkpointed buffer per role and GEMM group,
+  // as @train_step takes it.
+  if (func::FuncOp trainStep = lookup("train_step")) {
+    for (unsigned i = 0; i < trainStep.getNumArguments(); ++i) {
+      if (!isFp8State(trainStep, i, true)) {
+        continue;
+      }
+      StepRole role = *argRole(trainStep, i);
+      std::string key = rt::role::stateKey(role.role, role.param);
+      FlatSymbolRefAttr ref = addBuffer(key, trainStep.getArgumentTypes()[i], persistent);
+      stateBuffers[{role.role, role.param}] = ref;
+      plan_ir::StateOp::create(builder, model.getLoc(), builder.getStringAttr(key), ref,
+                               builder.getStringAttr(role.role), builder.getStringAttr(role.param));
+    }
+  }
   for (auto mesh : body.getOps<dist::MeshOp>()) {
     auto i64 = [&](int64_t value) { return builder.getI64IntegerAttr(value); };
     plan.setMeshAttr(
@@ -637,8 +688,24 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   auto buildChunk = [&](func::FuncOp chunkForward, func::FuncOp stashForward,
                         func::FuncOp chunkBackward, StringRef suffix,
                         llvm::function_ref<void()> beforePrograms) -> LogicalResult {
-    FunctionType forwardType = chunkForward.getFunctionType();
-    FunctionType fbType = chunkBackward.getFunctionType();
+    // The signatures without tg-fp8's scaling state, which gets buffers of its own below.
+    auto coreType = [&](func::FuncOp func) {
+      SmallVector<Type> inputs, results;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        if (!isFp8State(func, i, true)) {
+          inputs.push_back(func.getArgumentTypes()[i]);
+        }
+      }
+      for (unsigned i = 0; i < func.getNumResults(); ++i) {
+        if (!isFp8State(func, i, false)) {
+          results.push_back(func.getResultTypes()[i]);
+        }
+      }
+      return builder.getFunctionType(inputs, results);
+    };
+    auto addState = [&](StringRef name, Type type) { return addBuffer(name, type, persistent); };
+    FunctionType forwardType = coreType(chunkForward);
+    FunctionType fbType = coreType(chunkBackward);
     // A split chunk's backward returns only gradients and reads the stash after the forward's
     // inputs; @forward_and_stash returns the output, then the stash.
     unsigned firstGradient = stashForward ? 0 : 1;
@@ -722,7 +789,19 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     beforePrograms();
     SmallVector<FlatSymbolRefAttr> stashOutputs{result};
     stashOutputs.append(stash.begin(), stash.end());
-    if (failed(buildProgram(chunkForward, forwardInputs, {result})) ||
+    // fp8 scaling state after the positional signature (tg-fp8 appends it).
+    SmallVector<FlatSymbolRefAttr> forwardState = fp8StateBuffers(chunkForward, true, addState);
+    SmallVector<FlatSymbolRefAttr> evalInputs(forwardInputs);
+    evalInputs.append(forwardState.begin(), forwardState.end());
+    SmallVector<FlatSymbolRefAttr> fbState = fp8StateBuffers(chunkBackward, true, addState);
+    fbInputs.append(fbState.begin(), fbState.end());
+    SmallVector<FlatSymbolRefAttr> fbStateOut = fp8StateBuffers(chunkBackward, false, addState);
+    fbOutputs.append(fbStateOut.begin(), fbStateOut.end());
+    if (stashForward && coreType(stashForward) != stashForward.getFunctionType()) {
+      return stashForward.emitError() << "plan-from-tg: fp8 scaling state on a pipeline stage "
+                                         "is not supported";
+    }
+    if (failed(buildProgram(chunkForward, evalInputs, {result})) ||
         (stashForward && failed(buildProgram(stashForward, forwardInputs, stashOutputs))) ||
         failed(buildProgram(chunkBackward, fbInputs, fbOutputs))) {
       return failure();
@@ -734,8 +813,8 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     if (!reducing) {
       return success();
     }
-    if (reducing.getFunctionType().getInputs() != fbType.getInputs() ||
-        reducing.getNumResults() != fbType.getNumResults()) {
+    if (reducing.getFunctionType().getInputs() != chunkBackward.getFunctionType().getInputs() ||
+        reducing.getNumResults() != chunkBackward.getNumResults()) {
       return reducing.emitError() << "plan-from-tg: @" << reducing.getSymName()
                                   << " should take and return what @" << chunkBackward.getSymName()
                                   << " does";
@@ -790,7 +869,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   SmallVector<FlatSymbolRefAttr> optGrads(grads);
   for (auto [i, entry] : llvm::enumerate(parameters)) {
     Type type = optimizerStep.getArgumentTypes()[1 + i];
-    if (type == std::get<0>(entry).getType()) {
+    if (type == bufferOps.lookup(grads[i].getValue()).getType()) {
       continue;
     }
     optGrads[i] = reducedGradOf.lookup(std::get<0>(entry).getSymName());
@@ -809,6 +888,11 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     optOutputs.append(group->begin(), group->end());
   }
   optOutputs.append({lr, norm});
+  auto addState = [&](StringRef name, Type type) { return addBuffer(name, type, persistent); };
+  SmallVector<FlatSymbolRefAttr> optState = fp8StateBuffers(optimizerStep, true, addState);
+  optInputs.append(optState.begin(), optState.end());
+  SmallVector<FlatSymbolRefAttr> optStateOut = fp8StateBuffers(optimizerStep, false, addState);
+  optOutputs.append(optStateOut.begin(), optStateOut.end());
   if (failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
     return failure();
   }

@@ -166,17 +166,47 @@ double decodeFp8(uint32_t bits, int mantissaBits, int bias, bool ieeeSpecials) {
   return sign ? -magnitude : magnitude;
 }
 
+/// The code of a value representable in the format (callers round first), from its float
+/// bits: the exponent rebiased and the leading mantissa bits, or the subnormal's multiple of
+/// the smallest quantum.
 uint32_t encodeFp8(DType type, double value) {
   if (std::isnan(value)) {
     return 0x7f;
   }
-  for (uint32_t bits = 0; bits < 256; ++bits) {
-    double decoded = decodeBits(type, bits);
-    if (decoded == value && std::signbit(decoded) == std::signbit(value)) {
-      return bits;
-    }
+  bool e4m3 = type == DType::kF8E4M3FN;
+  int mantissaBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  uint32_t sign = std::signbit(value) ? 0x80u : 0u;
+  double magnitude = std::fabs(value);
+  if (std::isinf(magnitude)) {
+    return sign | (e4m3 ? 0x7fu : 0x7cu); // E4M3FN has no infinity: NaN
   }
-  return 0x7f; // not representable: callers round first
+  if (magnitude == 0.0) {
+    return sign;
+  }
+  int exponent;
+  std::frexp(magnitude, &exponent); // magnitude = m · 2^exponent, 0.5 <= m < 1
+  int unbiased = exponent - 1;
+  if (unbiased < 1 - bias) { // subnormal: a multiple of 2^(1 - bias - mantissaBits)
+    return sign | static_cast<uint32_t>(std::ldexp(magnitude, bias - 1 + mantissaBits));
+  }
+  float f = static_cast<float>(magnitude);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  uint32_t mantissa = (bits & 0x7fffffu) >> (23 - mantissaBits);
+  return sign | (static_cast<uint32_t>(unbiased + bias) << mantissaBits) | mantissa;
+}
+
+/// Every code's value, per format: decoding is a table lookup.
+const std::array<double, 256> &fp8Values(DType type) {
+  static const auto tables = [] {
+    std::array<std::array<double, 256>, 2> t;
+    for (uint32_t bits = 0; bits < 256; ++bits) {
+      t[0][bits] = decodeFp8(bits, 3, 7, /*ieeeSpecials=*/false);
+      t[1][bits] = decodeFp8(bits, 2, 15, /*ieeeSpecials=*/true);
+    }
+    return t;
+  }();
+  return tables[type == DType::kF8E4M3FN ? 0 : 1];
 }
 
 } // namespace
@@ -210,9 +240,8 @@ double decodeBits(DType type, uint32_t bits) {
     return f;
   }
   case DType::kF8E4M3FN:
-    return decodeFp8(bits & 0xff, 3, 7, /*ieeeSpecials=*/false);
   case DType::kF8E5M2:
-    return decodeFp8(bits & 0xff, 2, 15, /*ieeeSpecials=*/true);
+    return fp8Values(type)[bits & 0xff];
   case DType::kI32:
   case DType::kI64:
     return static_cast<double>(static_cast<int32_t>(bits));

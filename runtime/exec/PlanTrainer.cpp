@@ -156,6 +156,21 @@ Status PlanTrainer::initialize(uint64_t seed) {
 }
 
 Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
+  if (!withOptimizerState) {
+    // --init-from writes the parameters and runs init_optimizer: every other state tensor
+    // must be one init_optimizer starts (fp8 plans start masters and scaling state in
+    // init_params, from the draw).
+    const plan::Program &init = plan.programs(initOptimizerProgram);
+    for (const plan::StateTensor &state : plan.state()) {
+      if (state.role() != role::kParam && std::find(init.outputs().begin(), init.outputs().end(),
+                                                    state.buffer()) == init.outputs().end()) {
+        return invalid("this plan cannot start from weights alone: its " + state.role() +
+                       " state '" + state.name() + "' starts only with the plan's own " +
+                       "initialization (an fp8 plan's master weights and scaling state); " +
+                       "train from --seed or resume a train-state checkpoint of this plan");
+      }
+    }
+  }
   for (const plan::StateTensor &state : plan.state()) {
     bool parameter = state.role() == role::kParam;
     if (!parameter && !withOptimizerState) {
@@ -164,6 +179,11 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     auto it = file.tensors.find(state.name());
     const plan::Buffer &buffer = plan.buffers(state.buffer());
     if (it == file.tensors.end()) {
+      if (role::isFp8State(state.role())) {
+        return invalid("no tensor '" + state.name() + "': this fp8 plan resumes with its fp8 " +
+                       "scaling state (amax histories and scales), which the checkpoint does " +
+                       "not hold (written by a plan without fp8?)");
+      }
       return invalid("no tensor '" + state.name() + "'" +
                      (withOptimizerState ? " (a resume needs the optimizer state)" : ""));
     }

@@ -26,6 +26,18 @@ constexpr std::string_view kGrad = "grad";
 constexpr std::string_view kMaster = "master";
 constexpr std::string_view kExpAvg = "exp_avg";
 constexpr std::string_view kExpAvgSq = "exp_avg_sq";
+// fp8 scaling state (tg-fp8), per GEMM group, named by the group's first weight: the amax
+// history and scale of its input (E4M3) and of its output gradient (E5M2), and of its weights
+// the history, the scale of the next cast and the scale the stored fp8 weights were cast with.
+constexpr std::string_view kFp8InputHistory = "fp8_input_history";
+constexpr std::string_view kFp8InputScale = "fp8_input_scale";
+constexpr std::string_view kFp8GradHistory = "fp8_grad_history";
+constexpr std::string_view kFp8GradScale = "fp8_grad_scale";
+constexpr std::string_view kFp8WeightHistory = "fp8_weight_history";
+constexpr std::string_view kFp8WeightScale = "fp8_weight_scale";
+constexpr std::string_view kFp8WeightCastScale = "fp8_weight_cast_scale";
+/// Whether a role is fp8 scaling state.
+inline bool isFp8State(std::string_view role) { return role.substr(0, 4) == "fp8_"; }
 // Read by the runtime after a step.
 constexpr std::string_view kLr = "lr";
 constexpr std::string_view kGradNorm = "grad_norm";
@@ -34,7 +46,8 @@ constexpr std::string_view kLoss = "loss";     // an eval micro-batch's loss
 
 /// Whether a per-parameter role belongs to the checkpointed train state.
 inline bool isTrainState(std::string_view role) {
-  return role == kParam || role == kMaster || role == kExpAvg || role == kExpAvgSq;
+  return role == kParam || role == kMaster || role == kExpAvg || role == kExpAvgSq ||
+         isFp8State(role);
 }
 
 /// Checkpoint tensors of optimizer state start with this.

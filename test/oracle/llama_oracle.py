@@ -74,6 +74,7 @@ THETA, FACTOR, LOW, HIGH, ORIGINAL = 500000.0, 8.0, 1.0, 4.0, 8192
 EPS = 1e-5
 
 DTYPES = {"F32": np.float32, "F64": np.float64, "BF16": ml_dtypes.bfloat16,
+          "F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2,
           "I32": np.int32, "I64": np.int64}
 
 
@@ -91,8 +92,8 @@ def read_safetensors(path, with_metadata=False):
             continue
         begin, end = entry["data_offsets"]
         array = np.frombuffer(body[begin:end], dtype=DTYPES[entry["dtype"]])
-        out[name] = array.reshape(entry["shape"]).astype(np.float64 if array.dtype.kind == "f"
-                                                         or entry["dtype"] == "BF16" else np.int64)
+        real = array.dtype.kind == "f" or entry["dtype"] in ("BF16", "F8_E4M3", "F8_E5M2")
+        out[name] = array.reshape(entry["shape"]).astype(np.float64 if real else np.int64)
     return out
 
 

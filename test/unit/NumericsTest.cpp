@@ -107,6 +107,20 @@ TEST(Numerics, Fp8QuantizeMatchesMlDtypes) {
   EXPECT_EQ(exhaustive, 2 * 65536);
 }
 
+// Every fp8 code decodes to a value that encodes back to it (NaN codes to a NaN).
+TEST(Numerics, Fp8EncodingRoundTrips) {
+  for (DType type : {DType::kF8E4M3FN, DType::kF8E5M2}) {
+    for (uint32_t bits = 0; bits < 256; ++bits) {
+      double value = decodeBits(type, bits);
+      if (std::isnan(value)) {
+        EXPECT_TRUE(std::isnan(decodeBits(type, encodeBits(type, value))));
+        continue;
+      }
+      EXPECT_EQ(encodeBits(type, value), bits) << dtypeName(type) << " code " << bits;
+    }
+  }
+}
+
 // roundBuffer's bf16 path rounds the encoding; roundTo rounds the value: the same for every
 // float. One float in 4099 of the whole encoding space, plus the neighbours of every power of
 // two (where rounding carries into the exponent).

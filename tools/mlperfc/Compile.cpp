@@ -51,8 +51,14 @@ static cl::opt<std::string> compileInput(cl::Positional, cl::Required, cl::sub(c
                                          cl::desc("<model.mlir>"), cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compilePrecision(
     "precision", cl::sub(compileCommand), cl::init("bf16"),
-    cl::desc("Compute precision: bf16 (the reference's, as declared) or fp32 (oracle and RCP "
-             "reference runs)"),
+    cl::desc("Compute precision: bf16 (the reference's, as declared), fp32 (oracle and RCP "
+             "reference runs) or fp8 (bf16 with the layer stack's linears in fp8, scaled as "
+             "--fp8-recipe says)"),
+    cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compileFp8Recipe(
+    "fp8-recipe", cl::sub(compileCommand), cl::init("delayed"),
+    cl::desc("fp8 scaling with --precision fp8: delayed (Transformer Engine DelayedScaling, "
+             "the reference's: amax history 4, most_recent, margin 0; default)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileDumpIR(
     "dump-ir", cl::sub(compileCommand), cl::value_desc("DIR"),
@@ -360,8 +366,18 @@ static int refuseUnfit(mlir::ModuleOp declaration, const TrainStepOptions &optio
 }
 
 int runCompile() {
-  if (compilePrecision != "bf16" && compilePrecision != "fp32") {
-    return fail("--precision must be bf16 or fp32, got '" + compilePrecision + "'");
+  if (compilePrecision != "bf16" && compilePrecision != "fp32" && compilePrecision != "fp8") {
+    return fail("--precision must be bf16, fp32 or fp8, got '" + compilePrecision + "'");
+  }
+  if (compileFp8Recipe.getNumOccurrences() > 0 && compilePrecision != "fp8") {
+    return fail("--fp8-recipe applies to --precision fp8 only");
+  }
+  if (compileFp8Recipe == "current" || compileFp8Recipe == "mxfp8") {
+    return fail("--fp8-recipe " + compileFp8Recipe +
+                " is not supported yet: delayed (Transformer Engine DelayedScaling) is");
+  }
+  if (compileFp8Recipe != "delayed") {
+    return fail("--fp8-recipe must be delayed, current or mxfp8, got '" + compileFp8Recipe + "'");
   }
   std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
   ModelFile modelFile(*contextOwner, compileInput);
@@ -374,6 +390,7 @@ int runCompile() {
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
   TrainStepOptions options;
   options.precision = compilePrecision;
+  options.fp8Recipe = compileFp8Recipe;
   options.fuseAttention = compileFuseAttention;
   options.fuseSwiglu = compileFuseSwiglu;
   options.fuseCrossEntropy = compileFuseCrossEntropy;

@@ -145,6 +145,11 @@ LogicalResult ParameterOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
+LogicalResult StateOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<BufferOp> buffer = lookupBuffer(*this, symbols, getBufferAttr(), "state");
+  return failure(failed(buffer) || failed(requirePersistent(*this, symbols, *buffer, "state")));
+}
+
 LogicalResult ProgramOp::verifySymbolUses(SymbolTableCollection &symbols) {
   for (auto [refs, role] : {std::pair{getInputs(), "input"}, {getOutputs(), "output"}}) {
     for (Attribute ref : refs) {

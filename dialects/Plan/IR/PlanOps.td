@@ -98,6 +98,17 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
   let assemblyFormat = "$name attr-dict";
 }
 
+def Plan_StateOp : Plan_Op<"state", [HasParent<"PlanOp">,
+                                     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Train state beyond a parameter's own: a checkpointed persistent buffer";
+  let description = [{
+    `name` is its checkpoint tensor name, `role` what it is (runtime/plan/StepRoles.h: the
+    fp8 scaling state of tg-fp8) and `param` the parameter (or fp8 GEMM group) it belongs to.
+  }];
+  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer, StrAttr:$role, StrAttr:$param);
+  let assemblyFormat = "$name $buffer attr-dict";
+}
+
 def Plan_ProgramOp : Plan_Op<"program", [Symbol, HasParent<"PlanOp">, SingleBlock,
                                          NoTerminator, NoRegionArguments,
                                          DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {

@@ -439,6 +439,14 @@ LogicalResult ModelOp::verifyRegions() {
     return emitOpError() << "has no func.func @forward (tokens, labels) -> loss";
   }
   FunctionType forwardType = forward.getFunctionType();
+  // State arguments a compiler pass added after the declared ones (tg-fp8's scales) say what
+  // they are with `tg.role`; the declared signature is what precedes them.
+  unsigned declaredInputs = forwardType.getNumInputs();
+  while (declaredInputs > 0 && forward.getArgAttr(declaredInputs - 1, "tg.role")) {
+    --declaredInputs;
+  }
+  forwardType = FunctionType::get(getContext(), forwardType.getInputs().take_front(declaredInputs),
+                                  forwardType.getResults());
   auto tokenType = RankedTensorType::get(
       {batch.getMicroBatchSizeAttr().getInt(), batch.getSeqLenAttr().getInt()},
       IntegerType::get(getContext(), 32));
