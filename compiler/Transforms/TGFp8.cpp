@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -149,6 +150,20 @@ static std::optional<StringRef> paramOf(Value value) {
     return ref.getName();
   }
   return std::nullopt;
+}
+
+/// Erases the ops whose results nothing reads any more (the bf16 operands' views the
+/// replaced GEMMs read), so that they neither run nor keep their inputs alive.
+static void eraseDeadOps(func::FuncOp func) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    ops.push_back(&op);
+  }
+  for (Operation *op : llvm::reverse(ops)) {
+    if (isOpTriviallyDead(op)) {
+      op->erase();
+    }
+  }
 }
 
 /// The value a chain of reshapes views (the value itself when it is no reshape).
@@ -385,6 +400,7 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
     }
   }
   addResults(func, results, roles);
+  eraseDeadOps(func);
   return success();
 }
 
@@ -408,6 +424,7 @@ LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<Functi
       op.erase();
     }
   }
+  eraseDeadOps(func);
   return success();
 }
 
