@@ -24,6 +24,11 @@ void recordCompileOptions(const TrainStepOptions &options, const std::string &de
   record.set_unscheduled(!options.schedule);
   record.set_schedule_memory_limit(options.scheduleMemoryLimit);
   record.set_max_outstanding(options.maxOutstanding);
+  if (options.precision == "fp8") {
+    record.set_fp8_recipe(options.fp8Recipe);
+  } else {
+    record.clear_fp8_recipe();
+  }
 }
 
 rt::Status compileOptionsOf(const plan::Plan &plan, const std::string &path,
@@ -53,6 +58,7 @@ rt::Status compileOptionsOf(const plan::Plan &plan, const std::string &path,
   options.schedule = !record.unscheduled();
   options.scheduleMemoryLimit = record.schedule_memory_limit();
   options.maxOutstanding = record.max_outstanding() > 0 ? record.max_outstanding() : 4;
+  options.fp8Recipe = record.fp8_recipe().empty() ? "delayed" : record.fp8_recipe();
   return rt::Status::ok();
 }
 
