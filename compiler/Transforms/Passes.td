@@ -457,7 +457,7 @@ def TGFp8Pass : Pass<"tg-fp8", "::mlir::ModuleOp"> {
   let summary = "Runs the layer stack's linears in fp8 with explicit delayed scaling";
   let description = [{
     Rewrite class: precision (approved formats E4M3 and E5M2, per-tensor scaling). After
-    tg-train-step, on one rank: as Transformer Engine's DelayedScaling (format HYBRID) runs
+    tg-train-step (and before dist-decompose-collectives): as Transformer Engine's DelayedScaling (format HYBRID) runs
     under Megatron-Core with `fp8_params`, but with the scaling state as train-state values
     (docs/numerics.md, "fp8"):
 
@@ -480,8 +480,12 @@ def TGFp8Pass : Pass<"tg-fp8", "::mlir::ModuleOp"> {
       `fp8_weight_history`, `fp8_weight_scale`, `fp8_weight_cast_scale`) and the group as
       `tg.param`, so checkpoints carry it. The model records the recipe as `tg.fp8`.
 
-    Not yet: more than one rank (the amax reduction over dp and tp, pipeline stages), the
-    `current` and `mxfp8` recipes.
+    On a mesh, every amax (the inputs' and gradients' of a call, the weights' after the
+    optimizer's cast, the initial weights') is reduced with MAX over the data- and
+    tensor-parallel ranks: one all-gather per mesh axis of more than one rank for all of them,
+    then the maximum per amax. With ZeRO-1 each rank casts its master shard and the fp8
+    shards are gathered. Copies of forward linears tg-recompute made cast their input with the
+    same scale. Not yet: pipeline stages, the `current` and `mxfp8` recipes.
   }];
   let options = [
     Option<"recipe", "recipe", "std::string", /*default=*/"\"delayed\"",

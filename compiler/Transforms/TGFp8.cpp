@@ -14,12 +14,14 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
 #include <map>
 
 #define DEBUG_TYPE "tg-fp8"
@@ -56,6 +58,10 @@ struct Linear {
 struct FunctionGroup {
   Value input; // x
   SmallVector<Linear> linears;
+  /// Copies of the forward linears tg-recompute made for the backward: each an input (the
+  /// recomputed x) and its GEMMs in the order of `linears`. They cast with the same scales
+  /// (the same bits) and have no backward GEMMs of their own.
+  SmallVector<std::pair<Value, SmallVector<tg::MatmulOp>>> recomputed;
 };
 
 class Fp8Rewriter {
@@ -91,6 +97,10 @@ private:
   std::pair<Value, Value> update(Location loc, Value history, Value amax, Value scale,
                                  double fp8Max);
   FailureOr<std::string> groupOf(const FunctionGroup &group, Operation *where);
+  /// The maxima over the data- and tensor-parallel ranks of non-negative f32 scalars (amaxes),
+  /// with one all-gather per mesh axis of more than one rank for all of them; the scalars
+  /// themselves on one rank.
+  SmallVector<Value> maxOverRanks(Location loc, ArrayRef<Value> scalars);
 
   tg::ModelOp model;
   OpBuilder builder;
@@ -101,6 +111,8 @@ private:
   llvm::StringMap<std::string> groupOfWeight;
   func::FuncOp trainStep, evalStep, optimizerStep, initParams, initOptimizer;
   SmallVector<func::FuncOp> trainingFunctions, evalFunctions;
+  // The mesh axes (and their sizes) whose ranks hold different parts of a GEMM's operands.
+  SmallVector<std::pair<StringRef, int64_t>> reductionAxes;
 };
 
 BlockArgument Fp8Rewriter::addArgument(func::FuncOp func, Type type, StringRef roleName,
@@ -184,6 +196,51 @@ static bool isDataGradient(tg::MatmulOp op) {
          cast<RankedTensorType>(op.getRhs().getType()).getRank() == 2;
 }
 
+SmallVector<Value> Fp8Rewriter::maxOverRanks(Location loc, ArrayRef<Value> scalars) {
+  if (reductionAxes.empty() || scalars.empty()) {
+    return SmallVector<Value>(scalars);
+  }
+  MLIRContext *context = builder.getContext();
+  auto f32 = builder.getF32Type();
+  int64_t n = static_cast<int64_t>(scalars.size());
+  SmallVector<Value> pieces;
+  for (Value scalar : scalars) {
+    pieces.push_back(tg::ReshapeOp::create(builder, loc, RankedTensorType::get({1}, f32), scalar));
+  }
+  Value vector = n == 1 ? pieces.front()
+                        : tg::ConcatOp::create(builder, loc, RankedTensorType::get({n}, f32),
+                                               pieces, builder.getI64IntegerAttr(0))
+                              .getResult();
+  // Rank-major: after gathering over every axis, row r of [ranks, n] is rank r's amaxes.
+  int64_t ranks = 1;
+  for (auto [axis, size] : reductionAxes) {
+    ranks *= size;
+    auto gathered = RankedTensorType::get({ranks * n}, f32);
+    auto future = dist::AllGatherStartOp::create(
+        builder, loc, dist::FutureType::get(context, gathered), vector,
+        FlatSymbolRefAttr::get(context, "mesh"), builder.getStrArrayAttr({axis}),
+        builder.getI64IntegerAttr(0));
+    vector = dist::DoneOp::create(builder, loc, gathered, future).getResult();
+  }
+  Value table = tg::ReshapeOp::create(builder, loc, RankedTensorType::get({ranks, n}, f32), vector);
+  Value columns = tg::TransposeOp::create(builder, loc, RankedTensorType::get({n, ranks}, f32),
+                                          table, builder.getDenseI64ArrayAttr({1, 0}));
+  SmallVector<Value> rows;
+  if (n == 1) {
+    rows.push_back(columns);
+  } else {
+    auto split = tg::SplitOp::create(
+        builder, loc, SmallVector<Type>(n, RankedTensorType::get({1, ranks}, f32)), columns,
+        builder.getI64IntegerAttr(0), builder.getDenseI64ArrayAttr(SmallVector<int64_t>(n, 1)));
+    rows.append(split.getResults().begin(), split.getResults().end());
+  }
+  SmallVector<Value> maxima;
+  for (Value row : rows) {
+    maxima.push_back(tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{row}));
+  }
+  return maxima;
+}
+
 LogicalResult Fp8Rewriter::collectWeights() {
   // The recipe's linears: matrices of the declared layer stack (the parameters' `layer`),
   // read only as the weight of a linear or of its data gradient. The embedding and the LM
@@ -217,7 +274,6 @@ LogicalResult Fp8Rewriter::collectWeights() {
 
 LogicalResult Fp8Rewriter::collectLinears(func::FuncOp func, bool backward,
                                           SmallVectorImpl<FunctionGroup> &found) {
-  llvm::MapVector<Value, unsigned> byInput;
   // The data-gradient GEMMs of each weight (any read of it; CSE usually leaves one).
   llvm::StringMap<SmallVector<tg::MatmulOp>> dataGradients;
   SmallVector<tg::MatmulOp> weightGradients;
@@ -231,33 +287,54 @@ LogicalResult Fp8Rewriter::collectLinears(func::FuncOp func, bool backward,
       weightGradients.push_back(op);
     }
   });
-  WalkResult walked = func.walk([&](tg::MatmulOp op) {
+  // The forward linears by the input they read, in op order.
+  llvm::MapVector<Value, SmallVector<std::pair<tg::MatmulOp, std::string>>> instances;
+  func.walk([&](tg::MatmulOp op) {
     std::optional<StringRef> weight = paramOf(op.getRhs());
-    if (!isForwardLinear(op) || !weight || !eligible.count(*weight)) {
-      return WalkResult::advance();
+    if (isForwardLinear(op) && weight && eligible.count(*weight)) {
+      instances[op.getLhs()].push_back({op, weight->str()});
     }
-    auto [it, inserted] = byInput.try_emplace(op.getLhs(), found.size());
+  });
+  // Inputs whose linears have the same weights are one group: the first the forward's, the
+  // others copies tg-recompute made for the backward.
+  llvm::StringMap<unsigned> groupByWeights;
+  for (auto &[input, linears] : instances) {
+    std::string key;
+    for (auto &[op, weight] : linears) {
+      key += weight + "\n";
+    }
+    auto [it, inserted] = groupByWeights.try_emplace(key, found.size());
     if (inserted) {
-      found.push_back({op.getLhs(), {}});
+      FunctionGroup group{input, {}, {}};
+      for (auto &[op, weight] : linears) {
+        group.linears.push_back({op, weight, {}, {}});
+      }
+      found.push_back(std::move(group));
+      continue;
     }
-    Linear linear{op, weight->str(), {}, {}};
-    if (backward) {
+    SmallVector<tg::MatmulOp> ops;
+    for (auto &[op, weight] : linears) {
+      ops.push_back(op);
+    }
+    found[it->second].recomputed.push_back({input, std::move(ops)});
+  }
+  for (FunctionGroup &group : found) {
+    for (Linear &linear : group.linears) {
+      if (!backward) {
+        continue;
+      }
+      tg::MatmulOp op = linear.forward;
+      StringRef weight = linear.weight;
       // The data gradient reads the same weight; the weight gradient the data gradient's
       // cotangent, flattened, against the (flattened) input.
-      ArrayRef<tg::MatmulOp> candidates = dataGradients.lookup(*weight);
-      if (candidates.size() > 1) {
-        op.emitError() << "tg-fp8: @" << *weight << " has " << candidates.size()
-                       << " data gradients";
-        return WalkResult::interrupt();
+      ArrayRef<tg::MatmulOp> candidates = dataGradients.lookup(weight);
+      if (candidates.size() != 1) {
+        return op.emitError() << "tg-fp8: " << candidates.size() << " data gradients read @"
+                              << weight
+                              << " (a linear whose input needs no gradient is not "
+                                 "supported)";
       }
-      if (!candidates.empty()) {
-        linear.dgrad = candidates.front();
-      }
-      if (!linear.dgrad) {
-        op.emitError() << "tg-fp8: no data gradient reads @" << *weight
-                       << " (a linear whose input needs no gradient is not supported)";
-        return WalkResult::interrupt();
-      }
+      linear.dgrad = candidates.front();
       // The weight gradient: dyᵀ · x over the flattened rows, its lhs a view of the data
       // gradient's cotangent (reshape chains are collapsed, so compare their sources).
       Value dyRoot = reshapeRoot(linear.dgrad.getLhs());
@@ -268,15 +345,9 @@ LogicalResult Fp8Rewriter::collectLinears(func::FuncOp func, bool backward,
         }
       }
       if (!linear.wgrad) {
-        op.emitError() << "tg-fp8: no weight gradient of @" << *weight << " found";
-        return WalkResult::interrupt();
+        return op.emitError() << "tg-fp8: no weight gradient of @" << weight << " found";
       }
     }
-    found[it->second].linears.push_back(linear);
-    return WalkResult::advance();
-  });
-  if (walked.wasInterrupted()) {
-    return failure();
   }
   for (FunctionGroup &group : found) {
     FailureOr<std::string> name = groupOf(group, func);
@@ -318,8 +389,13 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
     return RankedTensorType::get(type.getShape(), element);
   };
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  SmallVector<Value> results;
-  SmallVector<StepRole> roles;
+  // Per group its state arguments and the micro-batch's input and gradient amaxes, updated
+  // together at the end (after one reduction over the ranks for all of them).
+  struct Pending {
+    std::string name;
+    Value inputHistory, inputScale, gradHistory, gradScale, inputAmax, gradAmax;
+  };
+  SmallVector<Pending> pending;
   for (FunctionGroup &group : found) {
     std::string name = group.linears.front().weight;
     Location loc = group.linears.front().forward.getLoc();
@@ -334,6 +410,21 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
     builder.setInsertionPoint(group.linears.front().forward);
     Value inputAmax = tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{x});
     Value xq = tg::Fp8QuantizeOp::create(builder, loc, fp8(x, e4m3), x, inputScale);
+    // Every copy of the input (the forward's, tg-recompute's) with its cast: the weight
+    // gradient reads a view of one of them.
+    SmallVector<std::pair<Value, Value>> casts{{x, xq}};
+    for (auto &[copy, ops] : group.recomputed) {
+      builder.setInsertionPoint(ops.front());
+      Value copyQ = tg::Fp8QuantizeOp::create(builder, loc, fp8(copy, e4m3), copy, inputScale);
+      casts.push_back({copy, copyQ});
+      for (tg::MatmulOp op : ops) {
+        builder.setInsertionPoint(op);
+        Value y = tg::Fp8MatmulOp::create(builder, op.getLoc(), op.getType(), copyQ, op.getRhs(),
+                                          inputScale, weightScale, false, true);
+        op.replaceAllUsesWith(y);
+        op.erase();
+      }
+    }
     SmallVector<Value> gradAmaxes;
     for (Linear &linear : group.linears) {
       tg::MatmulOp op = linear.forward;
@@ -370,11 +461,14 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
       // tg-recompute recomputed) cast again with the same scale, which gives the same bits.
       Value inputRows = wgrad.getRhs();
       Value inputRowsQ;
-      if (inputRows == x) {
-        inputRowsQ = xq;
-      } else if (reshapeRoot(inputRows) == reshapeRoot(x)) {
-        inputRowsQ = tg::ReshapeOp::create(builder, wgrad.getLoc(), fp8(inputRows, e4m3), xq);
-      } else {
+      for (auto [copy, copyQ] : casts) {
+        if (inputRows == copy) {
+          inputRowsQ = copyQ;
+        } else if (!inputRowsQ && reshapeRoot(inputRows) == reshapeRoot(copy)) {
+          inputRowsQ = tg::ReshapeOp::create(builder, wgrad.getLoc(), fp8(inputRows, e4m3), copyQ);
+        }
+      }
+      if (!inputRowsQ) {
         inputRowsQ = tg::Fp8QuantizeOp::create(builder, wgrad.getLoc(), fp8(inputRows, e4m3),
                                                inputRows, inputScale);
       }
@@ -383,20 +477,35 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
       wgrad.replaceAllUsesWith(dw);
       wgrad.erase();
     }
-    // The scale updates: forward roles at the forward's end and the gradient's at the
-    // backward's are the same values here (one call runs both; nothing later in the call
-    // reads the new scales), so both sit before the return.
     builder.setInsertionPoint(ret);
     Value gradAmax = gradAmaxes.size() == 1
                          ? gradAmaxes.front()
                          : tg::AmaxOp::create(builder, loc, scalarType(), gradAmaxes).getResult();
+    pending.push_back(
+        {name, inputHistory, inputScale, gradHistory, gradScale, inputAmax, gradAmax});
+  }
+  // The scale updates: forward roles at the forward's end and the gradient's at the
+  // backward's are the same values here (one call runs both; nothing later in the call
+  // reads the new scales), so both sit before the return, after the amaxes' reduction over
+  // the data- and tensor-parallel ranks (one collective per mesh axis for all of them).
+  builder.setInsertionPoint(ret);
+  Location loc = ret.getLoc();
+  SmallVector<Value> amaxes;
+  for (const Pending &p : pending) {
+    amaxes.append({p.inputAmax, p.gradAmax});
+  }
+  SmallVector<Value> reduced = maxOverRanks(loc, amaxes);
+  SmallVector<Value> results;
+  SmallVector<StepRole> roles;
+  for (auto [index, p] : llvm::enumerate(pending)) {
     auto [newInputHistory, newInputScale] =
-        update(loc, inputHistory, inputAmax, inputScale, kE4M3Max);
-    auto [newGradHistory, newGradScale] = update(loc, gradHistory, gradAmax, gradScale, kE5M2Max);
+        update(loc, p.inputHistory, reduced[2 * index], p.inputScale, kE4M3Max);
+    auto [newGradHistory, newGradScale] =
+        update(loc, p.gradHistory, reduced[2 * index + 1], p.gradScale, kE5M2Max);
     results.append({newInputHistory, newInputScale, newGradHistory, newGradScale});
     for (StringRef r : {role::kFp8InputHistory, role::kFp8InputScale, role::kFp8GradHistory,
                         role::kFp8GradScale}) {
-      roles.push_back({r.str(), name});
+      roles.push_back({r.str(), p.name});
     }
   }
   addResults(func, results, roles);
@@ -423,51 +532,112 @@ LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<Functi
       op.replaceAllUsesWith(y);
       op.erase();
     }
+    for (auto &[copy, ops] : group.recomputed) {
+      builder.setInsertionPoint(ops.front());
+      auto copyType = cast<RankedTensorType>(copy.getType());
+      Value copyQ = tg::Fp8QuantizeOp::create(builder, copy.getLoc(),
+                                              RankedTensorType::get(copyType.getShape(), e4m3),
+                                              copy, inputScale);
+      for (tg::MatmulOp op : ops) {
+        builder.setInsertionPoint(op);
+        Value y = tg::Fp8MatmulOp::create(builder, op.getLoc(), op.getType(), copyQ, op.getRhs(),
+                                          inputScale, weightScale, false, true);
+        op.replaceAllUsesWith(y);
+        op.erase();
+      }
+    }
   }
   eraseDeadOps(func);
   return success();
 }
 
+/// The new parameter's chain in @optimizer_step: `convert(master)`, then with ZeRO-1 the
+/// all-gather of the shards and the reshape to the parameter's shape. Returns the convert and
+/// the ops after it, or failure.
+static FailureOr<std::pair<tg::ConvertOp, SmallVector<Operation *>>> parameterChain(Value value) {
+  SmallVector<Operation *> after;
+  while (true) {
+    Operation *op = value.getDefiningOp();
+    if (auto convert = dyn_cast_or_null<tg::ConvertOp>(op)) {
+      std::reverse(after.begin(), after.end());
+      return std::pair{convert, after};
+    }
+    if (isa_and_nonnull<tg::ReshapeOp, dist::AllGatherStartOp>(op)) {
+      after.push_back(op);
+      value = op->getOperand(0);
+    } else if (auto done = dyn_cast_or_null<dist::DoneOp>(op)) {
+      after.push_back(op);
+      value = done.getFuture();
+    } else {
+      return failure();
+    }
+  }
+}
+
+/// `type` with fp8 E4M3 elements (a tensor, or a future of one).
+static Type withE4M3(Type type) {
+  auto e4m3 = Float8E4M3FNType::get(type.getContext());
+  if (auto future = dyn_cast<dist::FutureType>(type)) {
+    return dist::FutureType::get(type.getContext(), withE4M3(future.getValueType()));
+  }
+  auto tensor = cast<RankedTensorType>(type);
+  return RankedTensorType::get(tensor.getShape(), e4m3);
+}
+
 LogicalResult Fp8Rewriter::rewriteOptimizer() {
   // After the update each weight is cast from its new f32 master with the group's weight
-  // scale; the masters' amax then updates that scale (the weights' scales update once per
-  // step, after the optimizer's cast), and the cast scale goes with the fp8 weights.
-  auto e4m3 = builder.getType<Float8E4M3FNType>();
+  // scale (with ZeRO-1 each rank casts its shard, and the fp8 shards are gathered); the
+  // masters' amax (over every rank's part) then updates that scale (the weights' scales
+  // update once per step, after the optimizer's cast), and the cast scale goes with the fp8
+  // weights.
   func::FuncOp func = optimizerStep;
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  SmallVector<Value> results;
-  SmallVector<StepRole> roles;
+  Location loc = ret.getLoc();
+  SmallVector<Value> histories, scales, amaxes;
   for (auto &[name, group] : groups) {
-    Value history = addArgument(func, historyType(), role::kFp8WeightHistory, name);
-    Value scale = addArgument(func, scalarType(), role::kFp8WeightScale, name);
-    builder.setInsertionPoint(ret);
-    SmallVector<Value> amaxes;
+    histories.push_back(addArgument(func, historyType(), role::kFp8WeightHistory, name));
+    scales.push_back(addArgument(func, scalarType(), role::kFp8WeightScale, name));
+  }
+  for (auto [g, entry] : llvm::enumerate(groups)) {
+    auto &[name, group] = entry;
+    SmallVector<Value> parts;
     for (const std::string &weight : group.weights) {
       std::optional<unsigned> index = findResult(func, {std::string(role::kParam), weight});
       if (!index) {
         return func.emitError() << "tg-fp8: @optimizer_step does not return @" << weight;
       }
-      Value value = ret.getOperand(*index);
-      auto convert = value.getDefiningOp<tg::ConvertOp>();
-      Value master = convert ? convert.getInput() : Value();
+      auto chain = parameterChain(ret.getOperand(*index));
+      Value master = succeeded(chain) ? chain->first.getInput() : Value();
       if (!master || !cast<RankedTensorType>(master.getType()).getElementType().isF32()) {
         return func.emitError() << "tg-fp8: the new @" << weight
-                                << " is not the conversion of an f32 master weight";
+                                << " is not the conversion of an f32 master weight (or its "
+                                   "gathered shards)";
       }
-      auto type = cast<RankedTensorType>(master.getType());
-      amaxes.push_back(tg::AmaxOp::create(builder, ret.getLoc(), scalarType(), ValueRange{master}));
-      Value cast = tg::Fp8QuantizeOp::create(
-          builder, ret.getLoc(), RankedTensorType::get(type.getShape(), e4m3), master, scale);
-      ret->setOperand(*index, cast);
-      if (convert->use_empty()) {
-        convert->erase();
+      tg::ConvertOp convert = chain->first;
+      builder.setInsertionPoint(convert);
+      parts.push_back(tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{master}));
+      Value cast = tg::Fp8QuantizeOp::create(builder, convert.getLoc(), withE4M3(convert.getType()),
+                                             master, scales[g]);
+      convert.replaceAllUsesWith(cast);
+      convert.erase();
+      // The gather and the reshape carry fp8 now (same elements, one byte each).
+      for (Operation *op : chain->second) {
+        op->getResult(0).setType(withE4M3(op->getResult(0).getType()));
       }
     }
-    Value amax = amaxes.size() == 1
-                     ? amaxes.front()
-                     : tg::AmaxOp::create(builder, ret.getLoc(), scalarType(), amaxes).getResult();
-    auto [newHistory, newScale] = update(ret.getLoc(), history, amax, scale, kE4M3Max);
-    results.append({scale, newHistory, newScale});
+    builder.setInsertionPoint(ret);
+    amaxes.push_back(parts.size() == 1
+                         ? parts.front()
+                         : tg::AmaxOp::create(builder, loc, scalarType(), parts).getResult());
+  }
+  builder.setInsertionPoint(ret);
+  SmallVector<Value> reduced = maxOverRanks(loc, amaxes);
+  SmallVector<Value> results;
+  SmallVector<StepRole> roles;
+  for (auto [g, entry] : llvm::enumerate(groups)) {
+    const std::string &name = entry.first;
+    auto [newHistory, newScale] = update(loc, histories[g], reduced[g], scales[g], kE4M3Max);
+    results.append({scales[g], newHistory, newScale});
     roles.push_back({std::string(role::kFp8WeightCastScale), name});
     roles.push_back({std::string(role::kFp8WeightHistory), name});
     roles.push_back({std::string(role::kFp8WeightScale), name});
@@ -603,10 +773,46 @@ LogicalResult Fp8Rewriter::rewriteInit() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   builder.setInsertionPoint(ret);
   Location loc = ret.getLoc();
-  SmallVector<Value> results;
+  // How @init_optimizer starts a master from its parameter (with ZeRO-1: this rank's shard of
+  // it), replayed here on the drawn value instead of the fp8 parameter.
+  auto masterFromDraw = [&](const std::string &weight, Value drawn) -> FailureOr<Value> {
+    std::optional<unsigned> result =
+        findResult(initOptimizer, {std::string(role::kMaster), weight});
+    std::optional<unsigned> argument = findArg(initOptimizer, {std::string(role::kParam), weight});
+    if (!result || !argument) {
+      return initOptimizer.emitError()
+             << "tg-fp8: @init_optimizer does not start the master of @" << weight << " from it";
+    }
+    IRMapping mapping;
+    mapping.map(initOptimizer.getArgument(*argument), drawn);
+    auto initRet = cast<func::ReturnOp>(initOptimizer.getBody().front().getTerminator());
+    std::function<LogicalResult(Value)> cloneChain = [&](Value value) -> LogicalResult {
+      if (mapping.contains(value)) {
+        return success();
+      }
+      Operation *op = value.getDefiningOp();
+      if (!op) {
+        return failure(); // another argument: not a function of this parameter alone
+      }
+      for (Value operand : op->getOperands()) {
+        if (failed(cloneChain(operand))) {
+          return failure();
+        }
+      }
+      builder.clone(*op, mapping);
+      return success();
+    };
+    Value master = initRet.getOperand(*result);
+    if (failed(cloneChain(master))) {
+      return initOptimizer.emitError()
+             << "tg-fp8: the master of @" << weight << " is not computed from its parameter alone";
+    }
+    return mapping.lookup(master);
+  };
+  SmallVector<Value> results, amaxes;
   SmallVector<StepRole> roles;
   for (auto &[name, group] : groups) {
-    SmallVector<Value> amaxes;
+    SmallVector<Value> parts;
     for (const std::string &weight : group.weights) {
       std::optional<unsigned> index = findResult(func, {std::string(role::kParam), weight});
       if (!index) {
@@ -615,20 +821,27 @@ LogicalResult Fp8Rewriter::rewriteInit() {
       }
       Value drawn = ret.getOperand(*index);
       auto type = cast<RankedTensorType>(drawn.getType());
-      amaxes.push_back(tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{drawn}));
+      parts.push_back(tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{drawn}));
       Value one = fill(loc, scalarType(), 1.0);
       ret->setOperand(*index,
                       tg::Fp8QuantizeOp::create(
                           builder, loc, RankedTensorType::get(type.getShape(), e4m3), drawn, one));
-      results.push_back(tg::ConvertOp::create(
-          builder, loc, RankedTensorType::get(type.getShape(), builder.getF32Type()), drawn));
+      FailureOr<Value> master = masterFromDraw(weight, drawn);
+      if (failed(master)) {
+        return failure();
+      }
+      results.push_back(*master);
       roles.push_back({std::string(role::kMaster), weight});
     }
-    Value amax = amaxes.size() == 1
-                     ? amaxes.front()
-                     : tg::AmaxOp::create(builder, loc, scalarType(), amaxes).getResult();
-    auto [weightHistory, weightScale] =
-        update(loc, fill(loc, historyType(), 0.0), amax, fill(loc, scalarType(), 1.0), kE4M3Max);
+    amaxes.push_back(parts.size() == 1
+                         ? parts.front()
+                         : tg::AmaxOp::create(builder, loc, scalarType(), parts).getResult());
+  }
+  SmallVector<Value> reduced = maxOverRanks(loc, amaxes);
+  for (auto [g, entry] : llvm::enumerate(groups)) {
+    const std::string &name = entry.first;
+    auto [weightHistory, weightScale] = update(loc, fill(loc, historyType(), 0.0), reduced[g],
+                                               fill(loc, scalarType(), 1.0), kE4M3Max);
     results.append({fill(loc, historyType(), 0.0), fill(loc, scalarType(), 1.0),
                     fill(loc, historyType(), 0.0), fill(loc, scalarType(), 1.0),
                     fill(loc, scalarType(), 1.0), weightHistory, weightScale});
@@ -698,12 +911,18 @@ LogicalResult Fp8Rewriter::run() {
     return model.emitError() << "tg-fp8 needs @train_step, @eval_step, @optimizer_step, "
                                 "@init_params and @init_optimizer: run tg-train-step first";
   }
-  if (auto mesh = SymbolTable::lookupSymbolIn(model, "mesh")) {
-    auto dmesh = cast<dist::MeshOp>(mesh);
-    if (dmesh.getAxisSize("dp") * dmesh.getAxisSize("tp") * dmesh.getAxisSize("pp") > 1) {
-      return model.emitError()
-             << "tg-fp8: fp8 on more than one rank is not supported yet (the amax "
-                "reduction over data- and tensor-parallel ranks and pipeline stages)";
+  if (auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"))) {
+    if (mesh.getAxisSize("pp") > 1) {
+      return model.emitError() << "tg-fp8: fp8 with pipeline parallelism is not supported yet "
+                                  "(the scaling state of a stage's forward and backward calls)";
+    }
+    // The amaxes are reduced with MAX over the ranks that hold different parts of a GEMM's
+    // operands: data-parallel ranks (other micro-batches, ZeRO-1 shards) and tensor-parallel
+    // ranks (split weights, features).
+    for (StringRef axis : {"dp", "tp"}) {
+      if (mesh.getAxisSize(axis) > 1) {
+        reductionAxes.push_back({axis, mesh.getAxisSize(axis)});
+      }
     }
   }
   if (failed(collectWeights())) {

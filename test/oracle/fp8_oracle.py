@@ -13,7 +13,10 @@ For the tiny Llama ("gqa" of llama_oracle.py: 2 layers, GQA, 2 micro-batches per
 trains STEPS steps with `mlperf-run` on the fp8 plan, reads the initial weights from the
 plan's own step-0 checkpoint (the draw is checked by llama_oracle.py), trains the same steps
 in JAX and compares every step's loss (LOSS_RTOL) and gradient norm (NORM_RTOL), and the
-scales and amax histories of every fp8 state after SCALE_STEPS steps (SCALE_RTOL).
+scales and amax histories of every fp8 state after SCALE_STEPS steps (SCALE_RTOL); then the
+same steps under mpirun with tp=2 (against the same JAX trajectory: the amaxes are reduced
+over the tensor-parallel ranks) and dp=2 with ZeRO-1 (against JAX with the two ranks'
+micro-batches side by side, their amaxes reduced with MAX), per-step loss to LOSS_RTOL.
 
 Usage: fp8_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
@@ -184,8 +187,11 @@ def fp8_weight_names(cfg):
             for i in range(cfg["layers"]) for g, ws in GROUPS for w in ws}
 
 
-def oracle_trajectory(init, tokens, labels, cfg, train):
-    """STEPS steps of the recipe from the drawn weights `init` (name -> bf16 values)."""
+def oracle_trajectory(init, tokens, labels, cfg, train, dp=1):
+    """STEPS steps of the recipe from the drawn weights `init` (name -> bf16 values). With
+    `dp` data-parallel ranks each takes its share of the micro-batches in order; the ranks'
+    j-th micro-batches run with the same scales and update them once, with the maximum of
+    their amaxes (the reference's amax reduction over the data-parallel group)."""
     fp8_weights = fp8_weight_names(cfg)
     groups = group_names(cfg)
     zeros = np.zeros(HISTORY, np.float32)
@@ -223,27 +229,38 @@ def oracle_trajectory(init, tokens, labels, cfg, train):
     m = {k: np.zeros_like(v) for k, v in masters.items()}
     v = {k: np.zeros_like(x) for k, x in masters.items()}
     history, snapshots = [], []
+    local = accumulation // dp
     for step in range(STEPS):
-        loss_sum, grads = 0.0, None
-        for a in range(accumulation):
-            rows = slice(a * micro, (a + 1) * micro)
+        loss_sum, grads = 0.0, [None] * dp
+        for j in range(local):
             scales = {g: {"input": jnp.float32(state[g]["input"]),
                           "weight_cast": jnp.float32(state[g]["weight_cast"]),
                           "grad": jnp.float32(state[g]["grad"])} for g in groups}
             probes = {g: jnp.float32(0) for g in groups}
-            # The gradient of loss / A (the reference's seed), in bf16.
-            (loss, amaxes), (g, grad_amaxes) = grad_fn(
-                params, probes, jnp.asarray(tokens[step, rows]), jnp.asarray(labels[step, rows]),
-                scales)
-            loss_sum += float(loss) * accumulation
-            g = {k: bf16(x) for k, x in g.items()}
-            grads = g if grads is None else {k: bf16(grads[k] + g[k]) for k in grads}
+            seen = {g: [0.0, 0.0] for g in groups}
+            for rank in range(dp):
+                a = rank * local + j
+                rows = slice(a * micro, (a + 1) * micro)
+                # The gradient of loss / A (the reference's seed), in bf16.
+                (loss, amaxes), (g, grad_amaxes) = grad_fn(
+                    params, probes, jnp.asarray(tokens[step, rows]),
+                    jnp.asarray(labels[step, rows]), scales)
+                loss_sum += float(loss) * accumulation
+                g = {k: bf16(x) for k, x in g.items()}
+                grads[rank] = g if grads[rank] is None else {k: bf16(grads[rank][k] + g[k])
+                                                             for k in g}
+                for name in groups:
+                    seen[name][0] = max(seen[name][0], float(amaxes[name]))
+                    seen[name][1] = max(seen[name][1], float(grad_amaxes[name]))
             for name in groups:
                 s = state[name]
-                s["input_h"], s["input"] = scale_update(s["input_h"], float(amaxes[name]),
-                                                        s["input"], E4M3_MAX)
-                s["grad_h"], s["grad"] = scale_update(s["grad_h"], float(grad_amaxes[name]),
-                                                      s["grad"], E5M2_MAX)
+                s["input_h"], s["input"] = scale_update(s["input_h"], seen[name][0], s["input"],
+                                                        E4M3_MAX)
+                s["grad_h"], s["grad"] = scale_update(s["grad_h"], seen[name][1], s["grad"],
+                                                      E5M2_MAX)
+        # The data-parallel sum of the ranks' accumulated gradients, rounded once.
+        grads = {k: bf16(sum(np.asarray(r[k], np.float32) for r in grads)) if dp > 1
+                 else grads[0][k] for k in grads[0]}
         grads = {k: np.asarray(x, np.float64) for k, x in grads.items()}
         norm = float(np.sqrt(sum(np.sum(x * x) for x in grads.values())))
         clip = np.float32(min(1.0, train["clip"] / (norm + 1e-6)))
@@ -268,6 +285,33 @@ def oracle_trajectory(init, tokens, labels, cfg, train):
         history.append((loss_sum / accumulation, float(lr), norm))
         snapshots.append({g: dict(values) for g, values in state.items()})
     return history, snapshots
+
+
+def compare_state(path, snapshot):
+    """The worst relative difference between a checkpoint's fp8 scaling state and the
+    oracle's `snapshot`, and a line per value outside SCALE_RTOL (or missing)."""
+    ended = base.read_safetensors(path)
+    roles = {"input": "fp8_input_scale", "grad": "fp8_grad_scale", "weight": "fp8_weight_scale",
+             "weight_cast": "fp8_weight_cast_scale", "input_h": "fp8_input_history",
+             "grad_h": "fp8_grad_history", "weight_h": "fp8_weight_history"}
+    worst, failures = 0.0, []
+    for group, values in snapshot.items():
+        for key, role in roles.items():
+            name = f"optimizer.{role}.{group}"
+            if name not in ended:
+                failures.append(f"{path} has no {name}")
+                continue
+            got, want = np.asarray(ended[name], np.float64), np.asarray(values[key], np.float64)
+            if got.shape != want.shape or not np.array_equal(got == 0, want == 0):
+                failures.append(f"{name}: {got} vs {want}")
+                continue
+            nonzero = want != 0
+            error = float(np.max(np.abs(got[nonzero] - want[nonzero]) / np.abs(want[nonzero]))) \
+                if nonzero.any() else 0.0
+            worst = max(worst, error) if np.isfinite(error) else float("inf")
+            if not base.finite_and_within(error, SCALE_RTOL):
+                failures.append(f"{name}: {got} vs {want}")
+    return worst, failures
 
 
 def main():
@@ -327,30 +371,49 @@ def main():
     # Every scale after SCALE_STEPS steps (the trajectories still agree closely; a scale is
     # fp8_max over one micro-batch's largest element, so later ones follow the trajectories'
     # drift), and the amax histories' recorded entries.
-    ended = base.read_safetensors(early)
-    roles = {"input": "fp8_input_scale", "grad": "fp8_grad_scale", "weight": "fp8_weight_scale",
-             "weight_cast": "fp8_weight_cast_scale", "input_h": "fp8_input_history",
-             "grad_h": "fp8_grad_history", "weight_h": "fp8_weight_history"}
-    for group, values in snapshots[SCALE_STEPS - 1].items():
-        for key, role in roles.items():
-            name = f"optimizer.{role}.{group}"
-            if name not in ended:
-                failures.append(f"the checkpoint has no {name}")
-                continue
-            got, want = np.asarray(ended[name], np.float64), np.asarray(values[key], np.float64)
-            if got.shape != want.shape or not np.array_equal(got == 0, want == 0):
-                failures.append(f"{name}: {got} vs {want}")
-                continue
-            nonzero = want != 0
-            error = float(np.max(np.abs(got[nonzero] - want[nonzero]) / np.abs(want[nonzero]))) \
-                if nonzero.any() else 0.0
-            worst_scale = max(worst_scale, error) if np.isfinite(error) else float("inf")
-            if not base.finite_and_within(error, SCALE_RTOL):
-                failures.append(f"{name}: {got} vs {want}")
+    worst_scale, state_failures = compare_state(early, snapshots[SCALE_STEPS - 1])
+    failures += state_failures
+    # Under mpirun: tensor parallelism computes the same recipe (amaxes reduced over tp); data
+    # parallelism with ZeRO-1 the recipe with the ranks' micro-batches side by side.
+    distributed = {"tp2": ("tp=2", 1), "dp2_zero1": ("dp=2,zero=1", 2)}
+    summaries = []
+    for tag, (parallel, dp) in distributed.items():
+        ranked = os.path.join(workdir, f"fp8.{tag}.pb")
+        subprocess.run([mlperfc, "compile", model, "--precision", "fp8", "--cluster", "1x2",
+                        "--parallel", parallel, "-o", ranked], check=True, capture_output=True)
+        run = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", mlperf_run, ranked,
+                              "--data", data, "--data-order", "sequential", "--seed", "5",
+                              "--max-steps", str(STEPS), "--print-every", "1"],
+                             capture_output=True, text=True, env=base.mpirun_env())
+        got = base.step_lines(run.stdout) if run.returncode == 0 else []
+        if run.returncode != 0:
+            failures.append(f"{tag}: mpirun failed ({run.returncode}): {run.stderr.strip()[-300:]}")
+        expected, ranked_snapshots = (reference, snapshots) if dp == 1 else \
+            oracle_trajectory(drawn, tokens, labels, cfg, train, dp=dp)
+        # Rank 0's scaling state after the first step (every rank holds the reduced values).
+        early_ranked = os.path.join(workdir, f"fp8.{tag}.early.safetensors")
+        subprocess.run(["mpirun", "--oversubscribe", "-np", "2", mlperf_run, ranked, "--data",
+                        data, "--data-order", "sequential", "--seed", "5", "--max-steps",
+                        str(SCALE_STEPS), "--save", early_ranked], check=True,
+                       capture_output=True, env=base.mpirun_env())
+        worst_state, state_failures = compare_state(
+            early_ranked[:-len(".safetensors")] + ".rank0-of-2.safetensors",
+            ranked_snapshots[SCALE_STEPS - 1])
+        failures += [f"{tag}: {failure}" for failure in state_failures]
+        worst = 0.0
+        if len(got) != STEPS and run.returncode == 0:
+            failures.append(f"{tag}: expected {STEPS} steps, got {len(got)}")
+        for step, (mine, ref) in enumerate(zip(got, expected)):
+            error = abs(mine[0] - ref[0]) / ref[0]
+            worst = max(worst, error) if np.isfinite(error) else float("inf")
+            if not base.finite_and_within(error, LOSS_RTOL):
+                failures.append(f"{tag} step {step} loss {mine[0]} vs {ref[0]} (rel {error:.1e})")
+        summaries.append(f"{tag} {worst:.1e} (scaling state {worst_state:.1e})")
     print(f"fp8 trajectory: {STEPS} steps of delayed scaling (E4M3/E5M2, history {HISTORY}), "
           f"loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX {reference[0][0]:.4f} -> "
           f"{reference[-1][0]:.4f}), worst rel diff loss {worst_loss:.1e}, grad_norm "
-          f"{worst_norm:.1e}, scaling state after {SCALE_STEPS} steps {worst_scale:.1e}: "
+          f"{worst_norm:.1e}, scaling state after {SCALE_STEPS} steps {worst_scale:.1e}; under "
+          f"mpirun -np 2 worst rel diff loss {', '.join(summaries)}: "
           f"{'ok' if not failures else 'MISMATCH'}")
     for failure in failures[:10]:
         print("  " + failure)
