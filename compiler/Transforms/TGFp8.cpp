@@ -911,6 +911,13 @@ LogicalResult Fp8Rewriter::run() {
     return model.emitError() << "tg-fp8 needs @train_step, @eval_step, @optimizer_step, "
                                 "@init_params and @init_optimizer: run tg-train-step first";
   }
+  for (auto benchmark : model.getBody().front().getOps<tg::BenchmarkOp>()) {
+    if (benchmark.getAllowFp8() && !*benchmark.getAllowFp8()) {
+      return benchmark.emitError() << "tg-fp8: the declaration of benchmark '"
+                                   << benchmark.getName()
+                                   << "' does not allow fp8 (tg.benchmark allow_fp8 = false)";
+    }
+  }
   if (auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"))) {
     if (mesh.getAxisSize("pp") > 1) {
       return model.emitError() << "tg-fp8: fp8 with pipeline parallelism is not supported yet "

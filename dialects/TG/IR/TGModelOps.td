@@ -57,10 +57,13 @@ def TG_BenchmarkOp : TG_ModelMetadataOp<"benchmark"> {
     `eval_every_samples`: evaluate after every so many training samples (sequences);
     `eval_samples`: validation sequences per evaluation; the run converges when `target_metric`
     (`log_perplexity`: mean token cross-entropy on the validation set, or `eval_loss`) reaches
-    `target_value` or less.
+    `target_value` or less. `allow_fp8 = false` says the benchmark's rules do not allow fp8
+    GEMMs (its reference convergence points are for another precision): `mlperfc compile
+    --precision fp8` refuses the model. Absent: allowed (the MLPerf LLM benchmarks).
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$eval_every_samples, I64Attr:$eval_samples,
-                       StrAttr:$target_metric, F64Attr:$target_value);
+                       StrAttr:$target_metric, F64Attr:$target_value,
+                       OptionalAttr<BoolAttr>:$allow_fp8);
 }
 
 def TG_BatchOp : TG_ModelMetadataOp<"batch"> {
