@@ -913,9 +913,9 @@ LogicalResult Fp8Rewriter::run() {
   }
   for (auto benchmark : model.getBody().front().getOps<tg::BenchmarkOp>()) {
     if (benchmark.getAllowFp8() && !*benchmark.getAllowFp8()) {
-      return benchmark.emitError() << "tg-fp8: the declaration of benchmark '"
-                                   << benchmark.getName()
-                                   << "' does not allow fp8 (tg.benchmark allow_fp8 = false)";
+      return benchmark.emitError()
+             << "tg-fp8: the declaration of benchmark '" << benchmark.getName()
+             << "' does not allow fp8 (tg.benchmark allow_fp8 = false)";
     }
   }
   if (auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"))) {
