@@ -19,8 +19,10 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -118,7 +120,6 @@ private:
 BlockArgument Fp8Rewriter::addArgument(func::FuncOp func, Type type, StringRef roleName,
                                        StringRef param) {
   Block &entry = func.getBody().front();
-  SmallVector<std::optional<StepRole>> roles(func.getNumArguments() + 1);
   BlockArgument argument = entry.addArgument(type, func.getLoc());
   func.setFunctionType(builder.getFunctionType(entry.getArgumentTypes(), func.getResultTypes()));
   SmallVector<DictionaryAttr> dicts;
@@ -176,6 +177,17 @@ static void eraseDeadOps(func::FuncOp func) {
       op->erase();
     }
   }
+}
+
+/// The first of `ops` (of one block) in block order.
+static Operation *earliest(ArrayRef<tg::MatmulOp> ops) {
+  Operation *first = ops.front();
+  for (tg::MatmulOp op : ops) {
+    if (op->isBeforeInBlock(first)) {
+      first = op;
+    }
+  }
+  return first;
 }
 
 /// The value a chain of reshapes views (the value itself when it is no reshape).
@@ -299,10 +311,13 @@ LogicalResult Fp8Rewriter::collectLinears(func::FuncOp func, bool backward,
   // others copies tg-recompute made for the backward.
   llvm::StringMap<unsigned> groupByWeights;
   for (auto &[input, linears] : instances) {
-    std::string key;
+    // By the set of weights: a recomputed copy may compute them in another order.
+    SmallVector<std::string> sorted;
     for (auto &[op, weight] : linears) {
-      key += weight + "\n";
+      sorted.push_back(weight);
     }
+    llvm::sort(sorted);
+    std::string key = llvm::join(sorted, "\n");
     auto [it, inserted] = groupByWeights.try_emplace(key, found.size());
     if (inserted) {
       FunctionGroup group{input, {}, {}};
@@ -312,12 +327,22 @@ LogicalResult Fp8Rewriter::collectLinears(func::FuncOp func, bool backward,
       found.push_back(std::move(group));
       continue;
     }
+    // The copy's GEMMs in the order of the group's linears.
     SmallVector<tg::MatmulOp> ops;
-    for (auto &[op, weight] : linears) {
-      ops.push_back(op);
+    for (const Linear &linear : found[it->second].linears) {
+      for (auto &[op, weight] : linears) {
+        if (weight == linear.weight) {
+          ops.push_back(op);
+        }
+      }
+    }
+    if (ops.size() != linears.size()) {
+      return func.emitError() << "tg-fp8: a recomputed copy of the linears of @" << sorted.front()
+                              << " reads a weight twice";
     }
     found[it->second].recomputed.push_back({input, std::move(ops)});
   }
+  llvm::SmallPtrSet<Operation *, 16> claimed; // weight gradients already matched
   for (FunctionGroup &group : found) {
     for (Linear &linear : group.linears) {
       if (!backward) {
@@ -327,26 +352,45 @@ LogicalResult Fp8Rewriter::collectLinears(func::FuncOp func, bool backward,
       StringRef weight = linear.weight;
       // The data gradient reads the same weight; the weight gradient the data gradient's
       // cotangent, flattened, against the (flattened) input.
-      ArrayRef<tg::MatmulOp> candidates = dataGradients.lookup(weight);
-      if (candidates.size() != 1) {
-        return op.emitError() << "tg-fp8: " << candidates.size() << " data gradients read @"
-                              << weight
-                              << " (a linear whose input needs no gradient is not "
-                                 "supported)";
+      auto candidates = dataGradients.find(weight);
+      size_t count = candidates == dataGradients.end() ? 0 : candidates->second.size();
+      if (count != 1) {
+        return op.emitError() << "tg-fp8: " << count << " data gradients read @" << weight
+                              << " (a linear whose input needs no gradient is not supported)";
       }
-      linear.dgrad = candidates.front();
+      linear.dgrad = candidates->second.front();
       // The weight gradient: dyᵀ · x over the flattened rows, its lhs a view of the data
-      // gradient's cotangent (reshape chains are collapsed, so compare their sources).
+      // gradient's cotangent and its rhs a view of the input or of a recomputed copy of it
+      // (reshape chains are collapsed, so compare their sources); exactly one, and no other
+      // linear's.
       Value dyRoot = reshapeRoot(linear.dgrad.getLhs());
+      SmallVector<Value> inputRoots{reshapeRoot(group.input)};
+      for (auto &[copy, ops] : group.recomputed) {
+        inputRoots.push_back(reshapeRoot(copy));
+      }
       auto outType = cast<RankedTensorType>(op.getRhs().getType());
+      // Autodiff builds it from this linear's output gradient; its rhs is a view of the input,
+      // of a recomputed copy of the linear's input, or a recomputed copy of the op that
+      // computed the input (tg-recompute's swiglu level), which the rewrite casts again.
+      SmallVector<tg::MatmulOp> matches, ofInput;
       for (tg::MatmulOp g : weightGradients) {
-        if (reshapeRoot(g.getLhs()) == dyRoot && g.getType().getShape() == outType.getShape()) {
-          linear.wgrad = g;
+        if (reshapeRoot(g.getLhs()) == dyRoot && g.getType().getShape() == outType.getShape() &&
+            !claimed.contains(g)) {
+          matches.push_back(g);
+          if (llvm::is_contained(inputRoots, reshapeRoot(g.getRhs()))) {
+            ofInput.push_back(g);
+          }
         }
       }
-      if (!linear.wgrad) {
-        return op.emitError() << "tg-fp8: no weight gradient of @" << weight << " found";
+      if (ofInput.size() == 1) {
+        matches = ofInput;
       }
+      if (matches.size() != 1) {
+        return op.emitError() << "tg-fp8: " << matches.size() << " weight-gradient GEMMs of @"
+                              << weight << " (dyᵀ · x of its output's gradient) found";
+      }
+      claimed.insert(matches.front());
+      linear.wgrad = matches.front();
     }
   }
   for (FunctionGroup &group : found) {
@@ -405,16 +449,19 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
     Value gradScale = addArgument(func, scalarType(), role::kFp8GradScale, name);
     Value weightScale = addArgument(func, scalarType(), role::kFp8WeightCastScale, name);
 
-    // Forward: the input's amax and its E4M3 cast, once for the group's GEMMs.
-    Value x = group.input;
+    // Forward: the input's amax and its E4M3 cast, once for the group's GEMMs. The input as
+    // the GEMM reads it now (an earlier group may have replaced the op that defined it).
+    Value x = group.linears.front().forward.getLhs();
     builder.setInsertionPoint(group.linears.front().forward);
     Value inputAmax = tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{x});
     Value xq = tg::Fp8QuantizeOp::create(builder, loc, fp8(x, e4m3), x, inputScale);
     // Every copy of the input (the forward's, tg-recompute's) with its cast: the weight
     // gradient reads a view of one of them.
     SmallVector<std::pair<Value, Value>> casts{{x, xq}};
-    for (auto &[copy, ops] : group.recomputed) {
-      builder.setInsertionPoint(ops.front());
+    for (auto &entry : group.recomputed) {
+      SmallVector<tg::MatmulOp> &ops = entry.second;
+      Value copy = ops.front().getLhs();
+      builder.setInsertionPoint(earliest(ops));
       Value copyQ = tg::Fp8QuantizeOp::create(builder, loc, fp8(copy, e4m3), copy, inputScale);
       casts.push_back({copy, copyQ});
       for (tg::MatmulOp op : ops) {
@@ -519,7 +566,7 @@ LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<Functi
     std::string name = group.linears.front().weight;
     Value inputScale = addArgument(func, scalarType(), role::kFp8InputScale, name);
     Value weightScale = addArgument(func, scalarType(), role::kFp8WeightCastScale, name);
-    Value x = group.input;
+    Value x = group.linears.front().forward.getLhs();
     builder.setInsertionPoint(group.linears.front().forward);
     auto type = cast<RankedTensorType>(x.getType());
     Value xq = tg::Fp8QuantizeOp::create(
@@ -532,8 +579,10 @@ LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<Functi
       op.replaceAllUsesWith(y);
       op.erase();
     }
-    for (auto &[copy, ops] : group.recomputed) {
-      builder.setInsertionPoint(ops.front());
+    for (auto &entry : group.recomputed) {
+      SmallVector<tg::MatmulOp> &ops = entry.second;
+      Value copy = ops.front().getLhs();
+      builder.setInsertionPoint(earliest(ops));
       auto copyType = cast<RankedTensorType>(copy.getType());
       Value copyQ = tg::Fp8QuantizeOp::create(builder, copy.getLoc(),
                                               RankedTensorType::get(copyType.getShape(), e4m3),
@@ -867,12 +916,6 @@ LogicalResult Fp8Rewriter::rewriteInit() {
     keptAttrs.push_back(func.getResultAttrDict(i));
   }
   ret->setOperands(kept);
-  llvm::BitVector unused(func.getNumArguments());
-  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    if (func.getArgument(i).use_empty()) {
-      unused.set(i);
-    }
-  }
   func.setFunctionType(
       builder.getFunctionType(func.getArgumentTypes(), ValueRange(kept).getTypes()));
   func.setAllResultAttrs(keptAttrs);
@@ -882,15 +925,22 @@ LogicalResult Fp8Rewriter::rewriteInit() {
     ops.push_back(&op);
   }
   for (Operation *op : llvm::reverse(ops)) {
-    if (op->use_empty()) {
+    if (isOpTriviallyDead(op)) {
       op->erase();
     }
   }
-  unused.reset();
+  // The fp8 weights are no longer its inputs; any other use of one is an error.
+  llvm::BitVector unused(func.getNumArguments());
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    if (func.getArgument(i).use_empty()) {
-      unused.set(i);
+    std::optional<StepRole> r = argRole(func, i);
+    if (!r || r->role != role::kParam || !groupOfWeight.count(r->param)) {
+      continue;
     }
+    if (!func.getArgument(i).use_empty()) {
+      return func.emitError() << "tg-fp8: @init_optimizer starts other state from @" << r->param
+                              << ", which is now an fp8 weight";
+    }
+    unused.set(i);
   }
   if (failed(func.eraseArguments(unused))) {
     return func.emitError() << "tg-fp8: cannot drop @init_optimizer's unused arguments";
@@ -938,12 +988,14 @@ LogicalResult Fp8Rewriter::run() {
   // The functions the step calls: one call runs a micro-batch's forward and backward.
   llvm::SetVector<func::FuncOp> trainCallees, evalCallees;
   for (auto [step, callees] : {std::pair{trainStep, &trainCallees}, {evalStep, &evalCallees}}) {
-    step.walk([&](func::CallOp call) {
+    // The steps call their functions at top level (the micro-batch loop is unrolled), and
+    // only those calls get the scaling state.
+    for (auto call : step.getBody().front().getOps<func::CallOp>()) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
       if (callee && callee != optimizerStep) {
         callees->insert(callee);
       }
-    });
+    }
   }
   SmallVector<std::pair<func::FuncOp, SmallVector<FunctionGroup>>> training, eval;
   for (func::FuncOp callee : trainCallees) {
@@ -963,6 +1015,10 @@ LogicalResult Fp8Rewriter::run() {
       return failure();
     }
     eval.push_back({callee, std::move(found)});
+  }
+  if (groups.empty()) {
+    return model.emitError() << "tg-fp8: no function the train step calls holds a linear of "
+                                "the layer stack (nothing would run in fp8)";
   }
   // Every function holds every group (one forward_backward per rank without pipelining).
   for (auto &entry :
@@ -1004,20 +1060,23 @@ LogicalResult Fp8Rewriter::run() {
     return failure();
   }
   // Signatures whose results changed type (the fp8 parameters).
-  for (func::FuncOp func : {trainStep, optimizerStep, initParams}) {
+  for (func::FuncOp func : {optimizerStep, initParams}) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(), ret.getOperandTypes()));
   }
-  for (func::FuncOp func : {trainStep}) {
-    func.walk([&](func::CallOp call) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-      for (auto [result, type] : llvm::zip(call.getResults(), callee.getResultTypes())) {
-        result.setType(type);
-      }
-    });
-    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-    func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(), ret.getOperandTypes()));
+  // @train_step's call of @optimizer_step returns the fp8 parameters now, and so does it.
+  for (auto call : trainStep.getBody().front().getOps<func::CallOp>()) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+    if (!callee) {
+      continue;
+    }
+    for (auto [result, type] : llvm::zip(call.getResults(), callee.getResultTypes())) {
+      result.setType(type);
+    }
   }
+  auto trainReturn = cast<func::ReturnOp>(trainStep.getBody().front().getTerminator());
+  trainStep.setFunctionType(
+      builder.getFunctionType(trainStep.getArgumentTypes(), trainReturn.getOperandTypes()));
   model->setAttr(
       "tg.fp8",
       builder.getDictionaryAttr(
@@ -1041,6 +1100,10 @@ struct TGFp8Pass : impl::TGFp8PassBase<TGFp8Pass> {
     }
     if (amaxHistory < 1) {
       getOperation().emitError() << "tg-fp8: amax-history must be at least 1";
+      return signalPassFailure();
+    }
+    if (!std::isfinite(margin) || margin < 0) {
+      getOperation().emitError() << "tg-fp8: margin must be a finite non-negative number";
       return signalPassFailure();
     }
     if (amaxComputeAlgo != "most_recent" && amaxComputeAlgo != "max") {

@@ -3,6 +3,7 @@
 #include "runtime/cpu/Fp8.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace mlperf::rt::cpu {
@@ -41,6 +42,11 @@ void fp8ScaleUpdate(const float *history, int64_t length, float amax, float scal
   // In f32 as TE's kernel: scaled_max = fp8_max · 2^-margin, then one division.
   float scaledMax = static_cast<float>(fp8Max) * std::pow(2.0f, -static_cast<float>(margin));
   newScale = std::isfinite(chosen) && chosen > 0.0f ? scaledMax / chosen : scale;
+  if (std::isinf(newScale)) {
+    // An amax so small that the scale overflows f32: the largest float, as TE's
+    // compute_scale_from_amax (a cast would otherwise give 0 · inf = NaN).
+    newScale = std::numeric_limits<float>::max();
+  }
   for (int64_t i = 0; i < length; ++i) {
     float rolled = i < length - 1 ? recorded[i + 1] : recorded[0];
     newHistory[i] = i > 0 ? rolled : 0.0f;

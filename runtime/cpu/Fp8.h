@@ -24,7 +24,8 @@ bool parseAmaxAlgo(std::string_view name, AmaxAlgo &algo);
 
 /// TE's amax_and_scale_update on one tensor's state: records `amax` in history[0] (fmaxf),
 /// takes the most recent or the largest amax, sets `newScale` to
-/// f32(fp8Max · 2^-margin) / amax when that is finite and positive (else `scale`), and writes
+/// f32(fp8Max · 2^-margin) / amax when that is finite and positive (else `scale`; the largest
+/// float when the division overflows), and writes
 /// the rolled history (row 0 cleared, row i ← row i+1, the last row ← the recorded amax) to
 /// `newHistory` (which may alias `history`).
 void fp8ScaleUpdate(const float *history, int64_t length, float amax, float scale, double fp8Max,

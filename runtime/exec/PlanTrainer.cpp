@@ -199,8 +199,12 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
       return invalid("'" + state.name() + "' is " + tensor.describe() + " but the plan holds " +
                      expectedShape.describe());
     }
+    // An fp8 amax history records an infinite amax as it is (an overflowed gradient); NaN,
+    // and infinities anywhere else, make the state unusable.
+    bool history = state.role() == role::kFp8InputHistory ||
+                   state.role() == role::kFp8GradHistory || state.role() == role::kFp8WeightHistory;
     for (float v : tensor.values) {
-      if (!std::isfinite(v)) {
+      if (std::isnan(v) || (!history && !std::isfinite(v))) {
         return invalid("'" + state.name() + "' holds non-finite values");
       }
     }

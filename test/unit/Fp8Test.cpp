@@ -75,6 +75,9 @@ TEST(Fp8, ScaleKeptWhenAmaxIsZeroOrNotFinite) {
   Update withNan = scaleUpdate({0.0f, 1.0f}, std::nanf(""), 3.0f, "most_recent");
   EXPECT_EQ(withNan.scale, 3.0f);
   EXPECT_EQ(withNan.history, (std::vector<float>{0.0f, 0.0f}));
+  // An amax whose scale overflows f32 gives the largest float, not infinity.
+  EXPECT_EQ(scaleUpdate({0.0f, 0.0f}, 1e-38f, 1.0f, "most_recent").scale,
+            std::numeric_limits<float>::max());
 }
 
 TEST(Fp8, AmaxSkipsNaNAndCountsInfinity) {

@@ -799,8 +799,10 @@ LogicalResult Fp8ScaleUpdateOp::verify() {
     return emitOpError() << "amax_compute_algo must be \"most_recent\" or \"max\", got \"" << algo
                          << "\"";
   }
-  if (!(getFp8Max().convertToDouble() > 0.0) || getMargin().convertToDouble() < 0.0) {
-    return emitOpError() << "fp8_max must be positive and margin non-negative";
+  double fp8Max = getFp8Max().convertToDouble(), margin = getMargin().convertToDouble();
+  if (!(fp8Max > 0.0) || !std::isfinite(fp8Max) || !(margin >= 0.0) || !std::isfinite(margin)) {
+    return emitOpError() << "fp8_max must be finite and positive and margin finite and "
+                            "non-negative";
   }
   return success();
 }
