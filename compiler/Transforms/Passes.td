@@ -454,7 +454,7 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
 }
 
 def TGFp8Pass : Pass<"tg-fp8", "::mlir::ModuleOp"> {
-  let summary = "Runs the layer stack's linears in fp8 with explicit delayed scaling";
+  let summary = "Runs the layer stack's linears in fp8 with explicit scaling state";
   let description = [{
     Rewrite class: precision (approved formats E4M3 and E5M2, per-tensor scaling). After
     tg-train-step (and before dist-decompose-collectives): as Transformer Engine's DelayedScaling (format HYBRID) runs
@@ -485,11 +485,19 @@ def TGFp8Pass : Pass<"tg-fp8", "::mlir::ModuleOp"> {
     tensor-parallel ranks: one all-gather per mesh axis of more than one rank for all of them,
     then the maximum per amax. With ZeRO-1 each rank casts its master shard and the fp8
     shards are gathered. Copies of forward linears tg-recompute made cast their input with the
-    same scale. Not yet: pipeline stages, the `current` and `mxfp8` recipes.
+    same scale.
+
+    `recipe=current` is Float8CurrentScaling instead: every cast's scale from its own tensor's
+    amax (`tg.fp8_current_scale`: the group's input before the forward GEMMs, the group's
+    output gradients once all are complete, the new masters after the optimizer, the draw at
+    init), no histories; the only state is the weights' cast scale per group. The amaxes are
+    not reduced over ranks (each rank's GEMM dequantizes its own operands) except the masters'
+    over dp with ZeRO-1 (the gathered shards share a scale). Not yet: pipeline stages, the
+    `mxfp8` recipe.
   }];
   let options = [
     Option<"recipe", "recipe", "std::string", /*default=*/"\"delayed\"",
-           "delayed (Transformer Engine DelayedScaling)">,
+           "delayed (Transformer Engine DelayedScaling) or current (Float8CurrentScaling)">,
     Option<"amaxHistory", "amax-history", "int64_t", /*default=*/"4",
            "amax history length">,
     Option<"amaxComputeAlgo", "amax-compute-algo", "std::string",

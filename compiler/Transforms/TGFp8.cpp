@@ -1,8 +1,9 @@
 //===- TGFp8.cpp - fp8 linears with explicit delayed scaling -----*- C++ -*-===//
 //
 // Rewrites the linears of the declared layer stack to fp8 GEMMs as Transformer Engine's
-// DelayedScaling recipe runs them under Megatron-Core, with the scaling state (amax histories,
-// scales, the weights' cast scales) as explicit train-state values threaded through the step.
+// DelayedScaling (or Float8CurrentScaling) recipe runs them under Megatron-Core, with the
+// scaling state (amax histories, scales, the weights' cast scales) as explicit train-state
+// values threaded through the step.
 // The pass description in Passes.td has the contract; docs/numerics.md the recipe.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,7 @@
 #include "compiler/Transforms/Passes.h"
 #include "runtime/plan/StepRoles.h"
 
+#include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -75,6 +77,16 @@ public:
 
 private:
   RankedTensorType scalarType() { return RankedTensorType::get({}, builder.getF32Type()); }
+  /// Current scaling (Float8CurrentScaling): every cast's scale from its own tensor's amax,
+  /// no histories; otherwise delayed scaling.
+  bool current() const { return options.recipe == "current"; }
+  /// The scaling state of a group, by role, in the order @train_step takes it.
+  SmallVector<StringRef> stateRoles() const;
+  Type stateType(StringRef roleName);
+  Value currentScale(Location loc, Value amax, double fp8Max) {
+    return tg::Fp8CurrentScaleOp::create(builder, loc, scalarType(), amax,
+                                         builder.getF64FloatAttr(fp8Max));
+  }
   RankedTensorType historyType() {
     return RankedTensorType::get({options.amaxHistory}, builder.getF32Type());
   }
@@ -102,7 +114,8 @@ private:
   /// The maxima over the data- and tensor-parallel ranks of non-negative f32 scalars (amaxes),
   /// with one all-gather per mesh axis of more than one rank for all of them; the scalars
   /// themselves on one rank.
-  SmallVector<Value> maxOverRanks(Location loc, ArrayRef<Value> scalars);
+  SmallVector<Value> maxOverRanks(Location loc, ArrayRef<Value> scalars,
+                                  bool dataParallelOnly = false);
 
   tg::ModelOp model;
   OpBuilder builder;
@@ -208,8 +221,15 @@ static bool isDataGradient(tg::MatmulOp op) {
          cast<RankedTensorType>(op.getRhs().getType()).getRank() == 2;
 }
 
-SmallVector<Value> Fp8Rewriter::maxOverRanks(Location loc, ArrayRef<Value> scalars) {
-  if (reductionAxes.empty() || scalars.empty()) {
+SmallVector<Value> Fp8Rewriter::maxOverRanks(Location loc, ArrayRef<Value> scalars,
+                                             bool dataParallelOnly) {
+  SmallVector<std::pair<StringRef, int64_t>> axes;
+  for (auto [axis, size] : reductionAxes) {
+    if (!dataParallelOnly || axis == "dp") {
+      axes.push_back({axis, size});
+    }
+  }
+  if (axes.empty() || scalars.empty()) {
     return SmallVector<Value>(scalars);
   }
   MLIRContext *context = builder.getContext();
@@ -225,7 +245,7 @@ SmallVector<Value> Fp8Rewriter::maxOverRanks(Location loc, ArrayRef<Value> scala
                               .getResult();
   // Rank-major: after gathering over every axis, row r of [ranks, n] is rank r's amaxes.
   int64_t ranks = 1;
-  for (auto [axis, size] : reductionAxes) {
+  for (auto [axis, size] : axes) {
     ranks *= size;
     auto gathered = RankedTensorType::get({ranks * n}, f32);
     auto future = dist::AllGatherStartOp::create(
@@ -443,10 +463,13 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
   for (FunctionGroup &group : found) {
     std::string name = group.linears.front().weight;
     Location loc = group.linears.front().forward.getLoc();
-    Value inputHistory = addArgument(func, historyType(), role::kFp8InputHistory, name);
-    Value inputScale = addArgument(func, scalarType(), role::kFp8InputScale, name);
-    Value gradHistory = addArgument(func, historyType(), role::kFp8GradHistory, name);
-    Value gradScale = addArgument(func, scalarType(), role::kFp8GradScale, name);
+    Value inputHistory, inputScale, gradHistory, gradScale;
+    if (!current()) {
+      inputHistory = addArgument(func, historyType(), role::kFp8InputHistory, name);
+      inputScale = addArgument(func, scalarType(), role::kFp8InputScale, name);
+      gradHistory = addArgument(func, historyType(), role::kFp8GradHistory, name);
+      gradScale = addArgument(func, scalarType(), role::kFp8GradScale, name);
+    }
     Value weightScale = addArgument(func, scalarType(), role::kFp8WeightCastScale, name);
 
     // Forward: the input's amax and its E4M3 cast, once for the group's GEMMs. The input as
@@ -454,6 +477,9 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
     Value x = group.linears.front().forward.getLhs();
     builder.setInsertionPoint(group.linears.front().forward);
     Value inputAmax = tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{x});
+    if (current()) {
+      inputScale = currentScale(loc, inputAmax, kE4M3Max);
+    }
     Value xq = tg::Fp8QuantizeOp::create(builder, loc, fp8(x, e4m3), x, inputScale);
     // Every copy of the input (the forward's, tg-recompute's) with its cast: the weight
     // gradient reads a view of one of them.
@@ -481,8 +507,7 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
                                         /*transpose_rhs=*/true);
       op.replaceAllUsesWith(y);
       op.erase();
-
-      // Backward: the output gradient's amax and E5M2 cast right where it is complete.
+      // Backward: the output gradient's amax right where it is complete.
       Value dy = linear.dgrad.getLhs();
       if (Operation *producer = dy.getDefiningOp()) {
         builder.setInsertionPointAfter(producer);
@@ -490,6 +515,35 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
         builder.setInsertionPointToStart(&func.getBody().front());
       }
       gradAmaxes.push_back(tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{dy}));
+    }
+    // Current scaling casts the group's output gradients with the scale of their common amax
+    // (the reference's fused GEMM has one gradient tensor), once all of them are complete.
+    Operation *lastAmax = gradAmaxes.front().getDefiningOp();
+    for (Value amax : gradAmaxes) {
+      if (lastAmax->isBeforeInBlock(amax.getDefiningOp())) {
+        lastAmax = amax.getDefiningOp();
+      }
+    }
+    Value currentGradAmax;
+    if (current()) {
+      builder.setInsertionPointAfter(lastAmax);
+      currentGradAmax =
+          gradAmaxes.size() == 1
+              ? gradAmaxes.front()
+              : tg::AmaxOp::create(builder, loc, scalarType(), gradAmaxes).getResult();
+      gradScale = currentScale(loc, currentGradAmax, kE5M2Max);
+    }
+    for (Linear &linear : group.linears) {
+      Value dy = linear.dgrad.getLhs();
+      // The E5M2 cast where both the gradient and its scale exist.
+      Operation *producer = dy.getDefiningOp();
+      if (current()) {
+        builder.setInsertionPointAfter(gradScale.getDefiningOp());
+      } else if (producer) {
+        builder.setInsertionPointAfter(producer);
+      } else {
+        builder.setInsertionPointToStart(&func.getBody().front());
+      }
       Value dyq = tg::Fp8QuantizeOp::create(builder, loc, fp8(dy, e5m2), dy, gradScale);
       tg::MatmulOp dgrad = linear.dgrad;
       builder.setInsertionPoint(dgrad);
@@ -524,6 +578,9 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
       wgrad.replaceAllUsesWith(dw);
       wgrad.erase();
     }
+    if (current()) {
+      continue; // nothing to carry to the next micro-batch
+    }
     builder.setInsertionPoint(ret);
     Value gradAmax = gradAmaxes.size() == 1
                          ? gradAmaxes.front()
@@ -557,6 +614,11 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
   }
   addResults(func, results, roles);
   eraseDeadOps(func);
+  // Current scaling's gradient casts wait for the group's last gradient; the GEMMs that read
+  // them (and what reads those) move after it, in the order they had.
+  if (current() && !sortTopologically(&func.getBody().front())) {
+    return func.emitError() << "tg-fp8: the rewritten function has a cycle";
+  }
   return success();
 }
 
@@ -564,10 +626,15 @@ LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<Functi
   auto e4m3 = builder.getType<Float8E4M3FNType>();
   for (FunctionGroup &group : found) {
     std::string name = group.linears.front().weight;
-    Value inputScale = addArgument(func, scalarType(), role::kFp8InputScale, name);
+    Value inputScale =
+        current() ? Value() : addArgument(func, scalarType(), role::kFp8InputScale, name);
     Value weightScale = addArgument(func, scalarType(), role::kFp8WeightCastScale, name);
     Value x = group.linears.front().forward.getLhs();
     builder.setInsertionPoint(group.linears.front().forward);
+    if (current()) {
+      Value amax = tg::AmaxOp::create(builder, x.getLoc(), scalarType(), ValueRange{x});
+      inputScale = currentScale(x.getLoc(), amax, kE4M3Max);
+    }
     auto type = cast<RankedTensorType>(x.getType());
     Value xq = tg::Fp8QuantizeOp::create(
         builder, x.getLoc(), RankedTensorType::get(type.getShape(), e4m3), x, inputScale);
@@ -643,10 +710,15 @@ LogicalResult Fp8Rewriter::rewriteOptimizer() {
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   Location loc = ret.getLoc();
   SmallVector<Value> histories, scales, amaxes;
-  for (auto &[name, group] : groups) {
-    histories.push_back(addArgument(func, historyType(), role::kFp8WeightHistory, name));
-    scales.push_back(addArgument(func, scalarType(), role::kFp8WeightScale, name));
+  if (!current()) {
+    for (auto &[name, group] : groups) {
+      histories.push_back(addArgument(func, historyType(), role::kFp8WeightHistory, name));
+      scales.push_back(addArgument(func, scalarType(), role::kFp8WeightScale, name));
+    }
   }
+  // Current scaling casts each group with the scale of its new masters' amax, known only once
+  // every master of the group is: the casts are made then (below).
+  SmallVector<std::tuple<size_t, tg::ConvertOp, SmallVector<Operation *>>> pendingCasts;
   for (auto [g, entry] : llvm::enumerate(groups)) {
     auto &[name, group] = entry;
     SmallVector<Value> parts;
@@ -665,6 +737,10 @@ LogicalResult Fp8Rewriter::rewriteOptimizer() {
       tg::ConvertOp convert = chain->first;
       builder.setInsertionPoint(convert);
       parts.push_back(tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{master}));
+      if (current()) {
+        pendingCasts.push_back({g, convert, chain->second});
+        continue;
+      }
       Value cast = tg::Fp8QuantizeOp::create(builder, convert.getLoc(), withE4M3(convert.getType()),
                                              master, scales[g]);
       convert.replaceAllUsesWith(cast);
@@ -680,9 +756,36 @@ LogicalResult Fp8Rewriter::rewriteOptimizer() {
                          : tg::AmaxOp::create(builder, loc, scalarType(), parts).getResult());
   }
   builder.setInsertionPoint(ret);
-  SmallVector<Value> reduced = maxOverRanks(loc, amaxes);
   SmallVector<Value> results;
   SmallVector<StepRole> roles;
+  if (current()) {
+    // ZeRO-1 shards of one weight must share a scale (they are gathered): the amax over the
+    // data-parallel ranks; tensor-parallel slices keep their own.
+    SmallVector<Value> reduced = maxOverRanks(loc, amaxes, /*dataParallelOnly=*/true);
+    SmallVector<Value> castScales;
+    for (auto [g, entry] : llvm::enumerate(groups)) {
+      castScales.push_back(currentScale(loc, reduced[g], kE4M3Max));
+      results.push_back(castScales.back());
+      roles.push_back({std::string(role::kFp8WeightCastScale), entry.first});
+    }
+    for (auto &[g, convert, after] : pendingCasts) {
+      Value master = convert.getInput();
+      Value cast = tg::Fp8QuantizeOp::create(builder, convert.getLoc(), withE4M3(convert.getType()),
+                                             master, castScales[g]);
+      convert.replaceAllUsesWith(cast);
+      convert.erase();
+      for (Operation *op : after) {
+        op->getResult(0).setType(withE4M3(op->getResult(0).getType()));
+      }
+    }
+    addResults(func, results, roles);
+    // The gathers and reshapes of the casts move after them.
+    if (!sortTopologically(&func.getBody().front())) {
+      return func.emitError() << "tg-fp8: the rewritten @optimizer_step has a cycle";
+    }
+    return success();
+  }
+  SmallVector<Value> reduced = maxOverRanks(loc, amaxes);
   for (auto [g, entry] : llvm::enumerate(groups)) {
     const std::string &name = entry.first;
     auto [newHistory, newScale] = update(loc, histories[g], reduced[g], scales[g], kE4M3Max);
@@ -711,77 +814,58 @@ static func::CallOp extendCall(OpBuilder &builder, func::CallOp call, func::Func
   return replacement;
 }
 
+SmallVector<StringRef> Fp8Rewriter::stateRoles() const {
+  if (current()) {
+    return {role::kFp8WeightCastScale};
+  }
+  return {role::kFp8InputHistory, role::kFp8InputScale,      role::kFp8GradHistory,
+          role::kFp8GradScale,    role::kFp8WeightCastScale, role::kFp8WeightHistory,
+          role::kFp8WeightScale};
+}
+
+Type Fp8Rewriter::stateType(StringRef roleName) {
+  return roleName.ends_with("history") ? Type(historyType()) : Type(scalarType());
+}
+
 LogicalResult Fp8Rewriter::rewriteTrainStep() {
   func::FuncOp func = trainStep;
-  struct State {
-    Value inputHistory, inputScale, gradHistory, gradScale, weightCastScale, weightHistory,
-        weightScale;
-  };
-  llvm::StringMap<State> current;
+  // Per group, the current value of each state role.
+  llvm::StringMap<llvm::StringMap<Value>> state;
   for (auto &[name, group] : groups) {
-    State &s = current[name];
-    s.inputHistory = addArgument(func, historyType(), role::kFp8InputHistory, name);
-    s.inputScale = addArgument(func, scalarType(), role::kFp8InputScale, name);
-    s.gradHistory = addArgument(func, historyType(), role::kFp8GradHistory, name);
-    s.gradScale = addArgument(func, scalarType(), role::kFp8GradScale, name);
-    s.weightCastScale = addArgument(func, scalarType(), role::kFp8WeightCastScale, name);
-    s.weightHistory = addArgument(func, historyType(), role::kFp8WeightHistory, name);
-    s.weightScale = addArgument(func, scalarType(), role::kFp8WeightScale, name);
+    for (StringRef r : stateRoles()) {
+      state[name][r] = addArgument(func, stateType(r), r, name);
+    }
   }
-  // The calls in step order: each micro-batch casts with the scales the previous one left.
+  // The calls in step order: each micro-batch casts with the scales the previous one left;
+  // the calls' state arguments and results say by role which value they take and return.
   SmallVector<func::CallOp> calls(func.getBody().front().getOps<func::CallOp>());
   for (func::CallOp call : calls) {
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-    if (callee == optimizerStep) {
-      SmallVector<Value> extra;
-      for (auto &[name, group] : groups) {
-        extra.append({current[name].weightHistory, current[name].weightScale});
-      }
-      unsigned first = call.getNumResults();
-      func::CallOp replacement = extendCall(builder, call, callee, extra);
-      unsigned k = first;
-      for (auto &[name, group] : groups) {
-        State &s = current[name];
-        s.weightCastScale = replacement.getResult(k++);
-        s.weightHistory = replacement.getResult(k++);
-        s.weightScale = replacement.getResult(k++);
-      }
-      continue;
-    }
-    if (!llvm::is_contained(trainingFunctions, callee)) {
+    if (callee != optimizerStep && !llvm::is_contained(trainingFunctions, callee)) {
       continue;
     }
     SmallVector<Value> extra;
     for (unsigned i = call.getNumOperands(); i < callee.getNumArguments(); ++i) {
       std::optional<StepRole> r = argRole(callee, i);
-      State &s = current[r->param];
-      extra.push_back(r->role == role::kFp8InputHistory  ? s.inputHistory
-                      : r->role == role::kFp8InputScale  ? s.inputScale
-                      : r->role == role::kFp8GradHistory ? s.gradHistory
-                      : r->role == role::kFp8GradScale   ? s.gradScale
-                                                         : s.weightCastScale);
+      Value value = r ? state.lookup(r->param).lookup(r->role) : Value();
+      if (!value) {
+        return callee.emitError() << "tg-fp8: @" << callee.getSymName() << " argument " << i
+                                  << " is no fp8 state the train step has";
+      }
+      extra.push_back(value);
     }
     unsigned first = call.getNumResults();
     func::CallOp replacement = extendCall(builder, call, callee, extra);
     for (unsigned i = first; i < callee.getNumResults(); ++i) {
       std::optional<StepRole> r = resultRole(callee, i);
-      State &s = current[r->param];
-      Value value = replacement.getResult(i);
-      (r->role == role::kFp8InputHistory  ? s.inputHistory
-       : r->role == role::kFp8InputScale  ? s.inputScale
-       : r->role == role::kFp8GradHistory ? s.gradHistory
-                                          : s.gradScale) = value;
+      state[r->param][r->role] = replacement.getResult(i);
     }
   }
   SmallVector<Value> results;
   SmallVector<StepRole> roles;
   for (auto &[name, group] : groups) {
-    State &s = current[name];
-    results.append({s.inputHistory, s.inputScale, s.gradHistory, s.gradScale, s.weightCastScale,
-                    s.weightHistory, s.weightScale});
-    for (StringRef r :
-         {role::kFp8InputHistory, role::kFp8InputScale, role::kFp8GradHistory, role::kFp8GradScale,
-          role::kFp8WeightCastScale, role::kFp8WeightHistory, role::kFp8WeightScale}) {
+    for (StringRef r : stateRoles()) {
+      results.push_back(state[name][r]);
       roles.push_back({r.str(), name});
     }
   }
@@ -791,10 +875,14 @@ LogicalResult Fp8Rewriter::rewriteTrainStep() {
 
 LogicalResult Fp8Rewriter::rewriteEvalStep() {
   func::FuncOp func = evalStep;
-  llvm::StringMap<std::pair<Value, Value>> scales; // input scale, weight cast scale
+  // What the forward casts with: the input scale (delayed scaling) and the weights' cast scale.
+  llvm::StringMap<llvm::StringMap<Value>> state;
   for (auto &[name, group] : groups) {
-    scales[name] = {addArgument(func, scalarType(), role::kFp8InputScale, name),
-                    addArgument(func, scalarType(), role::kFp8WeightCastScale, name)};
+    for (StringRef r : stateRoles()) {
+      if (r == StringRef(role::kFp8InputScale) || r == StringRef(role::kFp8WeightCastScale)) {
+        state[name][r] = addArgument(func, scalarType(), r, name);
+      }
+    }
   }
   SmallVector<func::CallOp> calls(func.getBody().front().getOps<func::CallOp>());
   for (func::CallOp call : calls) {
@@ -805,8 +893,12 @@ LogicalResult Fp8Rewriter::rewriteEvalStep() {
     SmallVector<Value> extra;
     for (unsigned i = call.getNumOperands(); i < callee.getNumArguments(); ++i) {
       std::optional<StepRole> r = argRole(callee, i);
-      auto [inputScale, weightScale] = scales.lookup(r->param);
-      extra.push_back(r->role == role::kFp8InputScale ? inputScale : weightScale);
+      Value value = r ? state.lookup(r->param).lookup(r->role) : Value();
+      if (!value) {
+        return callee.emitError() << "tg-fp8: @" << callee.getSymName() << " argument " << i
+                                  << " is no fp8 state the eval step has";
+      }
+      extra.push_back(value);
     }
     extendCall(builder, call, callee, extra);
   }
@@ -860,7 +952,10 @@ LogicalResult Fp8Rewriter::rewriteInit() {
   };
   SmallVector<Value> results, amaxes;
   SmallVector<StepRole> roles;
-  for (auto &[name, group] : groups) {
+  // Current scaling casts the draw with its own scale, known once the group's amax is.
+  SmallVector<std::pair<size_t, unsigned>> pendingCasts; // (group, result index)
+  for (auto [g, entry] : llvm::enumerate(groups)) {
+    auto &[name, group] = entry;
     SmallVector<Value> parts;
     for (const std::string &weight : group.weights) {
       std::optional<unsigned> index = findResult(func, {std::string(role::kParam), weight});
@@ -871,10 +966,14 @@ LogicalResult Fp8Rewriter::rewriteInit() {
       Value drawn = ret.getOperand(*index);
       auto type = cast<RankedTensorType>(drawn.getType());
       parts.push_back(tg::AmaxOp::create(builder, loc, scalarType(), ValueRange{drawn}));
-      Value one = fill(loc, scalarType(), 1.0);
-      ret->setOperand(*index,
-                      tg::Fp8QuantizeOp::create(
-                          builder, loc, RankedTensorType::get(type.getShape(), e4m3), drawn, one));
+      if (current()) {
+        pendingCasts.push_back({g, *index});
+      } else {
+        Value one = fill(loc, scalarType(), 1.0);
+        ret->setOperand(
+            *index, tg::Fp8QuantizeOp::create(
+                        builder, loc, RankedTensorType::get(type.getShape(), e4m3), drawn, one));
+      }
       FailureOr<Value> master = masterFromDraw(weight, drawn);
       if (failed(master)) {
         return failure();
@@ -886,8 +985,26 @@ LogicalResult Fp8Rewriter::rewriteInit() {
                          ? parts.front()
                          : tg::AmaxOp::create(builder, loc, scalarType(), parts).getResult());
   }
-  SmallVector<Value> reduced = maxOverRanks(loc, amaxes);
+  if (current()) {
+    SmallVector<Value> castScales;
+    for (auto [g, entry] : llvm::enumerate(groups)) {
+      castScales.push_back(currentScale(loc, amaxes[g], kE4M3Max));
+      results.push_back(castScales.back());
+      roles.push_back({std::string(role::kFp8WeightCastScale), entry.first});
+    }
+    for (auto [g, index] : pendingCasts) {
+      Value drawn = ret.getOperand(index);
+      auto type = cast<RankedTensorType>(drawn.getType());
+      ret->setOperand(index, tg::Fp8QuantizeOp::create(builder, loc,
+                                                       RankedTensorType::get(type.getShape(), e4m3),
+                                                       drawn, castScales[g]));
+    }
+  }
+  SmallVector<Value> reduced = current() ? SmallVector<Value>() : maxOverRanks(loc, amaxes);
   for (auto [g, entry] : llvm::enumerate(groups)) {
+    if (current()) {
+      break;
+    }
     const std::string &name = entry.first;
     auto [weightHistory, weightScale] = update(loc, fill(loc, historyType(), 0.0), reduced[g],
                                                fill(loc, scalarType(), 1.0), kE4M3Max);
@@ -1092,10 +1209,10 @@ struct TGFp8Pass : impl::TGFp8PassBase<TGFp8Pass> {
   using TGFp8PassBase::TGFp8PassBase;
 
   void runOnOperation() override {
-    if (recipe != "delayed") {
+    if (recipe != "delayed" && recipe != "current") {
       getOperation().emitError()
           << "tg-fp8: recipe '" << recipe
-          << "' is not supported yet (delayed is; current and mxfp8 are planned)";
+          << "' is not supported (delayed and current are; mxfp8 is planned)";
       return signalPassFailure();
     }
     if (amaxHistory < 1) {
@@ -1125,4 +1242,5 @@ struct TGFp8Pass : impl::TGFp8PassBase<TGFp8Pass> {
 MLPERF_DECLARE_REWRITE_CLASS(
     "tg-fp8", kPrecision,
     "the layer stack's linears as fp8 GEMMs (E4M3 inputs and weights, E5M2 gradients) with "
-    "Transformer Engine's delayed scaling as explicit state; fp8 weights cast from the masters");
+    "Transformer Engine's delayed or current scaling as explicit state; fp8 weights cast from "
+    "the masters");

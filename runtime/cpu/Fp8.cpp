@@ -53,4 +53,15 @@ void fp8ScaleUpdate(const float *history, int64_t length, float amax, float scal
   }
 }
 
+float fp8CurrentScale(float amax, double fp8Max) {
+  if (std::isinf(amax) || amax == 0.0f || std::isnan(amax)) {
+    return 1.0f;
+  }
+  float scale = static_cast<float>(fp8Max) / amax;
+  if (std::isinf(scale)) {
+    return std::numeric_limits<float>::max();
+  }
+  return std::isnan(scale) ? 1.0f : scale;
+}
+
 } // namespace mlperf::rt::cpu

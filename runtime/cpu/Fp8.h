@@ -31,6 +31,10 @@ bool parseAmaxAlgo(std::string_view name, AmaxAlgo &algo);
 void fp8ScaleUpdate(const float *history, int64_t length, float amax, float scale, double fp8Max,
                     double margin, AmaxAlgo algo, float *newHistory, float &newScale);
 
+/// TE's compute_scale_from_amax for current scaling (epsilon 0, no power-of-two rounding):
+/// 1 when `amax` is 0 or infinite, else f32(fp8Max) / amax, the largest float on overflow.
+float fp8CurrentScale(float amax, double fp8Max);
+
 } // namespace mlperf::rt::cpu
 
 #endif // MLPERFC_RUNTIME_CPU_FP8_H

@@ -149,6 +149,8 @@ Status Dispatch::run(std::string_view op) {
       result = cpu::amax(operand->data(), operand->numElements(), result);
     }
     out().data()[0] = result;
+  } else if (op == "fp8_current_scale") {
+    out().data()[0] = cpu::fp8CurrentScale(in(0).data()[0], real("fp8_max"));
   } else if (op == "fp8_scale_update") {
     cpu::AmaxAlgo algo;
     if (!cpu::parseAmaxAlgo(text("amax_compute_algo"), algo)) {

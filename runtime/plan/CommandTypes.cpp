@@ -205,6 +205,15 @@ std::string Checker::run() {
     allOperandsAndResultsFloat();
     scalar(result(0));
     expect(result(0).dtype() == plan::F32, "amax is an f32 scalar");
+  } else if (op == "fp8_current_scale") {
+    allOperandsAndResultsFloat();
+    scalar(operand(0));
+    scalar(result(0));
+    expect(operand(0).dtype() == plan::F32 && result(0).dtype() == plan::F32,
+           "fp8_current_scale maps an f32 amax to an f32 scale");
+    const plan::Attribute *fp8Max = attribute("fp8_max");
+    expect(fp8Max && fp8Max->value_case() == plan::Attribute::kF && fp8Max->f() > 0,
+           "attribute 'fp8_max' must be a positive float");
   } else if (op == "fp8_scale_update") {
     allOperandsAndResultsFloat();
     for (int i = 0; i < 3; ++i) {

@@ -52,6 +52,7 @@ constexpr PlanOpSignature kOps[] = {
     {"fp8_matmul", 4, 4, 1, 1},
     {"amax", 1, -1, 1, 1},
     {"fp8_scale_update", 3, 3, 2, 2},
+    {"fp8_current_scale", 1, 1, 1, 1},
     // Collectives over one mesh axis (attribute "axis": dp, tp or pp); blocking.
     {"all_reduce", 1, 1, 1, 1},
     {"reduce_scatter", 1, 1, 1, 1},

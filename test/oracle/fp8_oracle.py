@@ -16,12 +16,15 @@ in JAX and compares every step's loss (LOSS_RTOL) and gradient norm (NORM_RTOL),
 scales and amax histories of every fp8 state after SCALE_STEPS steps (SCALE_RTOL); then the
 same steps under mpirun with tp=2 (against the same JAX trajectory: the amaxes are reduced
 over the tensor-parallel ranks) and dp=2 with ZeRO-1 (against JAX with the two ranks'
-micro-batches side by side, their amaxes reduced with MAX), per-step loss to LOSS_RTOL.
+micro-batches side by side, their amaxes reduced with MAX), per-step loss to LOSS_RTOL;
+and the current-scaling recipe (`--fp8-recipe current`) against JAX's Float8CurrentScaling:
+per-step loss and the weights' cast scales after the first step (CURRENT_CAST_RTOL).
 
 Usage: fp8_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
 import argparse
 import os
+from functools import partial
 import subprocess
 import sys
 import tempfile
@@ -49,6 +52,10 @@ NORM_RTOL = 3e-2
 # micro-batch to the next; a missed update leaves a scale at 1).
 SCALE_RTOL = 3e-2
 SCALE_STEPS = 1
+# Current scaling's only state, the weights' cast scales after the first step: 448 over the
+# new masters' amax, which agree to ~1e-4 (delayed scaling's would be the previous step's,
+# ~0.5% apart).
+CURRENT_CAST_RTOL = 1e-3
 STEPS = base.STEPS
 E4M3_MAX, E5M2_MAX, HISTORY = 448.0, 57344.0, 4
 
@@ -77,33 +84,50 @@ def fp8_gemm(a, b, scale_a, scale_b):
                 * ((1.0 / scale_a) * (1.0 / scale_b)))
 
 
-@jax.custom_vjp
-def fp8_linears(x, weights, scales, probe):
-    """y_i = x · W_iᵀ for the fp8 weights of one group; scales = (input, weight, gradient).
+def current_scale(amax, fp8_max):
+    """Float8CurrentScaling's scale from a tensor's own amax (TE compute_scale_from_amax)."""
+    amax = jnp.float32(amax)
+    scale = jnp.float32(fp8_max) / amax
+    scale = jnp.where(jnp.isinf(scale), jnp.finfo(jnp.float32).max, scale)
+    return jnp.where((amax == 0) | jnp.isinf(amax), jnp.float32(1), scale)
+
+
+def input_scale(x, scales, current):
+    return current_scale(jnp.max(jnp.abs(x)), E4M3_MAX) if current else scales[0]
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(4,))
+def fp8_linears(x, weights, scales, probe, current):
+    """y_i = x · W_iᵀ for the fp8 weights of one group; scales = (input, weight, gradient)
+    (with current scaling the input's and gradient's come from their own amaxes).
     `probe`'s cotangent carries the amax of the output gradients (a side output of the
     backward, as TE records it)."""
-    x_q = e4m3(x, scales[0])
-    return tuple(fp8_gemm(x_q, w.T, scales[0], scales[1]) for w in weights)
+    s_x = input_scale(x, scales, current)
+    x_q = e4m3(x, s_x)
+    return tuple(fp8_gemm(x_q, w.T, s_x, scales[1]) for w in weights)
 
 
-def _fp8_fwd(x, weights, scales, probe):
-    return fp8_linears(x, weights, scales, probe), (x, weights, scales)
+def _fp8_fwd(x, weights, scales, probe, current):
+    return fp8_linears(x, weights, scales, probe, current), (x, weights, scales)
 
 
-def _fp8_bwd(saved, cotangents):
+def _fp8_bwd(current, saved, cotangents):
     x, weights, scales = saved
-    x_q = e4m3(x, scales[0])
+    s_x = input_scale(x, scales, current)
+    x_q = e4m3(x, s_x)
     rows = x_q.reshape(-1, x.shape[-1])
+    dys = [bf16(dy) for dy in cotangents]
+    amax = jnp.float32(0.0)
+    for dy in dys:
+        amax = jnp.maximum(amax, jnp.max(jnp.abs(dy)))
+    s_dy = current_scale(amax, E5M2_MAX) if current else scales[2]
     dx = None
     dws = []
-    amax = jnp.float32(0.0)
-    for w, dy in zip(weights, cotangents):
-        dy = bf16(dy)
-        amax = jnp.maximum(amax, jnp.max(jnp.abs(dy)))
-        dy_q = e5m2(dy, scales[2])
-        part = fp8_gemm(dy_q, w, scales[2], scales[1])
+    for w, dy in zip(weights, dys):
+        dy_q = e5m2(dy, s_dy)
+        part = fp8_gemm(dy_q, w, s_dy, scales[1])
         dx = part if dx is None else bf16(dx + part)
-        dws.append(fp8_gemm(dy_q.reshape(-1, dy.shape[-1]).T, rows, scales[2], scales[0]))
+        dws.append(fp8_gemm(dy_q.reshape(-1, dy.shape[-1]).T, rows, s_dy, s_x))
     return dx, tuple(dws), (jnp.zeros(()), jnp.zeros(()), jnp.zeros(())), amax
 
 
@@ -128,7 +152,7 @@ def rope(x, inv_freq):
     return bf16(base.rope(x, inv_freq))
 
 
-def loss_fn(params, probes, tokens, labels, scales, cfg):
+def loss_fn(params, probes, tokens, labels, scales, cfg, current=False):
     """Mean token cross-entropy and the forward amaxes of every group's input."""
     heads, kv_heads = cfg["heads"], cfg["kv_heads"]
     head_dim = cfg["hidden"] // heads
@@ -143,7 +167,8 @@ def loss_fn(params, probes, tokens, labels, scales, cfg):
         amaxes[name] = jax.lax.stop_gradient(jnp.max(jnp.abs(x)))
         weights = tuple(params[f"model.layers.{i}.{w}.weight"] for w in group[1])
         s = scales[name]
-        return fp8_linears(x, weights, (s["input"], s["weight_cast"], s["grad"]), probes[name])
+        return fp8_linears(x, weights, (s["input"], s["weight_cast"], s["grad"]), probes[name],
+                           current)
 
     for i in range(cfg["layers"]):
         x = rms_norm(h, params[f"model.layers.{i}.input_layernorm.weight"])
@@ -187,11 +212,13 @@ def fp8_weight_names(cfg):
             for i in range(cfg["layers"]) for g, ws in GROUPS for w in ws}
 
 
-def oracle_trajectory(init, tokens, labels, cfg, train, dp=1):
+def oracle_trajectory(init, tokens, labels, cfg, train, dp=1, current=False):
     """STEPS steps of the recipe from the drawn weights `init` (name -> bf16 values). With
     `dp` data-parallel ranks each takes its share of the micro-batches in order; the ranks'
     j-th micro-batches run with the same scales and update them once, with the maximum of
-    their amaxes (the reference's amax reduction over the data-parallel group)."""
+    their amaxes (the reference's amax reduction over the data-parallel group). `current`:
+    Float8CurrentScaling instead (every cast with its tensor's own amax; the weights with
+    their group's masters' amax after each step, and the draw's at the start)."""
     fp8_weights = fp8_weight_names(cfg)
     groups = group_names(cfg)
     zeros = np.zeros(HISTORY, np.float32)
@@ -204,6 +231,8 @@ def oracle_trajectory(init, tokens, labels, cfg, train, dp=1):
         members = [w for w, owner in fp8_weights.items() if owner == g]
         amax = max(float(np.max(np.abs(masters[w]))) for w in members)
         state[g]["weight_h"], state[g]["weight"] = scale_update(zeros, amax, 1.0, E4M3_MAX)
+        if current:
+            state[g]["weight_cast"] = np.float32(current_scale(amax, E4M3_MAX))
 
     def params_from(masters, state):
         out = {}
@@ -222,7 +251,7 @@ def oracle_trajectory(init, tokens, labels, cfg, train, dp=1):
     def scaled_loss(p, probes, t, l, s):
         # The backward of loss / A, as the reference seeds it: the output gradients (and so
         # their amaxes) are those of the accumulated mean.
-        loss, amaxes = loss_fn(p, probes, t, l, s, cfg)
+        loss, amaxes = loss_fn(p, probes, t, l, s, cfg, current)
         return loss / accumulation, amaxes
 
     grad_fn = jax.jit(jax.value_and_grad(scaled_loss, argnums=(0, 1), has_aux=True))
@@ -253,6 +282,8 @@ def oracle_trajectory(init, tokens, labels, cfg, train, dp=1):
                     seen[name][0] = max(seen[name][0], float(amaxes[name]))
                     seen[name][1] = max(seen[name][1], float(grad_amaxes[name]))
             for name in groups:
+                if current:
+                    break
                 s = state[name]
                 s["input_h"], s["input"] = scale_update(s["input_h"], seen[name][0], s["input"],
                                                         E4M3_MAX)
@@ -279,6 +310,9 @@ def oracle_trajectory(init, tokens, labels, cfg, train, dp=1):
             s = state[name]
             members = [w for w, owner in fp8_weights.items() if owner == name]
             amax = max(float(np.max(np.abs(masters[w]))) for w in members)
+            if current:
+                s["weight_cast"] = np.float32(current_scale(amax, E4M3_MAX))
+                continue
             s["weight_cast"] = s["weight"]
             s["weight_h"], s["weight"] = scale_update(s["weight_h"], amax, s["weight"], E4M3_MAX)
         params = params_from(masters, state)
@@ -287,7 +321,7 @@ def oracle_trajectory(init, tokens, labels, cfg, train, dp=1):
     return history, snapshots
 
 
-def compare_state(path, snapshot):
+def compare_state(path, snapshot, keys=None, tolerance=None):
     """The worst relative difference between a checkpoint's fp8 scaling state and the
     oracle's `snapshot`, and a line per value outside SCALE_RTOL (or missing)."""
     ended = base.read_safetensors(path)
@@ -297,6 +331,8 @@ def compare_state(path, snapshot):
     worst, failures = 0.0, []
     for group, values in snapshot.items():
         for key, role in roles.items():
+            if keys is not None and key not in keys:
+                continue
             name = f"optimizer.{role}.{group}"
             if name not in ended:
                 failures.append(f"{path} has no {name}")
@@ -309,7 +345,7 @@ def compare_state(path, snapshot):
             error = float(np.max(np.abs(got[nonzero] - want[nonzero]) / np.abs(want[nonzero]))) \
                 if nonzero.any() else 0.0
             worst = max(worst, error) if np.isfinite(error) else float("inf")
-            if not base.finite_and_within(error, SCALE_RTOL):
+            if not base.finite_and_within(error, tolerance or SCALE_RTOL):
                 failures.append(f"{name}: {got} vs {want}")
     return worst, failures
 
@@ -408,12 +444,41 @@ def main():
             worst = max(worst, error) if np.isfinite(error) else float("inf")
             if not base.finite_and_within(error, LOSS_RTOL):
                 failures.append(f"{tag} step {step} loss {mine[0]} vs {ref[0]} (rel {error:.1e})")
-        summaries.append(f"{tag} {worst:.1e} (scaling state {worst_state:.1e})")
+        summaries.append(f"{tag} under mpirun -np 2 {worst:.1e} (scaling state "
+                         f"{worst_state:.1e})")
+    # Current scaling: its own plan and trajectory; its only state is the weights' cast scales.
+    current_plan = os.path.join(workdir, "fp8.current.pb")
+    subprocess.run([mlperfc, "compile", model, "--precision", "fp8", "--fp8-recipe", "current",
+                    "-o", current_plan], check=True, capture_output=True)
+    current_early = os.path.join(workdir, "current.early.safetensors")
+    current_common = [mlperf_run, current_plan, "--data", data, "--data-order", "sequential",
+                      "--seed", "5"]
+    subprocess.run(current_common + ["--max-steps", str(SCALE_STEPS), "--save", current_early],
+                   check=True, capture_output=True)
+    run = subprocess.run(current_common + ["--max-steps", str(STEPS), "--print-every", "1"],
+                         check=True, capture_output=True, text=True)
+    current_ours = base.step_lines(run.stdout)
+    current_ref, current_snapshots = oracle_trajectory(drawn, tokens, labels, cfg, train,
+                                                       current=True)
+    current_worst = 0.0
+    if len(current_ours) != STEPS:
+        failures.append(f"current: expected {STEPS} steps, got {len(current_ours)}")
+    for step, (mine, ref) in enumerate(zip(current_ours, current_ref)):
+        error = abs(mine[0] - ref[0]) / ref[0]
+        current_worst = max(current_worst, error) if np.isfinite(error) else float("inf")
+        if not base.finite_and_within(error, LOSS_RTOL):
+            failures.append(f"current step {step} loss {mine[0]} vs {ref[0]} (rel {error:.1e})")
+    current_state, state_failures = compare_state(current_early,
+                                                  current_snapshots[SCALE_STEPS - 1],
+                                                  keys={"weight_cast"},
+                                                  tolerance=CURRENT_CAST_RTOL)
+    failures += [f"current: {failure}" for failure in state_failures]
+    summaries.append(f"current scaling {current_worst:.1e} (cast scales {current_state:.1e})")
     print(f"fp8 trajectory: {STEPS} steps of delayed scaling (E4M3/E5M2, history {HISTORY}), "
           f"loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX {reference[0][0]:.4f} -> "
           f"{reference[-1][0]:.4f}), worst rel diff loss {worst_loss:.1e}, grad_norm "
-          f"{worst_norm:.1e}, scaling state after {SCALE_STEPS} steps {worst_scale:.1e}; under "
-          f"mpirun -np 2 worst rel diff loss {', '.join(summaries)}: "
+          f"{worst_norm:.1e}, scaling state after {SCALE_STEPS} steps {worst_scale:.1e}; worst rel "
+          f"diff loss {', '.join(summaries)}: "
           f"{'ok' if not failures else 'MISMATCH'}")
     for failure in failures[:10]:
         print("  " + failure)

@@ -80,6 +80,22 @@ TEST(Fp8, ScaleKeptWhenAmaxIsZeroOrNotFinite) {
             std::numeric_limits<float>::max());
 }
 
+TEST(Fp8, CurrentScaleAsTransformerEngine) {
+  auto current = [](float amax, double fp8Max = 448.0) {
+    HostTensor a = scalar(amax);
+    std::vector<HostTensor> out{HostTensor::zeros(DType::kF32, {})};
+    OpAttributes attributes;
+    attributes.set("fp8_max", fp8Max);
+    EXPECT_TRUE(runHostOp("fp8_current_scale", attributes, {&a}, out).isOk());
+    return out[0].values[0];
+  };
+  EXPECT_EQ(current(3.5f), 448.0f / 3.5f);
+  EXPECT_EQ(current(3.5f, 57344.0), 57344.0f / 3.5f);
+  EXPECT_EQ(current(0.0f), 1.0f);
+  EXPECT_EQ(current(std::numeric_limits<float>::infinity()), 1.0f);
+  EXPECT_EQ(current(1e-40f), std::numeric_limits<float>::max()); // 448 / denormal overflows
+}
+
 TEST(Fp8, AmaxSkipsNaNAndCountsInfinity) {
   HostTensor a = tensor(DType::kBF16, {3}, {-2.5f, std::nanf(""), 1.0f});
   HostTensor b = tensor(DType::kF32, {2}, {0.5f, -3.0f});

@@ -58,7 +58,8 @@ static cl::opt<std::string> compilePrecision(
 static cl::opt<std::string> compileFp8Recipe(
     "fp8-recipe", cl::sub(compileCommand), cl::init("delayed"),
     cl::desc("fp8 scaling with --precision fp8: delayed (Transformer Engine DelayedScaling, "
-             "the reference's: amax history 4, most_recent, margin 0; default)"),
+             "the reference's: amax history 4, most_recent, margin 0; default) or current "
+             "(Float8CurrentScaling: each cast with its tensor's own amax)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileDumpIR(
     "dump-ir", cl::sub(compileCommand), cl::value_desc("DIR"),
@@ -372,11 +373,11 @@ int runCompile() {
   if (compileFp8Recipe.getNumOccurrences() > 0 && compilePrecision != "fp8") {
     return fail("--fp8-recipe applies to --precision fp8 only");
   }
-  if (compileFp8Recipe == "current" || compileFp8Recipe == "mxfp8") {
-    return fail("--fp8-recipe " + compileFp8Recipe +
-                " is not supported yet: delayed (Transformer Engine DelayedScaling) is");
+  if (compileFp8Recipe == "mxfp8") {
+    return fail("--fp8-recipe mxfp8 is not supported yet (E8M0 block scales): delayed and "
+                "current are");
   }
-  if (compileFp8Recipe != "delayed") {
+  if (compileFp8Recipe != "delayed" && compileFp8Recipe != "current") {
     return fail("--fp8-recipe must be delayed, current or mxfp8, got '" + compileFp8Recipe + "'");
   }
   std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();

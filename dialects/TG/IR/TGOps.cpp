@@ -787,6 +787,14 @@ LogicalResult AmaxOp::verify() {
   return success();
 }
 
+LogicalResult Fp8CurrentScaleOp::verify() {
+  double fp8Max = getFp8Max().convertToDouble();
+  if (!(fp8Max > 0.0) || !std::isfinite(fp8Max)) {
+    return emitOpError() << "fp8_max must be finite and positive";
+  }
+  return success();
+}
+
 LogicalResult Fp8ScaleUpdateOp::verify() {
   auto historyType = cast<RankedTensorType>(getHistory().getType());
   if (historyType.getRank() != 1 || historyType.getDimSize(0) < 1 ||

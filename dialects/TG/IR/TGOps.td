@@ -771,6 +771,23 @@ def TG_Fp8ScaleUpdateOp : TG_Op<"fp8_scale_update", [Pure,
   let hasVerifier = 1;
 }
 
+def TG_Fp8CurrentScaleOp : TG_Op<"fp8_current_scale", [Pure]> {
+  let summary = "Current scaling: the scale of a tensor from its own amax";
+  let description = [{
+    Transformer Engine's `compute_scale_from_amax` (Float8CurrentScaling, epsilon 0, no
+    power-of-two rounding), in f32: 1 when `amax` is 0 or infinite, else
+    `f32(fp8_max) / amax`, the largest float when that overflows.
+
+    ```mlir
+    %s = tg.fp8_current_scale %amax {fp8_max = 448.0}
+    ```
+  }];
+  let arguments = (ins TG_F32Scalar:$amax, F64Attr:$fp8_max);
+  let results = (outs TG_F32Scalar:$scale);
+  let assemblyFormat = "$amax attr-dict";
+  let hasVerifier = 1;
+}
+
 def TG_TransposeOp : TG_Op<"transpose", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
     DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes the dimensions of a tensor";

@@ -173,3 +173,13 @@ func.func @fp8_scaling(%x: tensor<16x32xbf16>, %s: tensor<f32>, %w: tensor<8x32x
   %h2, %s2 = tg.fp8_scale_update %h, %a, %s {fp8_max = 448.0, margin = 0.0, amax_compute_algo = "most_recent"} : tensor<4xf32>
   return %y, %dx, %h2, %s2 : tensor<16x8xbf16>, tensor<16x32xf32>, tensor<4xf32>, tensor<f32>
 }
+
+// -----
+
+// Tests current scaling's scale op.
+// CHECK-LABEL: func.func @fp8_current
+// CHECK: tg.fp8_current_scale %{{.+}} {fp8_max = 5.734400e+04 : f64}
+func.func @fp8_current(%a: tensor<f32>) -> tensor<f32> {
+  %s = tg.fp8_current_scale %a {fp8_max = 57344.0}
+  return %s : tensor<f32>
+}
