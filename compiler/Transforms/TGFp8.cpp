@@ -192,6 +192,22 @@ static void eraseDeadOps(func::FuncOp func) {
   }
 }
 
+/// A norm output read only by fp8 casts and amaxes becomes the norm's unrounded f32 output:
+/// the reference's LayerNormLinear quantizes its norm's f32 result directly.
+static void widenNormOutputs(ArrayRef<Value> inputs) {
+  for (Value input : inputs) {
+    if (!input.getDefiningOp<tg::RMSNormOp>()) {
+      continue;
+    }
+    bool onlyCast = llvm::all_of(
+        input.getUsers(), [](Operation *user) { return isa<tg::Fp8QuantizeOp, tg::AmaxOp>(user); });
+    auto type = cast<RankedTensorType>(input.getType());
+    if (onlyCast && !type.getElementType().isF32()) {
+      input.setType(RankedTensorType::get(type.getShape(), Float32Type::get(type.getContext())));
+    }
+  }
+}
+
 /// The first of `ops` (of one block) in block order.
 static Operation *earliest(ArrayRef<tg::MatmulOp> ops) {
   Operation *first = ops.front();
@@ -453,6 +469,7 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
     return RankedTensorType::get(type.getShape(), element);
   };
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  SmallVector<Value> castInputs; // every GEMM input the rewrite casts
   // Per group its state arguments and the micro-batch's input and gradient amaxes, updated
   // together at the end (after one reduction over the ranks for all of them).
   struct Pending {
@@ -484,12 +501,14 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
     // Every copy of the input (the forward's, tg-recompute's) with its cast: the weight
     // gradient reads a view of one of them.
     SmallVector<std::pair<Value, Value>> casts{{x, xq}};
+    castInputs.push_back(x);
     for (auto &entry : group.recomputed) {
       SmallVector<tg::MatmulOp> &ops = entry.second;
       Value copy = ops.front().getLhs();
       builder.setInsertionPoint(earliest(ops));
       Value copyQ = tg::Fp8QuantizeOp::create(builder, loc, fp8(copy, e4m3), copy, inputScale);
       casts.push_back({copy, copyQ});
+      castInputs.push_back(copy);
       for (tg::MatmulOp op : ops) {
         builder.setInsertionPoint(op);
         Value y = tg::Fp8MatmulOp::create(builder, op.getLoc(), op.getType(), copyQ, op.getRhs(),
@@ -614,6 +633,7 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
   }
   addResults(func, results, roles);
   eraseDeadOps(func);
+  widenNormOutputs(castInputs);
   // Current scaling's gradient casts wait for the group's last gradient; the GEMMs that read
   // them (and what reads those) move after it, in the order they had.
   if (current() && !sortTopologically(&func.getBody().front())) {
@@ -624,12 +644,14 @@ LogicalResult Fp8Rewriter::rewriteTraining(func::FuncOp func,
 
 LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<FunctionGroup> found) {
   auto e4m3 = builder.getType<Float8E4M3FNType>();
+  SmallVector<Value> castInputs;
   for (FunctionGroup &group : found) {
     std::string name = group.linears.front().weight;
     Value inputScale =
         current() ? Value() : addArgument(func, scalarType(), role::kFp8InputScale, name);
     Value weightScale = addArgument(func, scalarType(), role::kFp8WeightCastScale, name);
     Value x = group.linears.front().forward.getLhs();
+    castInputs.push_back(x);
     builder.setInsertionPoint(group.linears.front().forward);
     if (current()) {
       Value amax = tg::AmaxOp::create(builder, x.getLoc(), scalarType(), ValueRange{x});
@@ -649,6 +671,7 @@ LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<Functi
     for (auto &entry : group.recomputed) {
       SmallVector<tg::MatmulOp> &ops = entry.second;
       Value copy = ops.front().getLhs();
+      castInputs.push_back(copy);
       builder.setInsertionPoint(earliest(ops));
       auto copyType = cast<RankedTensorType>(copy.getType());
       Value copyQ = tg::Fp8QuantizeOp::create(builder, copy.getLoc(),
@@ -664,6 +687,7 @@ LogicalResult Fp8Rewriter::rewriteEval(func::FuncOp func, MutableArrayRef<Functi
     }
   }
   eraseDeadOps(func);
+  widenNormOutputs(castInputs);
   return success();
 }
 

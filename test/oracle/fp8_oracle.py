@@ -51,6 +51,10 @@ NORM_RTOL = 3e-2
 # by ~2%. A wrong update order or formula is off by far more (amaxes differ by 10-30% from one
 # micro-batch to the next; a missed update leaves a scale at 1).
 SCALE_RTOL = 3e-2
+# The output gradients' amaxes are maxima of E5M2-quantized chains: a bf16 gradient one ulp
+# apart on the two sides lands on the other side of an E5M2 rounding boundary (values 25%
+# apart) now and then, which moves a later layer's gradient maximum by a few percent.
+GRAD_SCALE_RTOL = 1e-1
 SCALE_STEPS = 1
 # Current scaling's only state, the weights' cast scales after the first step: 448 over the
 # new masters' amax, which agree to ~1e-4 (delayed scaling's would be the previous step's,
@@ -144,8 +148,12 @@ def group_names(cfg):
     return [f"model.layers.{i}.{g}.weight" for i in range(cfg["layers"]) for g, _ in GROUPS]
 
 
+def rms_norm_f32(x, w):
+    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + base.EPS) * w
+
+
 def rms_norm(x, w):
-    return bf16(x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + base.EPS) * w)
+    return bf16(rms_norm_f32(x, w))
 
 
 def rope(x, inv_freq):
@@ -171,7 +179,8 @@ def loss_fn(params, probes, tokens, labels, scales, cfg, current=False):
                            current)
 
     for i in range(cfg["layers"]):
-        x = rms_norm(h, params[f"model.layers.{i}.input_layernorm.weight"])
+        # QKV and FC1 quantize the norm's f32 output directly (TE's LayerNormLinear).
+        x = rms_norm_f32(h, params[f"model.layers.{i}.input_layernorm.weight"])
         q, k, v = linears(i, GROUPS[0], x)
         q = rope(q.reshape(batch, seq, heads, head_dim), inv_freq)
         k = rope(k.reshape(batch, seq, kv_heads, head_dim), inv_freq)
@@ -185,7 +194,7 @@ def loss_fn(params, probes, tokens, labels, scales, cfg, current=False):
         context = bf16(probs @ v).transpose(0, 2, 1, 3).reshape(batch, seq, heads * head_dim)
         (o,) = linears(i, GROUPS[1], context)
         h = bf16(h + o)
-        x = rms_norm(h, params[f"model.layers.{i}.post_attention_layernorm.weight"])
+        x = rms_norm_f32(h, params[f"model.layers.{i}.post_attention_layernorm.weight"])
         gate, up = linears(i, GROUPS[2], x)
         act = bf16(bf16(jax.nn.silu(gate)) * up)
         (down,) = linears(i, GROUPS[3], act)
@@ -345,7 +354,8 @@ def compare_state(path, snapshot, keys=None, tolerance=None):
             error = float(np.max(np.abs(got[nonzero] - want[nonzero]) / np.abs(want[nonzero]))) \
                 if nonzero.any() else 0.0
             worst = max(worst, error) if np.isfinite(error) else float("inf")
-            if not base.finite_and_within(error, tolerance or SCALE_RTOL):
+            bound = tolerance or (GRAD_SCALE_RTOL if key.startswith("grad") else SCALE_RTOL)
+            if not base.finite_and_within(error, bound):
                 failures.append(f"{name}: {got} vs {want}")
     return worst, failures
 

@@ -131,6 +131,13 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *context, std::optional<
 
 LogicalResult RMSNormOp::verify() {
   auto inputType = getInput().getType();
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  if (resultType.getShape() != inputType.getShape() ||
+      (resultType.getElementType() != inputType.getElementType() &&
+       !resultType.getElementType().isF32())) {
+    return emitOpError() << "result must have the input's shape and its type or f32, got "
+                         << resultType;
+  }
   auto weightType = getWeight().getType();
   if (inputType.getRank() < 1) {
     return emitOpError() << "input must have rank >= 1, got a scalar";
@@ -697,6 +704,22 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   }
   inferredReturnTypes.push_back(RankedTensorType::get(shape, firstType.getElementType()));
   return success();
+}
+
+/// `-> type` when an op's result type differs from its input's (a wider output), nothing
+/// otherwise.
+static ParseResult parseWiderResult(OpAsmParser &parser, Type inputType, Type &resultType) {
+  resultType = inputType;
+  if (succeeded(parser.parseOptionalArrow())) {
+    return parser.parseType(resultType);
+  }
+  return success();
+}
+
+static void printWiderResult(OpAsmPrinter &printer, Operation *, Type inputType, Type resultType) {
+  if (resultType != inputType) {
+    printer << "-> " << resultType;
+  }
 }
 
 #define GET_OP_CLASSES

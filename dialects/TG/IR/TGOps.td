@@ -143,21 +143,27 @@ def TG_EmbeddingOp : TG_Op<"embedding", [DeclareOpInterfaceMethods<TG_VJPOpInter
 //===----------------------------------------------------------------------===//
 
 def TG_RMSNormOp : TG_Op<"rms_norm", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
-    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     For each row `x` along the last dimension of size `D`:
     `result = x / sqrt(mean(x * x) + epsilon) * weight`, with `weight` of shape `[D]`.
     The mean and the reciprocal square root are computed in f32 whatever the storage type
-    (as the reference's fused RMSNorm kernels do).
+    (as the reference's fused RMSNorm kernels do). The result has the input's type, or f32
+    (`-> tensor<...xf32>`): the unrounded output an fp8 cast reads directly, as Transformer
+    Engine's LayerNormLinear quantizes its norm's f32 output.
 
     ```mlir
     %y = tg.rms_norm %x, %w {epsilon = 1.0e-05 : f64} : tensor<8x32x64xbf16>, tensor<64xbf16>
+    %z = tg.rms_norm %x, %w {epsilon = 1.0e-05 : f64} : tensor<8x32x64xbf16>, tensor<64xbf16> -> tensor<8x32x64xf32>
     ```
   }];
   let arguments = (ins TG_Tensor:$input, TG_Tensor:$weight, F64Attr:$epsilon);
   let results = (outs TG_Tensor:$result);
-  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+    custom<WiderResult>(ref(type($input)), type($result))
+  }];
   let hasVerifier = 1;
 }
 
