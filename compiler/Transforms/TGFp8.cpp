@@ -1,4 +1,4 @@
-//===- TGFp8.cpp - fp8 linears with explicit delayed scaling -----*- C++ -*-===//
+//===- TGFp8.cpp - fp8 linears with explicit scaling state ------*- C++ -*-===//
 //
 // Rewrites the linears of the declared layer stack to fp8 GEMMs as Transformer Engine's
 // DelayedScaling (or Float8CurrentScaling) recipe runs them under Megatron-Core, with the
