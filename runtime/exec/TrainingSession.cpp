@@ -395,6 +395,8 @@ Status TrainingSession::openOutputs() {
   config.gradientClipNorm = model.clip_grad_norm();
   if (model.precision() == "fp32") {
     config.lowestPrecisionLinear = config.lowestPrecisionAttention = "float32";
+  } else if (model.precision() == "fp8") {
+    config.lowestPrecisionLinear = "fp8"; // the layer stack's GEMMs; attention stays bf16
   }
   logBenchmarkConfig(log->logger, config);
   MLLOG_POINT(log->logger, "seed", static_cast<int64_t>(seed));
