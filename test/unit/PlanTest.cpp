@@ -1,5 +1,6 @@
 //===- PlanTest.cpp - Plan validation rejects malformed plans ------------===//
 
+#include "runtime/plan/CommandTypes.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <gtest/gtest.h>
@@ -371,4 +372,75 @@ TEST(Plan, StagesMustAgreeOnTheirTransfers) {
   EXPECT_NE(status.message().find("from stage -1 with tag 18, which the pipeline does not have"),
             std::string::npos)
       << status.toString();
+}
+
+// The fp8 commands' type rules (runtime/plan/CommandTypes.cpp): what a loader refuses in an
+// edited or foreign plan before a backend indexes its buffers.
+TEST(Plan, Fp8CommandsCheckTheirTypes) {
+  plan::Plan p;
+  auto buffer = [&](plan::DType dtype, std::vector<int64_t> shape) {
+    plan::Buffer *b = p.add_buffers();
+    b->set_id(p.buffers_size() - 1);
+    b->set_name("b" + std::to_string(b->id()));
+    b->set_dtype(dtype);
+    for (int64_t d : shape) {
+      b->add_shape(d);
+    }
+    return static_cast<uint32_t>(b->id());
+  };
+  uint32_t x = buffer(plan::BF16, {2, 4}), scale = buffer(plan::F32, {}),
+           q = buffer(plan::F8E4M3FN, {2, 4}), wide = buffer(plan::F32, {2, 4}),
+           w = buffer(plan::F8E4M3FN, {3, 4}), y = buffer(plan::BF16, {2, 3}),
+           history = buffer(plan::F32, {4}), bad = buffer(plan::BF16, {});
+  auto check = [&](const char *op, std::vector<uint32_t> operands, std::vector<uint32_t> results,
+                   std::vector<std::pair<std::string, double>> floats = {},
+                   std::vector<std::pair<std::string, std::string>> strings = {}) {
+    plan::Command command;
+    command.set_op(op);
+    for (uint32_t id : operands) {
+      command.add_operands(id);
+    }
+    for (uint32_t id : results) {
+      command.add_results(id);
+    }
+    for (auto &[name, value] : floats) {
+      plan::Attribute *a = command.add_attributes();
+      a->set_name(name);
+      a->set_f(value);
+    }
+    for (auto &[name, value] : strings) {
+      plan::Attribute *a = command.add_attributes();
+      a->set_name(name);
+      a->set_s(value);
+    }
+    plan::Attribute *t = command.add_attributes();
+    t->set_name("transpose_rhs");
+    t->set_i(1);
+    return rt::checkCommandTypes(p, command);
+  };
+  EXPECT_EQ(check("fp8_quantize", {x, scale}, {q}), "");
+  EXPECT_NE(check("fp8_quantize", {x, scale}, {wide}).find("casts f32 or bf16 to an fp8"),
+            std::string::npos);
+  EXPECT_NE(check("fp8_quantize", {x, bad}, {q}).find("scale must be f32"), std::string::npos);
+  EXPECT_EQ(check("fp8_matmul", {q, w, scale, scale}, {y}), "");
+  EXPECT_NE(check("fp8_matmul", {x, w, scale, scale}, {y}).find("fp8 operands"), std::string::npos);
+  EXPECT_NE(check("fp8_matmul", {q, w, scale, scale}, {wide}).find("cannot give"),
+            std::string::npos);
+  EXPECT_EQ(check("amax", {x, q}, {scale}), "");
+  EXPECT_NE(check("amax", {x}, {bad}).find("amax is an f32 scalar"), std::string::npos);
+  std::vector<std::pair<std::string, double>> recipe{{"fp8_max", 448.0}, {"margin", 0.0}};
+  EXPECT_EQ(check("fp8_scale_update", {history, scale, scale}, {history, scale}, recipe,
+                  {{"amax_compute_algo", "most_recent"}}),
+            "");
+  EXPECT_NE(check("fp8_scale_update", {history, scale, scale}, {history, scale}, recipe,
+                  {{"amax_compute_algo", "mean"}})
+                .find("amax_compute_algo"),
+            std::string::npos);
+  EXPECT_NE(check("fp8_scale_update", {history, scale, scale}, {history, scale},
+                  {{"fp8_max", -1.0}, {"margin", 0.0}}, {{"amax_compute_algo", "max"}})
+                .find("fp8_max"),
+            std::string::npos);
+  EXPECT_EQ(check("fp8_current_scale", {scale}, {scale}, {{"fp8_max", 57344.0}}), "");
+  EXPECT_NE(check("fp8_current_scale", {x}, {scale}, {{"fp8_max", 57344.0}}).find("scalar"),
+            std::string::npos);
 }
