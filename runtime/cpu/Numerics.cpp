@@ -139,7 +139,7 @@ float quantizeFp8(DType type, float value, float scale) {
   // a format value) rounds to it or overflows, and the clamp picks it.
   auto limit = static_cast<float>(fp8MaxFinite(type));
   product = std::min(std::max(product, -limit), limit);
-  return static_cast<float>(roundTo(type, product));
+  return roundFloatToFp8(type, product);
 }
 
 namespace {
@@ -264,6 +264,36 @@ __attribute__((target_clones("avx2", "default"))) void roundBf16Range(AliasedU32
 }
 } // namespace
 
+float roundFloatToFp8(DType type, float value) {
+  bool e4m3 = type == DType::kF8E4M3FN;
+  float magnitude = std::fabs(value);
+  if (!(magnitude <= std::numeric_limits<float>::max())) { // NaN or infinity
+    return std::isnan(value) || e4m3 ? std::numeric_limits<float>::quiet_NaN() : value;
+  }
+  // Below the smallest normal the quantum is fixed (2^-9, 2^-16): adding 2^(quantum + 23)
+  // rounds to a multiple of it, ties to even, exactly (the sum's ulp is the quantum).
+  float minNormal = e4m3 ? 0x1p-6f : 0x1p-14f;
+  float rounded;
+  if (magnitude < minNormal) {
+    float shifter = e4m3 ? 0x1p14f : 0x1p7f;
+    rounded = (magnitude + shifter) - shifter;
+  } else {
+    // Normal: round the float's mantissa to 3 (2) bits, ties to even; a carry moves into the
+    // exponent as it should.
+    uint32_t bits;
+    std::memcpy(&bits, &magnitude, sizeof(bits));
+    int shift = e4m3 ? 20 : 21;
+    bits += ((1u << (shift - 1)) - 1) + ((bits >> shift) & 1u);
+    bits &= ~((1u << shift) - 1);
+    std::memcpy(&rounded, &bits, sizeof(rounded));
+    if (rounded > (e4m3 ? 448.0f : 57344.0f)) {
+      return e4m3 ? std::numeric_limits<float>::quiet_NaN()
+                  : std::copysign(std::numeric_limits<float>::infinity(), value);
+    }
+  }
+  return std::copysign(rounded, value);
+}
+
 void roundBuffer(DType type, float *data, int64_t count) {
   if (type == DType::kF32 || !isFloat(type)) {
     return;
@@ -275,6 +305,14 @@ void roundBuffer(DType type, float *data, int64_t count) {
     auto *words = reinterpret_cast<AliasedU32 *>(data);
     cpu::parallelChunks(count, int64_t{1} << 16,
                         [&](int64_t begin, int64_t end) { roundBf16Range(words, begin, end); });
+    return;
+  }
+  if (type == DType::kF8E4M3FN || type == DType::kF8E5M2) {
+    cpu::parallelChunks(count, int64_t{1} << 15, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        data[i] = roundFloatToFp8(type, data[i]);
+      }
+    });
     return;
   }
   for (int64_t i = 0; i < count; ++i) {

@@ -31,6 +31,10 @@ bool isFloat(DType type);
 /// overflows to NaN (as ml_dtypes and the OCP fp8 spec do). NaN stays NaN.
 double roundTo(DType type, double value);
 
+/// roundTo for a float and an fp8 format, from the float's bits (what roundBuffer uses):
+/// the same result for every float (NumericsTest compares them).
+float roundFloatToFp8(DType type, float value);
+
 /// The largest finite value of an fp8 format (448 for f8E4M3FN, 57344 for f8E5M2); 0 for
 /// other types.
 double fp8MaxFinite(DType type);

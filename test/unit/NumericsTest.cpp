@@ -107,6 +107,40 @@ TEST(Numerics, Fp8QuantizeMatchesMlDtypes) {
   EXPECT_EQ(exhaustive, 2 * 65536);
 }
 
+// The bit-level fp8 rounding equals roundTo's for every float: one in 4099 of the whole
+// encoding space, and every float within 2^13 ulps of each fp8 value and rounding midpoint.
+TEST(Numerics, Fp8FloatRoundingEqualsRoundTo) {
+  int64_t checked = 0;
+  for (DType type : {DType::kF8E4M3FN, DType::kF8E5M2}) {
+    auto check = [&](uint32_t bits) {
+      float value;
+      std::memcpy(&value, &bits, sizeof value);
+      ASSERT_TRUE(sameValue(roundFloatToFp8(type, value), roundTo(type, value)))
+          << dtypeName(type) << " " << std::hex << bits;
+      ++checked;
+    };
+    for (uint64_t bits = 0; bits <= 0xFFFFFFFFu; bits += 4099) {
+      check(static_cast<uint32_t>(bits));
+    }
+    for (uint32_t code = 0; code < 256; ++code) {
+      double value = decodeBits(type, code), next = decodeBits(type, (code + 1) & 0xff);
+      for (double point : {value, (value + next) / 2}) {
+        float f = static_cast<float>(point);
+        if (!std::isfinite(f)) {
+          continue;
+        }
+        uint32_t bits;
+        std::memcpy(&bits, &f, sizeof bits);
+        for (uint32_t delta = 0; delta < (1u << 13); delta += 7) {
+          check(bits + delta);
+          check(bits - delta);
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 2000000);
+}
+
 // Every fp8 code decodes to a value that encodes back to it (NaN codes to a NaN).
 TEST(Numerics, Fp8EncodingRoundTrips) {
   for (DType type : {DType::kF8E4M3FN, DType::kF8E5M2}) {
