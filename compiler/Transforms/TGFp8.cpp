@@ -82,6 +82,12 @@ private:
   bool current() const { return options.recipe == "current"; }
   /// The scaling state of a group, by role, in the order @train_step takes it.
   SmallVector<StringRef> stateRoles() const;
+  /// Per group, the current value of each state role.
+  using StateValues = llvm::StringMap<llvm::StringMap<Value>>;
+  /// Extends every call of `step` to a function `rewritten` accepts with the state arguments
+  /// it takes (from `state`, by role) and records the state it returns.
+  LogicalResult passState(func::FuncOp step, StateValues &state,
+                          llvm::function_ref<bool(func::FuncOp)> rewritten);
   Type stateType(StringRef roleName);
   Value currentScale(Location loc, Value amax, double fp8Max) {
     return tg::Fp8CurrentScaleOp::create(builder, loc, scalarType(), amax,
@@ -851,21 +857,13 @@ Type Fp8Rewriter::stateType(StringRef roleName) {
   return roleName.ends_with("history") ? Type(historyType()) : Type(scalarType());
 }
 
-LogicalResult Fp8Rewriter::rewriteTrainStep() {
-  func::FuncOp func = trainStep;
-  // Per group, the current value of each state role.
-  llvm::StringMap<llvm::StringMap<Value>> state;
-  for (auto &[name, group] : groups) {
-    for (StringRef r : stateRoles()) {
-      state[name][r] = addArgument(func, stateType(r), r, name);
-    }
-  }
-  // The calls in step order: each micro-batch casts with the scales the previous one left;
-  // the calls' state arguments and results say by role which value they take and return.
-  SmallVector<func::CallOp> calls(func.getBody().front().getOps<func::CallOp>());
+LogicalResult Fp8Rewriter::passState(func::FuncOp step, StateValues &state,
+                                     llvm::function_ref<bool(func::FuncOp)> rewritten) {
+  // The callees' state arguments and results say by role which value they take and return.
+  SmallVector<func::CallOp> calls(step.getBody().front().getOps<func::CallOp>());
   for (func::CallOp call : calls) {
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-    if (callee != optimizerStep && !llvm::is_contained(trainingFunctions, callee)) {
+    if (!callee || !rewritten(callee)) {
       continue;
     }
     SmallVector<Value> extra;
@@ -874,7 +872,7 @@ LogicalResult Fp8Rewriter::rewriteTrainStep() {
       Value value = r ? state.lookup(r->param).lookup(r->role) : Value();
       if (!value) {
         return callee.emitError() << "tg-fp8: @" << callee.getSymName() << " argument " << i
-                                  << " is no fp8 state the train step has";
+                                  << " is no fp8 state @" << step.getSymName() << " has";
       }
       extra.push_back(value);
     }
@@ -884,6 +882,24 @@ LogicalResult Fp8Rewriter::rewriteTrainStep() {
       std::optional<StepRole> r = resultRole(callee, i);
       state[r->param][r->role] = replacement.getResult(i);
     }
+  }
+  return success();
+}
+
+LogicalResult Fp8Rewriter::rewriteTrainStep() {
+  func::FuncOp func = trainStep;
+  // Per group, the current value of each state role.
+  StateValues state;
+  for (auto &[name, group] : groups) {
+    for (StringRef r : stateRoles()) {
+      state[name][r] = addArgument(func, stateType(r), r, name);
+    }
+  }
+  // The calls in step order: each micro-batch casts with the scales the previous one left.
+  if (failed(passState(func, state, [&](func::FuncOp callee) {
+        return callee == optimizerStep || llvm::is_contained(trainingFunctions, callee);
+      }))) {
+    return failure();
   }
   SmallVector<Value> results;
   SmallVector<StepRole> roles;
@@ -900,7 +916,7 @@ LogicalResult Fp8Rewriter::rewriteTrainStep() {
 LogicalResult Fp8Rewriter::rewriteEvalStep() {
   func::FuncOp func = evalStep;
   // What the forward casts with: the input scale (delayed scaling) and the weights' cast scale.
-  llvm::StringMap<llvm::StringMap<Value>> state;
+  StateValues state;
   for (auto &[name, group] : groups) {
     for (StringRef r : stateRoles()) {
       if (r == StringRef(role::kFp8InputScale) || r == StringRef(role::kFp8WeightCastScale)) {
@@ -908,25 +924,8 @@ LogicalResult Fp8Rewriter::rewriteEvalStep() {
       }
     }
   }
-  SmallVector<func::CallOp> calls(func.getBody().front().getOps<func::CallOp>());
-  for (func::CallOp call : calls) {
-    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-    if (!llvm::is_contained(evalFunctions, callee)) {
-      continue;
-    }
-    SmallVector<Value> extra;
-    for (unsigned i = call.getNumOperands(); i < callee.getNumArguments(); ++i) {
-      std::optional<StepRole> r = argRole(callee, i);
-      Value value = r ? state.lookup(r->param).lookup(r->role) : Value();
-      if (!value) {
-        return callee.emitError() << "tg-fp8: @" << callee.getSymName() << " argument " << i
-                                  << " is no fp8 state the eval step has";
-      }
-      extra.push_back(value);
-    }
-    extendCall(builder, call, callee, extra);
-  }
-  return success();
+  return passState(func, state,
+                   [&](func::FuncOp callee) { return llvm::is_contained(evalFunctions, callee); });
 }
 
 LogicalResult Fp8Rewriter::rewriteInit() {
