@@ -4,7 +4,9 @@
 // this file is exactly what the command above writes. Semantics: docs/models.md.
 tg.model @llama31_8b {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 12288, eval_samples = 1024,
-                target_metric = "log_perplexity", target_value = 3.3}
+                target_metric = "log_perplexity", target_value = 3.3,
+                rcp_batch_sizes = array<i64: 16, 32, 64, 96, 128>,
+                rcp_mean_samples = array<i64: 161109, 178859, 226645, 278640, 344747>}
   tg.batch {global_batch_size = 32, micro_batch_size = 1, seq_len = 8192}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05,
                 weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlperf::models {
@@ -46,6 +47,9 @@ struct LlamaConfig {
   std::string benchmark, targetMetric;
   int64_t evalEvery = 0, evalSamples = 0;
   double target = 0;
+  /// Reference convergence points: global batch -> mean samples to converge (the RCP file's
+  /// mean over its runs); only the benchmark's own model has them (not variants).
+  std::vector<std::pair<int64_t, int64_t>> rcpMeanSamples;
 
   int64_t headDim() const { return heads > 0 ? hidden / heads : 0; }
 };

@@ -62,6 +62,22 @@ LogicalResult BenchmarkOp::verify() {
     return fieldError(*this, "target_value", "a finite positive number",
                       getTargetValue().convertToDouble());
   }
+  std::optional<ArrayRef<int64_t>> batches = getRcpBatchSizes(), samples = getRcpMeanSamples();
+  if (batches.has_value() != samples.has_value() ||
+      (batches && batches->size() != samples->size())) {
+    return emitOpError() << "rcp_batch_sizes and rcp_mean_samples must come together, one mean "
+                            "per batch size";
+  }
+  if (batches) {
+    for (size_t i = 0; i < batches->size(); ++i) {
+      if ((*batches)[i] <= 0 || (*samples)[i] <= 0 ||
+          (i > 0 && (*batches)[i] <= (*batches)[i - 1])) {
+        return emitOpError() << "rcp_batch_sizes must be positive and ascending and "
+                                "rcp_mean_samples positive (entry "
+                             << i << ")";
+      }
+    }
+  }
   return success();
 }
 

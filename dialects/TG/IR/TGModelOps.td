@@ -60,10 +60,15 @@ def TG_BenchmarkOp : TG_ModelMetadataOp<"benchmark"> {
     `target_value` or less. `allow_fp8 = false` says the benchmark's rules do not allow fp8
     GEMMs (its reference convergence points are for another precision): `mlperfc compile
     --precision fp8` refuses the model. Absent: allowed (the MLPerf LLM benchmarks).
+    `rcp_batch_sizes` / `rcp_mean_samples`: the benchmark's reference convergence points, the
+    mean samples to converge at each global batch size (ascending, positive, as many of
+    each), which `mlperfc predict` and `plan-search` turn into time to train.
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$eval_every_samples, I64Attr:$eval_samples,
                        StrAttr:$target_metric, F64Attr:$target_value,
-                       OptionalAttr<BoolAttr>:$allow_fp8);
+                       OptionalAttr<BoolAttr>:$allow_fp8,
+                       OptionalAttr<DenseI64ArrayAttr>:$rcp_batch_sizes,
+                       OptionalAttr<DenseI64ArrayAttr>:$rcp_mean_samples);
 }
 
 def TG_BatchOp : TG_ModelMetadataOp<"batch"> {
