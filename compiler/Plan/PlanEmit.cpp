@@ -10,10 +10,29 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 
 namespace mlperf {
+
+/// "llama31_8b.mlir:41" from the first file location inside `loc` (the declaration op the
+/// command was lowered from), with " (recomputed)" when tg-recompute named it so.
+static std::string commandOrigin(Location loc) {
+  std::string where;
+  bool recomputed = false;
+  loc->walk([&](Location inner) {
+    if (auto name = dyn_cast<NameLoc>(inner); name && name.getName() == "recomputed") {
+      recomputed = true;
+    }
+    if (auto file = dyn_cast<FileLineColLoc>(inner); file && where.empty()) {
+      where = llvm::sys::path::filename(file.getFilename().getValue()).str() + ":" +
+              std::to_string(file.getLine());
+    }
+    return WalkResult::advance();
+  });
+  return where.empty() ? where : where + (recomputed ? " (recomputed)" : "");
+}
 namespace {
 
 FailureOr<plan::DType> planDType(Type type) {
@@ -236,6 +255,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
       if (IntegerAttr microBatch = command.getMicroBatchAttr()) {
         emitted->set_micro_batch(microBatch.getInt());
       }
+      emitted->set_origin(commandOrigin(command.getLoc()));
       for (Attribute ref : command.getOperands()) {
         emitted->add_operands(id(ref));
       }

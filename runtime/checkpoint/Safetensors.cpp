@@ -3,6 +3,7 @@
 #include "runtime/checkpoint/Safetensors.h"
 
 #include "runtime/support/Checksum.h"
+#include "runtime/support/FileOutput.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -281,23 +282,6 @@ private:
   std::string message;
 };
 
-std::string jsonQuote(const std::string &text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 void appendLittleEndian(std::string &out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) {
     out += static_cast<char>((value >> (8 * i)) & 0xff);
@@ -355,38 +339,9 @@ Status writeSafetensors(const std::string &path, const TensorFile &file) {
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' '); // align the data to 8 bytes
 
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) {
-    return Status(StatusCode::kNotFound, "cannot create " + temp + ": " + std::strerror(errno),
-                  __FILE__, __LINE__);
-  }
   std::string prefix;
   appendLittleEndian(prefix, header.size(), 8);
-  bool ok = true;
-  for (const std::string *chunk : {&prefix, &header, &data}) {
-    const char *cursor = chunk->data();
-    size_t left = chunk->size();
-    while (ok && left > 0) {
-      ssize_t written = ::write(fd, cursor, left);
-      if (written < 0 && errno == EINTR) {
-        continue;
-      }
-      ok = written > 0;
-      cursor += written > 0 ? written : 0;
-      left -= written > 0 ? static_cast<size_t>(written) : 0;
-    }
-  }
-  ok = ok && ::fsync(fd) == 0;
-  int savedErrno = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::string reason = std::strerror(ok ? errno : savedErrno);
-    std::remove(temp.c_str());
-    return Status(StatusCode::kInternal, "cannot write " + path + ": " + reason, __FILE__,
-                  __LINE__);
-  }
-  return Status::ok();
+  return writeFileAtomically(path, {prefix, header, data});
 }
 
 Status readSafetensors(const std::string &path, TensorFile &file) {

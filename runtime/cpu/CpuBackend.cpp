@@ -15,6 +15,7 @@
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cpu/VocabParallel.h"
 #include "runtime/exec/Backend.h"
+#include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
 #include <chrono>
@@ -200,7 +201,20 @@ public:
   StreamTimes streamTimes() const override {
     return {clocks[0].working, clocks[1].working, clocks[0].waiting};
   }
-  void resetStreamTimes() override { clocks[0] = clocks[1] = StreamClock(); }
+  void resetStreamTimes() override {
+    clocks[0] = clocks[1] = StreamClock();
+    spans[0].clear();
+    spans[1].clear();
+    epoch = std::chrono::steady_clock::now();
+  }
+  void traceCommands(bool on) override { tracing = on; }
+  std::vector<CommandSpan> commandSpans() const override {
+    std::vector<CommandSpan> all = spans[0];
+    all.insert(all.end(), spans[1].begin(), spans[1].end());
+    std::sort(all.begin(), all.end(),
+              [](const CommandSpan &a, const CommandSpan &b) { return a.start < b.start; });
+    return all;
+  }
 
   ~CpuBackend() override {
     if (worker.joinable()) {
@@ -250,6 +264,11 @@ public:
           double seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
           (program.commands(c).op() == "event_wait" ? clock.waiting : clock.working) += seconds;
+          if (tracing) { // each stream appends to its own list: no lock
+            spans[stream].push_back({index, c, static_cast<uint32_t>(stream),
+                                     std::chrono::duration<double>(started - epoch).count(),
+                                     seconds});
+          }
           if (!status.isOk()) {
             events.fail(); // the other stream must not wait for what will never come
             return status;
@@ -608,15 +627,6 @@ public:
   }
 
 private:
-  static const plan::Attribute *findAttribute(const plan::Command &command, std::string_view name) {
-    for (const plan::Attribute &attr : command.attributes()) {
-      if (attr.name() == name) {
-        return &attr;
-      }
-    }
-    return nullptr;
-  }
-
   static bool isCollective(const std::string &op) {
     return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "send" ||
            op == "recv";
@@ -669,6 +679,9 @@ private:
     double working = 0, waiting = 0;
   };
   StreamClock clocks[2];
+  bool tracing = false;
+  std::vector<CommandSpan> spans[2];
+  std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
   std::thread worker;
   std::mutex workerMutex;
   std::condition_variable workerWake;

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mlperf::rt {
 
@@ -46,6 +47,16 @@ public:
   };
   virtual StreamTimes streamTimes() const { return {}; }
   virtual void resetStreamTimes() {}
+
+  /// With tracing on, every command run since the last resetStreamTimes, timed from that
+  /// reset (mlperf-run --trace): program and command index, stream, start and duration.
+  struct CommandSpan {
+    int program = 0, command = 0;
+    uint32_t stream = 0;
+    double start = 0, seconds = 0;
+  };
+  virtual void traceCommands(bool on) {}
+  virtual std::vector<CommandSpan> commandSpans() const { return {}; }
 };
 
 /// The runtime element type of a plan dtype.

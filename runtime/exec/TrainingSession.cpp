@@ -5,6 +5,8 @@
 #include "runtime/data/GPTBatches.h"
 #include "runtime/mllog/BenchmarkLog.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/support/ChromeTrace.h"
+#include "runtime/support/FileOutput.h"
 
 #include <cerrno>
 #include <chrono>
@@ -62,16 +64,6 @@ private:
   std::ofstream out;
   std::string final, temporary, error;
 };
-
-/// A JSON number; non-finite values (a diverged run) as null, which JSON can represent.
-std::string jsonNumber(double value) {
-  if (!std::isfinite(value)) {
-    return "null";
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.9g", value);
-  return text;
-}
 
 } // namespace
 
@@ -132,6 +124,7 @@ Status TrainingSession::open(const SessionOptions &options, RankInfo rank,
   MLPERF_RETURN_IF_ERROR(s.checkRanksRunOneCompile());
   MLPERF_RETURN_IF_ERROR(createBackend(options.backend, s.backend));
   MLPERF_RETURN_IF_ERROR(s.backend->prepare(s.planFile, *s.communicator));
+  s.backend->traceCommands(!options.trace.empty());
   MLPERF_RETURN_IF_ERROR(PlanTrainer::create(s.planFile, *s.backend, *s.communicator, s.trainer));
   s.globalBatch = model.global_batch_size();
   s.seq = s.trainer->seqLen();
@@ -458,6 +451,10 @@ Status TrainingSession::step(StepReport &report) {
   auto start = std::chrono::steady_clock::now();
   MLPERF_RETURN_IF_ERROR(trainer->step(data->tokens, data->labels, report.metrics));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!options.trace.empty()) {
+    lastStepSpans = backend->commandSpans();
+    lastTracedStep = step;
+  }
   report.samples = log->samples = samplesAfter(step + 1);
   report.tokensPerSecond = static_cast<double>(globalBatch * seq) / report.seconds;
   log->metrics.write("{\"step\": " + std::to_string(report.metrics.step) +
@@ -522,7 +519,47 @@ Status TrainingSession::saveCheckpoint() {
                         {"plan", planIdentity}});
 }
 
+Status TrainingSession::writeTrace() const {
+  Trace trace;
+  trace.metadata["source"] = "mlperf-run (measured)";
+  trace.metadata["backend"] = backend->name();
+  trace.metadata["step"] = std::to_string(lastTracedStep);
+  int64_t stage = planFile.pipeline_stage();
+  trace.processNames[rank.rank] = "rank " + std::to_string(rank.rank) + " (pipeline stage " +
+                                  std::to_string(stage) + ", measured)";
+  trace.threadNames[{rank.rank, 0}] = "stream 0: compute";
+  trace.threadNames[{rank.rank, 1}] = "stream 1: communication";
+  for (const Backend::CommandSpan &span : lastStepSpans) {
+    const plan::Program &program = planFile.programs(span.program);
+    const plan::Command &command = program.commands(span.command);
+    TraceSpan out;
+    out.name = command.origin().empty() ? command.op() : command.op() + " " + command.origin();
+    out.process = rank.rank;
+    out.thread = span.stream;
+    out.startSeconds = span.start;
+    out.seconds = span.seconds;
+    out.args["program"] = program.name();
+    if (command.has_micro_batch()) {
+      out.args["micro_batch"] = std::to_string(command.micro_batch());
+    }
+    trace.spans.push_back(std::move(out));
+  }
+  std::string path = options.trace;
+  if (rank.size > 1) {
+    size_t dot = path.rfind('.');
+    size_t slash = path.rfind('/');
+    std::string suffix = ".rank" + std::to_string(rank.rank);
+    path = dot != std::string::npos && (slash == std::string::npos || dot > slash)
+               ? path.substr(0, dot) + suffix + path.substr(dot)
+               : path + suffix;
+  }
+  return writeChromeTrace(path, trace);
+}
+
 Status TrainingSession::finish(bool converged) {
+  if (!options.trace.empty() && lastTracedStep >= 0) {
+    MLPERF_RETURN_IF_ERROR(writeTrace());
+  }
   if (log->logging) {
     MLLOG_END(log->logger, "run_stop", MLLogValue{},
               {"status", std::string(converged || !evaluating() ? "success" : "aborted")},

@@ -30,6 +30,9 @@ struct SessionOptions {
   std::string dataOrder = "shuffled"; // or "sequential"
   std::string target;                 // eval loss to stop at; empty: the model's
   std::string initFrom, resume, save, mllog, metricsOut;
+  /// Chrome trace of the last training step's commands (with several ranks, each writes
+  /// FILE with ".rank<r>" before its extension).
+  std::string trace;
   int64_t seed = -1;     // -1: 0, or the checkpoint's on a resume
   int64_t maxSteps = -1; // -1: the model's
   int64_t saveEvery = 0;
@@ -120,6 +123,9 @@ private:
   int64_t globalBatch = 0, seq = 0, stepLimit = 0, evalEvery = 1, evalSamples = 0;
   int64_t firstStep = 0;
   double targetLoss = 0, initSeconds = 0;
+  std::vector<Backend::CommandSpan> lastStepSpans; // with --trace
+  int64_t lastTracedStep = -1;
+  Status writeTrace() const;
 };
 
 } // namespace mlperf::rt

@@ -2,6 +2,7 @@
 
 #include "runtime/mllog/MLLog.h"
 
+#include "runtime/support/FileOutput.h"
 #include "runtime/support/NumberFormat.h"
 
 #include <cerrno>
@@ -11,38 +12,7 @@
 #include <unistd.h>
 
 namespace mlperf::rt {
-namespace {
-
-std::string quote(const std::string &text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (c < 0x20) {
-        char buffer[8];
-        std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-        out += buffer;
-      } else {
-        out += static_cast<char>(c);
-      }
-    }
-  }
-  return out + "\"";
-}
-
-} // namespace
+namespace {} // namespace
 
 MLLogger::~MLLogger() {
   if (ownsStream && stream) {
@@ -93,7 +63,7 @@ std::string MLLogger::encode(const MLLogValue &value) {
     }
     return text;
   }
-  return quote(std::get<std::string>(value));
+  return jsonQuote(std::get<std::string>(value));
 }
 
 void MLLogger::log(MLLogEvent event, const std::string &key, const MLLogValue &value,
@@ -108,11 +78,12 @@ void MLLogger::log(MLLogEvent event, const std::string &key, const MLLogValue &v
                      : event == MLLogEvent::kIntervalStart ? "INTERVAL_START"
                                                            : "INTERVAL_END";
   std::string text = ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(now) +
-                     ", \"event_type\": \"" + type + "\", \"key\": " + quote(key) +
-                     ", \"value\": " + encode(value) + ", \"metadata\": {\"file\": " + quote(file) +
+                     ", \"event_type\": \"" + type + "\", \"key\": " + jsonQuote(key) +
+                     ", \"value\": " + encode(value) +
+                     ", \"metadata\": {\"file\": " + jsonQuote(file) +
                      ", \"lineno\": " + std::to_string(line);
   for (const auto &[name, entry] : metadata) {
-    text += ", " + quote(name) + ": " + encode(entry);
+    text += ", " + jsonQuote(name) + ": " + encode(entry);
   }
   text += "}}\n";
   if (writeFailed) {

@@ -54,12 +54,7 @@ private:
   Shape out(int i = 0) const { return shape(result(i)); }
 
   const plan::Attribute *attribute(std::string_view name) const {
-    for (const plan::Attribute &a : command.attributes()) {
-      if (a.name() == name) {
-        return &a;
-      }
-    }
-    return nullptr;
+    return findAttribute(command, name);
   }
   /// An integer attribute in [0, bound), or -1 after recording the problem.
   int64_t index(const char *name, int64_t bound) {

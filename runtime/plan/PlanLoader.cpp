@@ -56,10 +56,36 @@ int64_t planDTypeBytes(plan::DType dtype) {
   }
 }
 
+const plan::Attribute *findAttribute(const plan::Command &command, std::string_view name) {
+  for (const plan::Attribute &attribute : command.attributes()) {
+    if (attribute.name() == name) {
+      return &attribute;
+    }
+  }
+  return nullptr;
+}
+
+uint64_t commandBytes(const plan::Plan &plan, const plan::Command &command) {
+  std::vector<uint32_t> touched(command.operands().begin(), command.operands().end());
+  touched.insert(touched.end(), command.results().begin(), command.results().end());
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  uint64_t bytes = 0;
+  for (uint32_t id : touched) {
+    bytes += plan.buffers(id).size();
+  }
+  return bytes;
+}
+
 std::string planFingerprint(const plan::Plan &plan) {
   plan::Plan computed = plan;
   computed.clear_producer();
   computed.clear_compile_options(); // how it was compiled, not what it computes
+  for (plan::Program &program : *computed.mutable_programs()) {
+    for (plan::Command &command : *program.mutable_commands()) {
+      command.clear_origin(); // where in the declaration, not what
+    }
+  }
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

@@ -24,6 +24,13 @@ namespace mlperf::rt {
 /// Bytes per element of a plan dtype (0 for DTYPE_UNSPECIFIED).
 int64_t planDTypeBytes(plan::DType dtype);
 
+/// The attribute `name` of `command`, or null.
+const plan::Attribute *findAttribute(const plan::Command &command, std::string_view name);
+
+/// The bytes of `command`'s distinct operand and result buffers: what a memory-bound kernel
+/// moves (the step-time model and the backend calibration measure commands by it).
+uint64_t commandBytes(const plan::Plan &plan, const plan::Command &command);
+
 /// The mesh a plan was compiled for; a plan without one is a single rank (1x1).
 MeshShape planMesh(const plan::Plan &plan);
 
@@ -37,9 +44,9 @@ std::string stagePlanPath(const std::string &path, int64_t stage);
 int64_t parameterCount(const plan::Plan &plan);
 
 /// What the plan computes, as "crc32:xxxxxxxx": the CRC-32 of its deterministic serialization
-/// without the producer and the compile options (a newer compiler, or other options, that
-/// write the same plan give the same value).
-/// Checkpoints record it so that a resume continues with the plan that trained them.
+/// without the producer, the compile options and the commands' origins (a newer compiler, or other
+/// options, that write the same plan give the same value). Checkpoints record it so that a resume
+/// continues with the plan that trained them.
 std::string planFingerprint(const plan::Plan &plan);
 
 /// Reads `path`, parses and validates it.

@@ -35,6 +35,18 @@ inline std::string humanBytes(uint64_t bytes) {
   return buffer;
 }
 
+/// An integer with thousands separators: "1,234,567".
+inline std::string groupedNumber(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) {
+      out += ',';
+    }
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
 } // namespace mlperf::rt
 
 #endif // MLPERFC_RUNTIME_SUPPORT_NUMBERFORMAT_H

@@ -15,9 +15,12 @@
 
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/exec/Calibration.h"
 #include "runtime/exec/TrainingSession.h"
 #include "runtime/mpi/MpiCommunicator.h"
+#include "runtime/plan/PlanLoader.h"
 #include "runtime/support/CommandLine.h"
+#include "runtime/support/FileOutput.h"
 
 #include <cmath>
 #include <csignal>
@@ -38,6 +41,7 @@ struct Options {
   std::vector<std::string> positional;
   SessionOptions session;
   int64_t printEvery = 10, collectiveTimeout = 600;
+  std::string calibrateOut;
 };
 
 /// This process's rank and the job's size: "rank R: " prefixes messages of a multi-rank job.
@@ -91,7 +95,39 @@ std::string number(double value) {
   return text;
 }
 
+/// --calibrate-out: the backend's command speeds for mlperfc predict --calibrate.
+int calibrate(const Options &options) {
+  // Plans given: their commands' shapes are measured too.
+  std::vector<mlperf::plan::Plan> samples(options.positional.size());
+  std::vector<const mlperf::plan::Plan *> samplePointers;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    Status loaded = loadPlan(options.positional[i], samples[i]);
+    if (!loaded.isOk()) {
+      return fail(loaded);
+    }
+    samplePointers.push_back(&samples[i]);
+  }
+  std::string json;
+  Status status =
+      calibrateBackend(options.session.backend, samplePointers, json, [](const std::string &entry) {
+        std::printf("  %s\n", entry.c_str());
+        std::fflush(stdout);
+      });
+  if (status.isOk()) {
+    status = writeFileAtomically(options.calibrateOut, {json});
+  }
+  if (!status.isOk()) {
+    return fail(status);
+  }
+  std::printf("mlperf-run: wrote %s (backend %s)\n", options.calibrateOut.c_str(),
+              options.session.backend.c_str());
+  return 0;
+}
+
 int run(Options &options) {
+  if (!options.calibrateOut.empty()) {
+    return calibrate(options);
+  }
   if (options.positional.size() != 1) {
     return fail("give exactly one plan file (mlperfc compile MODEL.mlir -o plan.pb)");
   }
@@ -265,12 +301,19 @@ int main(int argc, char **argv) {
   cli.addString("mllog", &options.session.mllog, "FILE", "Write the MLPerf log here");
   cli.addString("metrics-out", &options.session.metricsOut, "FILE.jsonl",
                 "One JSON object per step: step, samples, loss, lr, grad_norm, tokens_per_s");
+  cli.addString("trace", &options.session.trace, "FILE.json",
+                "Write the last training step's commands as a Chrome trace / Perfetto timeline "
+                "(per rank: FILE.rank<r>.json under mpirun), beside mlperfc predict --trace");
   cli.addInt("collective-timeout", &options.collectiveTimeout,
              "Under mpirun: end the job when a collective or pipeline transfer waits longer "
              "than this many seconds for another rank (default 600; 0: wait forever)");
   cli.addInt("print-every", &options.printEvery,
              "Print a step line every N steps (default 10; 0: only evaluations)");
-  cli.setPositional(&options.positional, "PLAN.pb", 1);
+  cli.addString("calibrate-out", &options.calibrateOut, "FILE.json",
+                "Instead of training: time the backend's commands (GEMMs, attention, memory-bound "
+                "adds, an empty command; with plan files, also their commands' shapes) and write "
+                "them for mlperfc predict --calibrate");
+  cli.setPositional(&options.positional, "PLAN.pb", 0);
   if (std::optional<int> exit = cli.parse(argc, argv)) {
     return *exit;
   }

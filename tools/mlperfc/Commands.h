@@ -8,7 +8,13 @@
 #ifndef MLPERFC_TOOLS_MLPERFC_COMMANDS_H
 #define MLPERFC_TOOLS_MLPERFC_COMMANDS_H
 
+#include "compiler/Analysis/DeviceMemory.h"
+#include "compiler/Pipelines/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/CommandLine.h"
+
+#include <optional>
 
 namespace mlperf::cli {
 
@@ -26,6 +32,25 @@ int runSummary();
 extern llvm::cl::SubCommand compileCommand;
 /// `mlperfc compile MODEL.mlir [--precision fp32|bf16] [--dump-ir DIR]`.
 int runCompile();
+
+/// The train-step options and device compile's flags give for the declaration `module`
+/// (the flags are shared with predict); 0, or 1 after printing the error as `command`.
+/// With `withStrategy` false the --parallel flag is not read (plan-search enumerates it).
+int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainStepOptions &options,
+                              std::optional<DeviceMemory> &device, bool withStrategy = true);
+/// The model file and --device flags of compile, predict and plan-search.
+const std::string &modelPathFlag();
+const std::string &deviceFlag();
+
+extern llvm::cl::SubCommand predictCommand;
+/// `mlperfc predict MODEL.mlir --cluster NxG --parallel ... [--device h100] [--calibrate F]
+/// [--trace F.json]`: the step-time model's prediction of the compiled step.
+int runPredict();
+
+extern llvm::cl::SubCommand planSearchCommand;
+/// `mlperfc plan-search MODEL.mlir --cluster NxG --device h100 [--gbs ...]`: strategies ranked
+/// by predicted time to train.
+int runPlanSearch();
 
 extern llvm::cl::SubCommand scheduleCommand;
 /// `mlperfc schedule --pp N [--vp V] --micro-batches M [--order]`.

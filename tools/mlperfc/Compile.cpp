@@ -46,17 +46,26 @@ namespace cl = llvm::cl;
 namespace mlperf::cli {
 
 cl::SubCommand compileCommand("compile", "Lower a model declaration to its train step");
+// Defined here, before the options compile shares with them (tools/mlperfc/Predict.cpp).
+cl::SubCommand predictCommand("predict",
+                              "Predict the compiled train step's time (the step-time model)");
+cl::SubCommand
+    planSearchCommand("plan-search",
+                      "Rank the parallel strategies of a cluster by predicted time to train");
 
 static cl::opt<std::string> compileInput(cl::Positional, cl::Required, cl::sub(compileCommand),
+                                         cl::sub(predictCommand), cl::sub(planSearchCommand),
                                          cl::desc("<model.mlir>"), cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compilePrecision(
-    "precision", cl::sub(compileCommand), cl::init("bf16"),
+    "precision", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::init("bf16"),
     cl::desc("Compute precision: bf16 (the reference's, as declared), fp32 (oracle and RCP "
              "reference runs) or fp8 (bf16 with the layer stack's linears in fp8, scaled as "
              "--fp8-recipe says)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileFp8Recipe(
-    "fp8-recipe", cl::sub(compileCommand), cl::init("delayed"),
+    "fp8-recipe", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::init("delayed"),
     cl::desc("fp8 scaling with --precision fp8: delayed (Transformer Engine DelayedScaling, "
              "the reference's: amax history 4, most_recent, margin 0; default) or current "
              "(Float8CurrentScaling: each cast with its tensor's own amax)"),
@@ -67,37 +76,43 @@ static cl::opt<std::string> compileDumpIR(
              "order (DIR/00-input.mlir, DIR/01-tg-set-precision.mlir, ...)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileFuseAttention(
-    "fuse-attention", cl::sub(compileCommand), cl::init(true),
+    "fuse-attention", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::init(true),
     cl::desc("Fuse each attention into tg.attention (tg-fuse-attention; default on). "
              "--fuse-attention=false keeps the declared softmax(QKᵀ)V graph"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileFuseSwiglu(
-    "fuse-swiglu", cl::sub(compileCommand), cl::init(true),
+    "fuse-swiglu", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::init(true),
     cl::desc("Fuse silu(gate) * up into tg.swiglu (tg-fuse-swiglu, exact; default on)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileFuseCrossEntropy(
-    "fuse-cross-entropy", cl::sub(compileCommand), cl::init(true),
+    "fuse-cross-entropy", cl::sub(compileCommand), cl::sub(predictCommand),
+    cl::sub(planSearchCommand), cl::init(true),
     cl::desc("Fuse the output layer and the loss into tg.linear_cross_entropy "
              "(tg-fuse-cross-entropy, exact; default on)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileFuseAddRMSNorm(
-    "fuse-add-rms-norm", cl::sub(compileCommand), cl::init(false),
+    "fuse-add-rms-norm", cl::sub(compileCommand), cl::sub(predictCommand),
+    cl::sub(planSearchCommand), cl::init(false),
     cl::desc("Fuse each residual add and the RMSNorm of its sum into tg.add_rms_norm "
              "(tg-fuse-add-rms-norm, exact; default off: no gain on the CPU backend)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileFuseRopeQK(
-    "fuse-rope-qk", cl::sub(compileCommand), cl::init(false),
+    "fuse-rope-qk", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::init(false),
     cl::desc("Fuse each attention's query and key rotations into tg.rope_qk (tg-fuse-rope-qk, "
              "exact; default off: no gain on the CPU backend)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileRecompute(
-    "recompute", cl::sub(compileCommand), cl::value_desc("POLICY"),
+    "recompute", cl::sub(compileCommand), cl::sub(predictCommand), cl::value_desc("POLICY"),
     cl::desc("Activation recompute (tg-recompute): none, selective (attention core and SwiGLU "
              "output), full (per layer, keep the layer input) or auto (recompute as little as "
              "makes each rank fit --device; the default with --device, none without)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileDevice(
-    "device", cl::sub(compileCommand), cl::value_desc("h100|h200|b200|NAME=SIZE"),
+    "device", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::value_desc("h100|h200|b200|NAME=SIZE"),
     cl::desc("The accelerator each rank runs on (for example mygpu=80GiB): the summary prints "
              "each rank's peak memory against it, recompute defaults to auto, and a strategy "
              "that cannot fit is refused with the strategies nearby that would"),
@@ -119,33 +134,38 @@ static cl::opt<std::string> compileOutput(
     cl::cat(mlperfcCategory()));
 
 static cl::opt<std::string> compileCluster(
-    "cluster", cl::sub(compileCommand), cl::init("1x1"), cl::value_desc("NODESxGPUS"),
+    "cluster", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::init("1x1"), cl::value_desc("NODESxGPUS"),
     cl::desc("The cluster the plan runs on: nodes x GPUs (ranks) per node, e.g. 8x8"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileParallel(
-    "parallel", cl::sub(compileCommand),
+    "parallel", cl::sub(compileCommand), cl::sub(predictCommand),
     cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1,micro_batch=.."),
     cl::desc("Parallel strategy; dp defaults to the ranks left after tp and pp. Every degree "
              "is checked against the cluster and the model"),
     cl::cat(mlperfcCategory()));
 
 static cl::opt<double> compileBucketMiB(
-    "bucket-mib", cl::sub(compileCommand), cl::value_desc("MiB"),
+    "bucket-mib", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::value_desc("MiB"),
     cl::desc("Gradient bytes per data-parallel bucket (dist-decompose-collectives; default "
              "Megatron's 40 M elements of the gradient type)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool>
-    compileSchedule("schedule", cl::sub(compileCommand), cl::init(true),
+    compileSchedule("schedule", cl::sub(compileCommand), cl::sub(predictCommand),
+                    cl::sub(planSearchCommand), cl::init(true),
                     cl::desc("Overlap collectives with computation (plan-schedule; default on). "
                              "--schedule=false keeps every collective's wait right after it"),
                     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileScheduleMemoryLimit(
-    "schedule-memory-limit", cl::sub(compileCommand), cl::value_desc("SIZE"),
+    "schedule-memory-limit", cl::sub(compileCommand), cl::sub(predictCommand),
+    cl::sub(planSearchCommand), cl::value_desc("SIZE"),
     cl::desc("Most activation bytes plan-schedule may keep alive at once, e.g. 40GiB "
              "(default: the unscheduled plan's peak, so scheduling never needs more memory)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<int64_t> compileMaxOutstanding(
-    "max-outstanding", cl::sub(compileCommand), cl::init(4), cl::value_desc("N"),
+    "max-outstanding", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::init(4), cl::value_desc("N"),
     cl::desc("Most collectives plan-schedule keeps in flight at once (default 4)"),
     cl::cat(mlperfcCategory()));
 
@@ -366,7 +386,15 @@ static int refuseUnfit(mlir::ModuleOp declaration, const TrainStepOptions &optio
   return fail(message + "; no plan written");
 }
 
-int runCompile() {
+const std::string &modelPathFlag() { return compileInput; }
+const std::string &deviceFlag() { return compileDevice; }
+
+int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainStepOptions &options,
+                              std::optional<DeviceMemory> &device, bool withStrategy) {
+  auto fail = [&](const llvm::Twine &message) {
+    llvm::WithColor::error(llvm::errs(), command) << message << "\n";
+    return 1;
+  };
   if (compilePrecision != "bf16" && compilePrecision != "fp32" && compilePrecision != "fp8") {
     return fail("--precision must be bf16, fp32 or fp8, got '" + compilePrecision + "'");
   }
@@ -380,16 +408,9 @@ int runCompile() {
   if (compileFp8Recipe != "delayed" && compileFp8Recipe != "current") {
     return fail("--fp8-recipe must be delayed, current or mxfp8, got '" + compileFp8Recipe + "'");
   }
-  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
-  ModelFile modelFile(*contextOwner, compileInput);
-  mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
-  if (!module) {
-    return 1;
-  }
-  tg::ModelOp model = getModel(*module);
+  tg::ModelOp model = getModel(module);
   rt::ModelDims dims = parallelDims(model);
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
-  TrainStepOptions options;
   options.precision = compilePrecision;
   options.fp8Recipe = compileFp8Recipe;
   options.fuseAttention = compileFuseAttention;
@@ -419,8 +440,9 @@ int runCompile() {
     }
     options.scheduleMemoryLimit = *bytes;
   }
-  std::optional<DeviceMemory> device;
-  if (!compileDevice.empty()) {
+  device.reset();
+  if (!compileDevice.empty() &&
+      !(compileDevice == "cpu" && std::string_view(command) != "mlperfc compile")) {
     device.emplace();
     if (rt::Status parsed = parseDevice(compileDevice, *device); !parsed.isOk()) {
       return fail(parsed.message());
@@ -439,6 +461,9 @@ int runCompile() {
   }
   rt::MeshShape &mesh = options.mesh;
   rt::Status status = rt::parseCluster(compileCluster, mesh);
+  if (!withStrategy) {
+    return status.isOk() ? 0 : fail(status.message());
+  }
   if (status.isOk()) {
     status = rt::parseParallel(compileParallel, mesh);
   }
@@ -457,6 +482,26 @@ int runCompile() {
                 llvm::Twine(mesh.microBatch) + ")");
   }
   options.accumulationSteps = accumulationStepsOnOneRank(model) / mesh.dp;
+  return 0;
+}
+
+int runCompile() {
+  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
+  ModelFile modelFile(*contextOwner, compileInput);
+  mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
+  if (!module) {
+    return 1;
+  }
+  TrainStepOptions options;
+  std::optional<DeviceMemory> device;
+  if (int error = trainStepOptionsFromFlags(*module, "mlperfc compile", options, device)) {
+    return error;
+  }
+  tg::ModelOp model = getModel(*module);
+  rt::ModelDims dims = parallelDims(model);
+  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  rt::MeshShape &mesh = options.mesh;
+  int64_t declaredMicroBatch = batch.getMicroBatchSizeAttr().getInt();
 
   auto started = std::chrono::steady_clock::now();
   // Size and FLOPs of the declaration, before lowering rewrites it.

@@ -97,6 +97,9 @@ int runShow() {
         if (command.has_micro_batch()) {
           os << " [micro-batch " << command.micro_batch() << "]";
         }
+        if (!command.origin().empty()) {
+          os << "  ; " << command.origin();
+        }
         os << "\n";
       };
       // The schedule reads as what it does: events and calls by name.

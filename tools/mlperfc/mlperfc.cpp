@@ -37,6 +37,11 @@ static constexpr llvm::StringLiteral kOverview =
     "  mlperfc audit MODEL.mlir PLAN.pb [--dump-ir DIR] [--json] [--tiny TINY.mlir]\n"
     "                                       does the plan compute the declaration's math under\n"
     "                                       the MLPerf closed-division rules (exit 0 / 1 / 2)\n"
+    "  mlperfc predict MODEL.mlir [--cluster NxG] [--parallel ...] [--device h100]\n"
+    "                 [--calibrate FILE] [--trace FILE.json]\n"
+    "                                       predicted step time, MFU and time to train\n"
+    "  mlperfc plan-search MODEL.mlir --cluster NxG --device h100 [--gbs N,...]\n"
+    "                                       strategies ranked by predicted time to train\n"
     "  mlperfc show plan.pb [--commands]    print an execution plan\n"
     "  mlperfc schedule --pp N [--vp V] --micro-batches M [--order]\n"
     "                                       a pipeline schedule and its bubble\n"
@@ -55,7 +60,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(mlperfcCategory());
   for (cl::SubCommand *sub :
        {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand, &compileCommand,
-        &showCommand, &scheduleCommand, &auditCommand}) {
+        &showCommand, &scheduleCommand, &auditCommand, &predictCommand, &planSearchCommand}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 
@@ -92,6 +97,12 @@ int main(int argc, char **argv) {
   }
   if (showCommand) {
     return runShow();
+  }
+  if (predictCommand) {
+    return runPredict();
+  }
+  if (planSearchCommand) {
+    return runPlanSearch();
   }
   if (scheduleCommand) {
     return runSchedule();

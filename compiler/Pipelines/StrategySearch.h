@@ -1,0 +1,102 @@
+//===- StrategySearch.h - Predicted steps and the strategy search -*- C++ -*-===//
+//
+// `mlperfc predict` and `mlperfc plan-search` on one library: a strategy is compiled (for a
+// device when given: recompute `auto` fits it), its plans emitted and their step simulated
+// by the step-time model (compiler/Analysis/StepTime.h). The search enumerates strategies of
+// a cluster, compiles each on two layer-reduced copies of the declaration (one and two
+// layers per model chunk) and extrapolates time and memory to the declared layer count:
+// both are affine in the layers of a chunk, because every layer of a stack is the same
+// computation. It ranks the strategies that fit by predicted time to train.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLPERFC_COMPILER_PIPELINES_STRATEGYSEARCH_H
+#define MLPERFC_COMPILER_PIPELINES_STRATEGYSEARCH_H
+
+#include "compiler/Analysis/DeviceMemory.h"
+#include "compiler/Analysis/StepTime.h"
+#include "compiler/Pipelines/DeviceFit.h"
+
+#include "runtime/plan.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlperf {
+
+struct PredictedStep {
+  TrainStepOptions options;       // as compiled (auto's budgets resolved)
+  std::vector<RankMemory> stages; // per plan, in stage order
+  int64_t peakBytes = 0;
+  StepPrediction step;
+  std::vector<plan::Plan> plans;
+};
+
+/// Compiles a copy of `declaration` with `options` (compileForDevice with a device), emits the
+/// plans and simulates their `train_step`. Errors are diagnostics (compile) or a failure with
+/// `error` set (emission, simulation).
+mlir::FailureOr<PredictedStep>
+predictCompiledStep(mlir::ModuleOp declaration, const TrainStepOptions &options,
+                    const DeviceMemory *device, const DeviceSpeed &speed, bool withTimeline,
+                    std::string &error, ConfigurePassManager configure = {});
+
+/// Mean samples to converge that the declaration's reference convergence points give for
+/// global batch `gbs` (tg.benchmark rcp_batch_sizes / rcp_mean_samples), if it names `gbs`.
+std::optional<int64_t> rcpMeanSamples(mlir::ModuleOp declaration, int64_t gbs);
+/// The global batch sizes the declaration's reference convergence points name.
+std::vector<int64_t> rcpBatchSizes(mlir::ModuleOp declaration);
+
+/// A copy of `declaration` with every layer stack `layers` long, and with global batch `gbs`
+/// (its evaluation cadence rounded up to a multiple of it): the search's proxies.
+mlir::OwningOpRef<mlir::ModuleOp> resizedDeclaration(mlir::ModuleOp declaration, int64_t layers,
+                                                     int64_t gbs);
+
+struct SearchOptions {
+  int64_t nodes = 1, gpusPerNode = 1;
+  DeviceMemory device;
+  DeviceSpeed speed;
+  std::vector<int64_t> globalBatches; // empty: the RCP batch sizes, else the declared one
+  TrainStepOptions base;              // precision, fusions, scheduling
+  /// Rank at least this many: a strategy whose lower bound (its share of the model FLOPs at
+  /// the fastest GEMM rate, stretched by the pipeline's fill and drain) is worse than the
+  /// keep-th best found is not compiled. 0: compile every one.
+  size_t keep = 10;
+  /// Called after each candidate with its description and what became of it.
+  llvm::function_ref<void(const std::string &)> progress = nullptr;
+};
+
+struct RankedStrategy {
+  std::string description; // "tp=8 pp=2 vp=1 sp=on zero=1 --recompute none, gbs 64"
+  TrainStepOptions options;
+  int64_t globalBatch = 0;
+  double stepSeconds = 0, samplesPerSecond = 0;
+  std::optional<double> timeToTrainSeconds; // with an RCP for the batch
+  int64_t peakBytes = 0;
+  StageTime critical; // the slowest stage's breakdown, extrapolated
+  double mfu = 0;
+};
+
+struct SearchResult {
+  std::vector<RankedStrategy> ranked; // fitting, best first
+  int64_t enumerated = 0, compiled = 0, tooLarge = 0, notCompiling = 0;
+  int64_t pruned = 0; // not compiled: their bound could not make the list
+  double seconds = 0;
+};
+
+/// Enumerates tp (powers of 2 within a node), pp, vp (1, 2), zero (0, 1), sequence
+/// parallelism (on whenever tp > 1: the same traffic as without, a tp-th of the activations),
+/// recompute (none, then selective, then full: the first that fits; recomputing more is never
+/// faster) and the global batch; drops strategies the mesh checks or an analytic bound on the
+/// persistent state rule out before compiling; compiles the rest in the order of a lower
+/// bound on their time, skipping those the bound shows cannot make the first `keep`; ranks
+/// by predicted time to train (by time per sample unless every batch has an RCP).
+SearchResult searchStrategies(mlir::ModuleOp declaration, const SearchOptions &options);
+
+} // namespace mlperf
+
+#endif // MLPERFC_COMPILER_PIPELINES_STRATEGYSEARCH_H
