@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -216,7 +218,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
           if (vp > 1 && pp == 1) {
             continue;
           }
-          for (int64_t zero : {0, 1}) {
+          for (int64_t zero : {1, 0}) { // ZeRO-1 first: its fit bounds ZeRO-0's
             rt::MeshShape mesh;
             mesh.nodes = options.nodes;
             mesh.gpusPerNode = options.gpusPerNode;
@@ -268,6 +270,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
   // Silence the diagnostics of strategies that do not split this model: they are counted.
   ScopedDiagnosticHandler quiet(declaration.getContext(), [](Diagnostic &) { return success(); });
   std::vector<double> best; // the metrics found so far, ascending
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, int> levelNeededWithZero1;
   for (const Candidate &candidate : candidates) {
     const rt::MeshShape &checked = candidate.mesh;
     int64_t gbs = candidate.gbs;
@@ -327,7 +330,19 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
       }
       return true;
     };
-    for (const char *recompute : {"none", "selective", "full"}) {
+    // ZeRO-0 holds at least what ZeRO-1 holds: it needs at least the recompute level ZeRO-1
+    // needed with the same tp, pp, vp and batch (3: nothing fitted).
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> shape{gbs, checked.tp, checked.pp,
+                                                                  checked.vp, checked.dp};
+    int firstLevel = 0;
+    if (checked.zero == 0) {
+      auto known = levelNeededWithZero1.find(shape);
+      firstLevel = known == levelNeededWithZero1.end() ? 0 : known->second;
+    }
+    int neededLevel = 3;
+    static const char *const kPolicies[] = {"none", "selective", "full"};
+    for (int level = firstLevel; level < 3; ++level) {
+      const char *recompute = kPolicies[level];
       TrainStepOptions trial = options.base;
       trial.mesh = checked;
       trial.recompute = recompute;
@@ -365,10 +380,14 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
                           static_cast<double>(summary.seqLen);
       ranked.mfu =
           modelFlops / (ranked.stepSeconds * static_cast<double>(world) * options.speed.peakBf16);
+      neededLevel = level;
       best.insert(std::upper_bound(best.begin(), best.end(), metric(ranked)), metric(ranked));
       result.ranked.push_back(std::move(ranked));
       placed = true;
       break;
+    }
+    if (checked.zero == 1 && compiles) {
+      levelNeededWithZero1[shape] = neededLevel;
     }
     if (!compiles) {
       ++result.notCompiling;

@@ -3,10 +3,11 @@
 // `mlperfc predict` and `mlperfc plan-search` on one library: a strategy is compiled (for a
 // device when given: recompute `auto` fits it), its plans emitted and their step simulated
 // by the step-time model (compiler/Analysis/StepTime.h). The search enumerates strategies of
-// a cluster, compiles each on two layer-reduced copies of the declaration (one and two
-// layers per model chunk) and extrapolates time and memory to the declared layer count:
-// both are affine in the layers of a chunk, because every layer of a stack is the same
-// computation. It ranks the strategies that fit by predicted time to train.
+// a cluster, compiles each on reduced copies of the declaration (one and two layers per
+// model chunk, pp and 2 pp micro-batches per step) and extrapolates time and memory to the
+// declared depth and batch: every layer of a stack is the same computation and, past the
+// pipeline's fill, every micro-batch adds the same work. It ranks the strategies that fit by
+// predicted time to train.
 //
 //===----------------------------------------------------------------------===//
 

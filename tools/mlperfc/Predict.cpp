@@ -273,7 +273,8 @@ int runPlanSearch() {
   os << "  ranked by "
      << (byTrain ? "predicted time to train (RCP mean samples x step time)"
                  : "samples per second (no RCP for these batches)")
-     << "; step times extrapolated from proxies of 1 and 2 layers per model chunk\n";
+     << "; step times extrapolated from proxies of 1 and 2 layers per model chunk and pp and 2 pp "
+        "micro-batches\n";
   size_t shown = std::min<size_t>(searchTop, result.ranked.size());
   for (size_t i = 0; i < shown; ++i) {
     const RankedStrategy &r = result.ranked[i];
