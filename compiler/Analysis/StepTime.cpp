@@ -377,12 +377,16 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
   if (op == "event_record" || op == "event_wait" || op == "call") {
     return cost;
   }
-  if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather") {
-    const plan::Attribute *axisName = rt::findAttribute(command, "axis");
-    rt::MeshAxis axis = rt::MeshAxis::kDP;
-    if (axisName) {
-      rt::parseMeshAxis(axisName->s(), axis);
+  // The mesh axis a collective or transfer runs over (the loader checked the name).
+  auto axisOf = [&](rt::MeshAxis fallback) {
+    const plan::Attribute *name = rt::findAttribute(command, "axis");
+    if (name) {
+      rt::parseMeshAxis(name->s(), fallback);
     }
+    return fallback;
+  };
+  if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather") {
+    rt::MeshAxis axis = axisOf(rt::MeshAxis::kDP);
     const plan::Buffer &full = op == "all_gather" ? result(0) : operand(0);
     cost.kind = CostKind::kCollective;
     cost.axis = axis;
@@ -391,12 +395,8 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     return cost;
   }
   if (op == "send" || op == "recv") {
-    const plan::Attribute *axisName = rt::findAttribute(command, "axis");
     const plan::Attribute *shift = rt::findAttribute(command, "shift");
-    rt::MeshAxis axis = rt::MeshAxis::kPP;
-    if (axisName) {
-      rt::parseMeshAxis(axisName->s(), axis);
-    }
+    rt::MeshAxis axis = axisOf(rt::MeshAxis::kPP);
     const plan::Buffer &message = op == "send" ? operand(0) : result(0);
     cost.kind = CostKind::kTransfer;
     cost.axis = axis;
@@ -511,8 +511,6 @@ struct ProgramTime {
 struct Message {
   double arrival = 0;
 };
-
-class Simulator;
 
 /// One program running on one stage: a cursor per stream over its commands in program
 /// order (calls on both: a barrier).

@@ -9,7 +9,6 @@
 
 #include "runtime/dist/Mesh.h"
 
-#include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 
 #include <algorithm>
@@ -95,7 +94,6 @@ std::optional<int64_t> rcpMeanSamples(ModuleOp declaration, int64_t gbs) {
 OwningOpRef<ModuleOp> resizedDeclaration(ModuleOp declaration, int64_t layers, int64_t gbs) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(declaration->clone()));
   tg::ModelOp model = modelOf(*copy);
-  Builder builder(copy->getContext());
   if (layers > 0) {
     model.walk([&](tg::RepeatLayersOp stack) { stack.setCount(layers); });
     for (tg::ParamOp param : model.getBody().front().getOps<tg::ParamOp>()) {
@@ -134,7 +132,6 @@ std::string describe(const rt::MeshShape &mesh, const std::string &recompute, in
 
 /// A candidate compiled at one proxy size.
 struct ProxyPoint {
-  double step = 0;
   StageTime critical;
   int64_t peak = 0;
 };
@@ -194,7 +191,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
     batches = rcpBatchSizes(declaration);
   }
   if (batches.empty()) {
-    batches = {batch.getGlobalBatchSize()};
+    batches = {static_cast<int64_t>(batch.getGlobalBatchSize())};
   }
   bool byTrain = llvm::all_of(
       batches, [&](int64_t gbs) { return rcpMeanSamples(declaration, gbs).has_value(); });
@@ -316,7 +313,6 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
           if (failed(predicted)) {
             return false;
           }
-          points[k][j].step = predicted->step.stepSeconds;
           points[k][j].critical = predicted->step.stages[predicted->step.criticalStage];
           points[k][j].peak = predicted->peakBytes;
         }
@@ -395,10 +391,12 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
       ++result.tooLarge;
     }
     if (options.progress) {
-      options.progress(describe(checked, "?", gbs) + (placed
-                                                          ? ": " + result.ranked.back().description
-                                                      : compiles ? ": does not fit"
-                                                                 : ": does not compile"));
+      // What became of it: its ranked description, or the strategy and why not.
+      std::string shape = describe(checked, "none", gbs);
+      shape = shape.substr(0, shape.find(" recompute="));
+      options.progress(placed     ? result.ranked.back().description
+                       : compiles ? shape + ": does not fit with any recompute"
+                                  : shape + ": does not compile for this model");
     }
   }
   std::stable_sort(

@@ -441,8 +441,9 @@ int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainS
     options.scheduleMemoryLimit = *bytes;
   }
   device.reset();
-  if (!compileDevice.empty() &&
-      !(compileDevice == "cpu" && std::string_view(command) != "mlperfc compile")) {
+  // predict's and plan-search's `cpu` is the CPU backend's speed, with no memory to fit.
+  bool cpuBackend = compileDevice == "cpu" && (predictCommand || planSearchCommand);
+  if (!compileDevice.empty() && !cpuBackend) {
     device.emplace();
     if (rt::Status parsed = parseDevice(compileDevice, *device); !parsed.isOk()) {
       return fail(parsed.message());

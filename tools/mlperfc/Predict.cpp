@@ -47,6 +47,10 @@ static cl::list<int64_t> searchBatches(
     cl::desc("Global batch sizes to search (default: the declaration's reference convergence "
              "points, else its global batch)"),
     cl::cat(mlperfcCategory()));
+static cl::opt<bool>
+    searchVerbose("verbose", cl::sub(planSearchCommand),
+                  cl::desc("Print every strategy as it is compiled (default: a count every 10)"),
+                  cl::cat(mlperfcCategory()));
 static cl::opt<unsigned> searchTop("top", cl::sub(planSearchCommand), cl::init(10),
                                    cl::desc("How many strategies to print (default 10)"),
                                    cl::cat(mlperfcCategory()));
@@ -248,7 +252,7 @@ int runPlanSearch() {
   int64_t done = 0;
   auto progress = [&](const std::string &what) {
     ++done;
-    if (getenv("MLPERFC_SEARCH_VERBOSE")) {
+    if (searchVerbose) {
       llvm::errs() << "  " << done << ": " << what << "\n";
     } else if (done % 10 == 0) {
       llvm::errs() << "  searched " << done << " strategies\n";
