@@ -125,6 +125,9 @@ RankMemory rankMemory(plan_ir::PlanOp plan, const rt::MeshShape &mesh) {
   }
   for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
     memory.parameters += bufferBytes.lookup(parameter.getValueAttr().getAttr());
+    if (!parameter.getGradAttr()) {
+      continue; // frozen: no gradient, no optimizer state
+    }
     memory.gradients += bufferBytes.lookup(parameter.getGradAttr().getAttr());
     memory.optimizerState += bufferBytes.lookup(parameter.getMasterAttr().getAttr()) +
                              bufferBytes.lookup(parameter.getExpAvgAttr().getAttr()) +

@@ -164,6 +164,10 @@ ModelSummary summarizeModel(tg::ModelOp model) {
     Type element = type.getElementType();
     std::string name = elementTypeName(element);
     summary.bytes["parameters"][name] += count * elementBytes(element);
+    if (param.getFrozen()) {
+      continue; // no gradient, no master weight, no moments
+    }
+    summary.trainableParameters += count;
     // Gradients are kept and reduced in the parameters' type, as the reference does.
     summary.bytes["gradients"][name] += count * elementBytes(element);
     // fp32 master weights exist only when the parameters are stored in lower precision.

@@ -20,7 +20,8 @@ namespace mlperf {
 struct ModelSummary {
   std::string name, benchmark;
   int64_t parameters = 0;
-  int64_t parameterTensors = 0; // declared tensors, per-layer ones counted per layer
+  int64_t trainableParameters = 0; // parameters not declared frozen (the optimizer's)
+  int64_t parameterTensors = 0;    // declared tensors, per-layer ones counted per layer
   /// Bytes by role ("parameters", "gradients", "master_weights", "optimizer_state"), then by
   /// element type name ("bf16", "f32").
   std::map<std::string, std::map<std::string, int64_t>> bytes;

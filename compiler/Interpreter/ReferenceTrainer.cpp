@@ -118,6 +118,10 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
       HostTensor stepTensor = HostTensor::zeros(DType::kI64, {});
       stepTensor.ints[0] = state.step;
       args.push_back(std::move(stepTensor));
+    } else if (r && r->role == role::kSeed) {
+      HostTensor seedTensor = HostTensor::zeros(DType::kI64, {});
+      seedTensor.ints[0] = static_cast<int64_t>(state.seed);
+      args.push_back(std::move(seedTensor));
     } else if (ParamValues *group = r ? stateGroup(state, r->role) : nullptr) {
       auto it = group->find(r->param);
       if (it == group->end()) {

@@ -18,6 +18,7 @@ struct TrainState {
   ParamValues params;        // in their declared types
   ParamValues masters, m, v; // f32 master weights and AdamW moments
   int64_t step = 0;          // optimizer steps taken
+  uint64_t seed = 0;         // the run's seed, which keys the dropout masks
 };
 
 struct StepMetrics {

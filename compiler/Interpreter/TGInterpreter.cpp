@@ -6,6 +6,7 @@
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/cpu/VocabParallel.h"
+#include "runtime/plan/PlanOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -121,6 +122,8 @@ FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t seed,
     if (init == "scaled_normal") {
       stddev /= std::sqrt(2.0 * static_cast<double>(param.getCopies()));
     }
+    // kaiming_uniform: PyTorch's nn.Linear default, U(-b, b) with b = 1 / sqrt(fan_in).
+    double bound = 1.0 / std::sqrt(static_cast<double>(param.getTensorType().getShape().back()));
     for (int64_t copy = 0; copy < param.getCopies(); ++copy) {
       std::string name =
           param.getRepeat() ? resolveLayerName(param.getSymName(), copy) : param.getSymName().str();
@@ -129,7 +132,9 @@ FailureOr<ParamValues> initializeParameters(tg::ModelOp model, uint64_t seed,
       for (int64_t i = 0; i < tensor.numElements(); ++i) {
         double value = init == "ones"    ? 1.0
                        : init == "zeros" ? 0.0
-                                         : stddev * rt::philoxNormal(seed, stream, i);
+                       : init == "kaiming_uniform"
+                           ? bound * (2.0 * rt::philoxUniform(seed, stream, i) - 1.0)
+                           : stddev * rt::philoxNormal(seed, stream, i);
         // Drawn in the parameter's own type, as the reference draws bf16 values.
         tensor.values[i] = static_cast<float>(rt::roundTo(tensor.dtype, value));
       }
@@ -279,8 +284,21 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
               if (failed(attributes)) {
                 return failure();
               }
-              rt::Status status =
-                  rt::runHostOp(other->getName().stripDialect(), *attributes, operands, results);
+              // A part of a split tensor (a dropout mask) or a dropout key's data-parallel
+              // rank: this rank's index on the axis, as the CPU backend gives it.
+              StringRef name = other->getName().stripDialect();
+              if (const char *axisAttribute = rt::partAxisAttribute(name)) {
+                if (auto axisName = other->getAttrOfType<StringAttr>(axisAttribute)) {
+                  rt::MeshAxis axis = rt::MeshAxis::kDP;
+                  if (!communicator || !rt::parseMeshAxis(axisName.getValue(), axis)) {
+                    return other->emitError()
+                           << "runs on mesh axis '" << axisName.getValue()
+                           << "': the interpreter needs that rank's communicator";
+                  }
+                  attributes->set("part_index", communicator->coordinates().along(axis));
+                }
+              }
+              rt::Status status = rt::runHostOp(name, *attributes, operands, results);
               if (!status.isOk()) {
                 return other->emitError() << status.message();
               }

@@ -117,10 +117,13 @@ namespace {
 /// The persistent bytes a rank of `mesh` holds at least: bf16 parameters and gradients and
 /// 12 bytes of f32 master weights and moments per parameter (sharded over dp with ZeRO-1),
 /// split over tp and pp. Strategies above the device by this alone are not compiled.
-double persistentLowerBound(double parameters, const rt::MeshShape &mesh) {
-  double perRank = parameters / static_cast<double>(mesh.tp * mesh.pp);
+double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &mesh) {
+  double split = static_cast<double>(mesh.tp * mesh.pp);
+  double trainable = static_cast<double>(summary.trainableParameters) / split;
+  double frozen = static_cast<double>(summary.parameters - summary.trainableParameters) / split;
   double optimizer = 12.0 / (mesh.zero >= 1 ? static_cast<double>(mesh.dp) : 1.0);
-  return perRank * (4.0 + optimizer);
+  // bf16 parameter and gradient plus f32 master and moments; a frozen parameter is its value.
+  return trainable * (4.0 + optimizer) + frozen * 2.0;
 }
 
 std::string describe(const rt::MeshShape &mesh, const std::string &recompute, int64_t gbs) {
@@ -235,7 +238,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
               continue;
             }
             ++result.enumerated;
-            if (persistentLowerBound(static_cast<double>(summary.parameters), mesh) >
+            if (persistentLowerBound(summary, mesh) >
                 static_cast<double>(options.device.capacityBytes)) {
               ++result.tooLarge;
               continue;

@@ -196,6 +196,9 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
                              {role::kMaster, parameter.getMasterAttr()},
                              {role::kExpAvg, parameter.getExpAvgAttr()},
                              {role::kExpAvgSq, parameter.getExpAvgSqAttr()}}) {
+      if (!ref) {
+        continue; // a frozen parameter has no optimizer state
+      }
       plan::StateTensor *out = result.add_state();
       out->set_name(role::stateKey(kind, parameter.getName()));
       out->set_buffer(id(ref));

@@ -304,6 +304,7 @@ struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParal
                                "sequence split along dim "
                             << sequenceDim << "; this op would not";
     }
+    rule.applySplit(StringAttr::get(op.getContext(), kTensorAxis), operandSplits, tp);
     for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
       if (operandSplits[index].dim >= 0) {
         continue;

@@ -79,7 +79,7 @@ private:
       programIO;
   // Per parameter and state role ("param", "master", ...), its persistent buffer.
   std::map<std::pair<std::string, std::string>, FlatSymbolRefAttr> stateBuffers;
-  FlatSymbolRefAttr stepRef, lrRef, normRef, lossRef;
+  FlatSymbolRefAttr stepRef, lrRef, normRef, lossRef, seedRef;
   // ZeRO-1: parameter name -> (mesh axis, shard count) of its optimizer state.
   llvm::StringMap<std::pair<std::string, int64_t>> shards;
   // Symbols of the plan: the arenas and programs, then every buffer.
@@ -414,6 +414,13 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
       return op.emitError() << "plan-from-tg: no plan command for '" << op.getName()
                             << "' (run the train-step pipeline first)";
     }
+    if (auto dropout = dyn_cast<tg::DropoutOp>(op);
+        dropout && (!dropout.getKey() || dropout.getName().contains("{i}"))) {
+      return op.emitError() << "plan-from-tg: a tg.dropout without a key or with a per-layer "
+                               "name outside its layer (tg-train-step gives the functions it "
+                               "calls per micro-batch their keys; tg-inline-layers names each "
+                               "layer's dropout)";
+    }
     SmallVector<FlatSymbolRefAttr> operands, results;
     for (Value operand : op.getOperands()) {
       operands.push_back(bufferOf.lookup(operand));
@@ -571,7 +578,11 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   SmallVector<std::tuple<tg::ParamOp, FlatSymbolRefAttr, FlatSymbolRefAttr, FlatSymbolRefAttr,
                          FlatSymbolRefAttr, FlatSymbolRefAttr>>
       parameters;
-  size_t parameterIndex = 0, parameterCount = llvm::range_size(body.getOps<tg::ParamOp>());
+  // @optimizer_step holds state for the trained parameters only (tg-optimizer skips frozen
+  // ones), in declaration order.
+  size_t parameterIndex = 0,
+         parameterCount = llvm::count_if(body.getOps<tg::ParamOp>(),
+                                         [](tg::ParamOp param) { return !param.getFrozen(); });
   // A malformed @optimizer_step keeps whole f32 state here; buildProgram reports its signature.
   // fp8 scaling state (tg-fp8) follows the step, gradients and optimizer state.
   unsigned optimizerCoreArgs = 0;
@@ -585,6 +596,15 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                                   "tg-inline-layers first";
     }
     StringRef name = param.getSymName();
+    if (param.getFrozen()) {
+      // Its value only: no gradient, master weight or moments.
+      FlatSymbolRefAttr value = addBuffer(name, param.getType(), persistent);
+      parameterValue[name] = value;
+      stateBuffers[{std::string(rt::role::kParam), name.str()}] = value;
+      parameters.emplace_back(param, value, FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+                              FlatSymbolRefAttr(), FlatSymbolRefAttr());
+      continue;
+    }
     // Optimizer state has the type @optimizer_step takes: whole, or a ZeRO-1 shard.
     unsigned masterArg = 1 + parameterCount + parameterIndex++;
     Type state = RankedTensorType::get(param.getTensorType().getShape(), builder.getF32Type());
@@ -683,7 +703,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
   llvm::StringMap<FlatSymbolRefAttr> gradOf, reducedGradOf;
   for (auto [param, value, grad, master, m, v] : parameters) {
-    gradOf[param.getSymName()] = grad;
+    if (grad) {
+      gradOf[param.getSymName()] = grad;
+    }
   }
   auto buildChunk = [&](func::FuncOp chunkForward, func::FuncOp stashForward,
                         func::FuncOp chunkBackward, StringRef suffix,
@@ -867,16 +889,22 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   // A gradient the last backward reduced to another type (a ZeRO-1 shard) is read from the
   // buffer it was reduced into.
   SmallVector<FlatSymbolRefAttr> optGrads(grads);
-  for (auto [i, entry] : llvm::enumerate(parameters)) {
+  SmallVector<tg::ParamOp> trained; // the parameters @optimizer_step updates, in its order
+  for (auto &entry : parameters) {
+    if (std::get<2>(entry)) {
+      trained.push_back(std::get<0>(entry));
+    }
+  }
+  for (auto [i, param] : llvm::enumerate(trained)) {
     Type type = optimizerStep.getArgumentTypes()[1 + i];
     if (type == bufferOps.lookup(grads[i].getValue()).getType()) {
       continue;
     }
-    optGrads[i] = reducedGradOf.lookup(std::get<0>(entry).getSymName());
+    optGrads[i] = reducedGradOf.lookup(param.getSymName());
     if (!optGrads[i]) {
-      return optimizerStep.emitError() << "plan-from-tg: @optimizer_step takes the gradient of @"
-                                       << std::get<0>(entry).getSymName() << " as " << type
-                                       << ", but no backward reduces it to that";
+      return optimizerStep.emitError()
+             << "plan-from-tg: @optimizer_step takes the gradient of @" << param.getSymName()
+             << " as " << type << ", but no backward reduces it to that";
     }
   }
   SmallVector<FlatSymbolRefAttr> optInputs{step};
@@ -924,7 +952,12 @@ FailureOr<FlatSymbolRefAttr> PlanBuilder::stepBuffer(func::FuncOp func, const St
   } else if (role.role == r::kStep) {
     ref = stepRef;
   } else if (role.role == r::kSeed) {
-    ref = addBuffer("seed", type, persistent);
+    // One buffer: the runtime writes the run's seed once, init_params draws from it and a
+    // train_step with dropout keys its masks by it.
+    if (!seedRef) {
+      seedRef = addBuffer("seed", type, persistent);
+    }
+    ref = seedRef;
   } else if (role.role == r::kLr) {
     ref = lrRef;
   } else if (role.role == r::kGradNorm) {

@@ -174,7 +174,9 @@ struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
         return param.emitError() << "tg-autodiff needs concrete parameters: run "
                                     "tg-inline-layers first";
       }
-      if (ownParametersOnly && !referenced.contains(param.getSymName())) {
+      if (param.getFrozen() || (ownParametersOnly && !referenced.contains(param.getSymName()))) {
+        // A frozen parameter's gradient is never returned: its weight-gradient ops are dead
+        // and the clean-up after this pass removes them.
         continue;
       }
       Value grad = paramGrads.lookup(param.getSymName());

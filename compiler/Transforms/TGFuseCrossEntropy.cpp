@@ -2,9 +2,11 @@
 
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
+
 #include "dialects/TG/IR/TGOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlperf {
 #define GEN_PASS_DEF_TGFUSECROSSENTROPYPASS
@@ -36,6 +38,15 @@ struct TGFuseCrossEntropyPass : impl::TGFuseCrossEntropyPassBase<TGFuseCrossEntr
         if (!head->hasOneUse()) {
           return "the logits are read elsewhere: they have to exist";
         }
+        // The fused backward always computes the weight's gradient; a frozen head (a LoRA
+        // fine-tune's) needs only the hidden states', which the unfused matmul gives alone.
+        if (auto ref = head.getRhs().getDefiningOp<ParamRefOp>()) {
+          auto param = dyn_cast_or_null<ParamOp>(
+              SymbolTable::lookupNearestSymbolFrom(ref, ref.getNameAttr()));
+          if (param && param.getFrozen()) {
+            return "the output layer's weight is frozen: its gradient is not computed";
+          }
+        }
         if (!logits.isF32() && !logits.isBF16()) {
           return "the logits are neither f32 nor bf16";
         }
@@ -51,7 +62,8 @@ struct TGFuseCrossEntropyPass : impl::TGFuseCrossEntropyPassBase<TGFuseCrossEntr
       OpBuilder builder(loss);
       auto fused = LinearCrossEntropyOp::create(
           builder, loss.getLoc(), loss.getType(), head.getLhs(), head.getRhs(), loss.getLabels(),
-          loss.getLossMask(), builder.getStringAttr(logits.isF32() ? "f32" : "bf16"), StringAttr());
+          loss.getLossMask(), builder.getStringAttr(logits.isF32() ? "f32" : "bf16"), StringAttr(),
+          loss.getIgnoreIndexAttr());
       loss.getResult().replaceAllUsesWith(fused.getResult());
       loss->erase();
       head->erase();

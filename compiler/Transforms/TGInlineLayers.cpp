@@ -53,8 +53,10 @@ void expandParameters(tg::ModelOp model) {
 }
 
 /// Clones `callee`'s body before `anchor` with its arguments bound to `args`; returns the
-/// values its return yields.
-SmallVector<Value> inlineBody(OpBuilder &builder, func::FuncOp callee, ValueRange args) {
+/// values its return yields. In layer `layer` of a stack, a dropout named per layer (`{i}`)
+/// gets that layer's name, which keys its mask.
+SmallVector<Value> inlineBody(OpBuilder &builder, func::FuncOp callee, ValueRange args,
+                              std::optional<int64_t> layer = std::nullopt) {
   IRMapping mapping;
   Block &body = callee.getBody().front();
   mapping.map(body.getArguments(), args);
@@ -66,7 +68,11 @@ SmallVector<Value> inlineBody(OpBuilder &builder, func::FuncOp callee, ValueRang
       }
       break;
     }
-    builder.clone(op, mapping);
+    Operation *copy = builder.clone(op, mapping);
+    if (auto dropout = dyn_cast<tg::DropoutOp>(copy);
+        dropout && layer && dropout.getName().contains("{i}")) {
+      dropout.setName(layerName(dropout.getName(), *layer));
+    }
   }
   return results;
 }
@@ -129,7 +135,7 @@ struct TGInlineLayersPass : impl::TGInlineLayersPassBase<TGInlineLayersPass> {
                 args.push_back(
                     tg::ParamRefOp::create(builder, layers.getLoc(), param.getType(), concrete));
               }
-              hidden = inlineBody(builder, callee, args).front();
+              hidden = inlineBody(builder, callee, args, layer).front();
             }
             layers.getResult().replaceAllUsesWith(hidden);
           } else {

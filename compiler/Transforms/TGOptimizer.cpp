@@ -45,7 +45,12 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
         return param.emitError() << "tg-optimizer needs concrete parameters: run "
                                     "tg-inline-layers first";
       }
-      params.push_back(param);
+      if (!param.getFrozen()) {
+        params.push_back(param); // a frozen parameter has no optimizer state
+      }
+    }
+    if (params.empty()) {
+      return model.emitError() << "tg-optimizer: every parameter is frozen: nothing to train";
     }
 
     OpBuilder builder(model.getContext());

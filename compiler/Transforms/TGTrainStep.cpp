@@ -21,6 +21,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "tg-train-step"
 
 namespace mlperf {
@@ -51,6 +53,7 @@ struct Chunk {
   func::FuncOp forward, forwardBackward;
   func::FuncOp stashForward, stashBackward;
   SmallVector<std::string> gradients; // parameters whose gradients the backward returns
+  unsigned forwardInputs = 0;         // @forward's own arguments (before a dropout key)
   /// The function that returns the gradients, and the index of the first.
   func::FuncOp backward() const { return stashBackward ? stashBackward : forwardBackward; }
   unsigned firstGradient() const { return stashBackward ? 0 : 1; }
@@ -94,13 +97,58 @@ private:
   LogicalResult buildInitParams();
   LogicalResult buildInitOptimizer();
 
+  /// The dropout key of micro-batch `a` of this step (train) or of evaluation.
+  Value dropoutKey(Location loc, Value seed, Value step, std::optional<int64_t> a);
+
   tg::ModelOp model;
   OpBuilder builder;
   int64_t accumulation;
+  bool dropout = false; // some function the step calls takes a dropout key
   int64_t pp = 1, dp = 1, stage = 0;
   SmallVector<Chunk> chunks;
   func::FuncOp optimizerStep;
 };
+
+/// Gives `func` a dropout key argument (tg.role "dropout_key") at `index` that every
+/// key-less tg.dropout in it reads. Returns whether it has dropout. Every function of a chunk
+/// takes the key at the same index, right after @forward's own arguments, where plan-from-tg
+/// expects @forward's inputs to end.
+bool threadDropoutKey(func::FuncOp func, unsigned index) {
+  SmallVector<tg::DropoutOp> dropouts;
+  func.walk([&](tg::DropoutOp op) {
+    if (!op.getKey()) {
+      dropouts.push_back(op);
+    }
+  });
+  if (dropouts.empty()) {
+    return false;
+  }
+  MLIRContext *context = func.getContext();
+  auto keyType = RankedTensorType::get({2}, IntegerType::get(context, 64));
+  if (failed(func.insertArgument(index, keyType,
+                                 roleAttrs(context, StepRole{std::string(role::kDropoutKey), ""}),
+                                 func.getLoc()))) {
+    return false;
+  }
+  Value key = func.getArgument(index);
+  for (tg::DropoutOp op : dropouts) {
+    op.getKeyMutable().assign(key);
+  }
+  return true;
+}
+
+/// Inserts `key` into the arguments of a call of `callee` where it takes its dropout key;
+/// `args` holds the other arguments in order.
+void insertDropoutKey(func::FuncOp callee, SmallVectorImpl<Value> &args,
+                      llvm::function_ref<Value()> key) {
+  if (!callee) {
+    return;
+  }
+  std::optional<unsigned> index = findArg(callee, StepRole{std::string(role::kDropoutKey), ""});
+  if (index && *index <= args.size()) {
+    args.insert(args.begin() + *index, key());
+  }
+}
 
 LogicalResult StepBuilder::collectChunks() {
   for (int64_t index = 0;; ++index) {
@@ -147,6 +195,19 @@ LogicalResult StepBuilder::collectChunks() {
     }
     chunks.push_back(std::move(chunk));
   }
+}
+
+Value StepBuilder::dropoutKey(Location loc, Value seed, Value step, std::optional<int64_t> a) {
+  auto keyType = RankedTensorType::get({2}, builder.getI64Type());
+  if (!a) {
+    return tg::EvalDropoutKeyOp::create(builder, loc, keyType);
+  }
+  auto key = tg::DropoutKeyOp::create(
+      builder, loc, keyType, seed, step, builder.getI64IntegerAttr(*a),
+      builder.getI64IntegerAttr(accumulation), builder.getI64IntegerAttr(dp),
+      dp > 1 ? builder.getStringAttr("dp") : StringAttr());
+  tag(key);
+  return key;
 }
 
 Value StepBuilder::receive(Location loc, Type type, int64_t shift, int64_t tag) {
@@ -225,7 +286,11 @@ void StepBuilder::accumulateInPlace(Chunk &chunk) {
   unsigned first = func.getNumArguments();
   for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
     Value grad = results[chunk.firstGradient() + index];
-    BlockArgument sum = entry.addArgument(grad.getType(), func.getLoc());
+    // insertArgument keeps the argument attributes (a dropout key's role) in step.
+    if (failed(func.insertArgument(func.getNumArguments(), grad.getType(), {}, func.getLoc()))) {
+      return;
+    }
+    BlockArgument sum = entry.getArguments().back();
     // The sum so far plus this micro-batch's gradient, rounded once in the gradient's type,
     // right where the gradient is complete: it lives no longer than one op.
     if (Operation *producer = grad.getDefiningOp()) {
@@ -236,7 +301,6 @@ void StepBuilder::accumulateInPlace(Chunk &chunk) {
     results[chunk.firstGradient() + index] = tg::AddOp::create(builder, func.getLoc(), sum, grad);
   }
   ret->setOperands(results);
-  func.setFunctionType(builder.getFunctionType(entry.getArgumentTypes(), func.getResultTypes()));
   SmallVector<std::optional<StepRole>> roles(func.getNumArguments());
   for (auto [index, name] : llvm::enumerate(chunk.gradients)) {
     roles[first + index] = StepRole{std::string(role::kGrad), name};
@@ -266,7 +330,7 @@ LogicalResult StepBuilder::buildTrainStep() {
       tokensType = cast<RankedTensorType>(type.getInput(0));
     }
     if (isLast(c)) {
-      labelsType = cast<RankedTensorType>(type.getInputs().back());
+      labelsType = cast<RankedTensorType>(type.getInput(chunks[c].forwardInputs - 1));
     }
   }
   if (tokensType) {
@@ -296,6 +360,11 @@ LogicalResult StepBuilder::buildTrainStep() {
   }
   inputs.push_back(optimizerStep.getArgumentTypes()[*stepArg]);
   inputRoles.push_back({std::string(role::kStep), ""});
+  auto scalarI64 = RankedTensorType::get({}, builder.getI64Type());
+  if (dropout) { // the masks are drawn from the run's seed
+    inputs.push_back(scalarI64);
+    inputRoles.push_back({std::string(role::kSeed), ""});
+  }
   for (unsigned i : stateArgs) {
     inputs.push_back(optimizerStep.getArgumentTypes()[i]);
     inputRoles.push_back(*argRole(optimizerStep, i));
@@ -359,8 +428,12 @@ LogicalResult StepBuilder::buildTrainStep() {
         continue; // its backward computes the forward it needs
       }
       Value input = first ? tokens[a] : stash.lookup({op.chunk, a});
-      auto call = func::CallOp::create(
-          builder, loc, chunk.stashForward ? chunk.stashForward : chunk.forward, ValueRange{input});
+      func::FuncOp callee = chunk.stashForward ? chunk.stashForward : chunk.forward;
+      SmallVector<Value> forwardArgs{input};
+      insertDropoutKey(callee, forwardArgs, [&] {
+        return dropoutKey(loc, argument(role::kSeed), argument(role::kStep), a);
+      });
+      auto call = func::CallOp::create(builder, loc, callee, forwardArgs);
       tag(call);
       if (chunk.stashForward) {
         kept[{op.chunk, a}] = SmallVector<Value>(call.getResults().drop_front());
@@ -379,9 +452,16 @@ LogicalResult StepBuilder::buildTrainStep() {
       args.push_back(labels[a]);
     } else {
       // The output's gradient follows the forward's inputs (the accumulators come after it).
-      Type cotangent = chunk.backward().getArgumentTypes()[args.size()];
+      // (After the dropout key when the backward takes one before it.)
+      std::optional<unsigned> key =
+          findArg(chunk.backward(), StepRole{std::string(role::kDropoutKey), ""});
+      Type cotangent =
+          chunk.backward().getArgumentTypes()[args.size() + (key && *key <= args.size() ? 1 : 0)];
       args.push_back(receive(loc, cotangent, shiftTo(v + 1), pipelineTag(v, false)));
     }
+    insertDropoutKey(chunk.backward(), args, [&] {
+      return dropoutKey(loc, argument(role::kSeed), argument(role::kStep), a);
+    });
     if (accumulate) {
       for (const std::string &name : chunk.gradients) {
         args.push_back(gradSums.lookup(name));
@@ -427,7 +507,7 @@ LogicalResult StepBuilder::buildTrainStep() {
       continue;
     }
     stepArgs.push_back(
-        entry->getArgument((tokensType ? 1 : 0) + (labelsType ? 1 : 0) + 1 +
+        entry->getArgument((tokensType ? 1 : 0) + (labelsType ? 1 : 0) + 1 + (dropout ? 1 : 0) +
                            (std::find(stateArgs.begin(), stateArgs.end(), i) - stateArgs.begin())));
   }
   auto update = func::CallOp::create(builder, loc, optimizerStep, stepArgs);
@@ -477,7 +557,7 @@ LogicalResult StepBuilder::buildEvalStep() {
       inputRoles.push_back({std::string(role::kTokens), ""});
     }
     if (isLast(c)) {
-      inputs.push_back(type.getInputs().back());
+      inputs.push_back(type.getInput(chunks[c].forwardInputs - 1));
       inputRoles.push_back({std::string(role::kLabels), ""});
     }
   }
@@ -496,6 +576,10 @@ LogicalResult StepBuilder::buildEvalStep() {
     if (last) {
       args.push_back(entry->getArguments().back());
     }
+    // Evaluation runs without dropout: under the evaluation key every tg.dropout is the
+    // identity.
+    insertDropoutKey(chunks[c].forward, args,
+                     [&] { return dropoutKey(loc, Value(), Value(), std::nullopt); });
     auto call = func::CallOp::create(builder, loc, chunks[c].forward, args);
     if (last) {
       results.push_back(call.getResult(0));
@@ -543,12 +627,28 @@ LogicalResult StepBuilder::buildInitParams() {
           builder.getI64IntegerAttr(rt::parameterStreamId(name.str())),
           builder.getI64IntegerAttr(split->dim), builder.getI64IntegerAttr(split->count),
           split->axis, split->count > 1 ? split->blocks : DenseI64ArrayAttr());
+    } else if (init == "kaiming_uniform") {
+      // PyTorch's nn.Linear default (PEFT's LoRA A): U(-b, b), b = 1 / sqrt(fan_in), fan_in
+      // the full tensor's last dim.
+      FailureOr<dist::ParameterSplit> split = dist::parameterSplit(param, "tg-train-step");
+      if (failed(split)) {
+        return failure();
+      }
+      int64_t last = type.getRank() - 1;
+      int64_t fanIn = type.getDimSize(last) * (split->dim == last ? split->count : 1);
+      value = tg::RandomUniformOp::create(
+          builder, param.getLoc(), type, entry->getArgument(0),
+          builder.getF64FloatAttr(1.0 / std::sqrt(static_cast<double>(fanIn))),
+          builder.getI64IntegerAttr(rt::parameterStreamId(name.str())),
+          builder.getI64IntegerAttr(split->dim), builder.getI64IntegerAttr(split->count),
+          split->axis, split->count > 1 ? split->blocks : DenseI64ArrayAttr());
     } else if (init == "ones" || init == "zeros") {
       value = tg::FillOp::create(builder, param.getLoc(), type,
                                  builder.getF64FloatAttr(init == "ones" ? 1.0 : 0.0));
     } else {
       return param.emitError() << "tg-train-step: parameter init '" << init
-                               << "' has no initialization (normal, ones, zeros, checkpoint)";
+                               << "' has no initialization (normal, kaiming_uniform, ones, zeros, "
+                                  "checkpoint)";
     }
     values.push_back(value);
     roles.push_back({std::string(role::kParam), name.str()});
@@ -683,6 +783,17 @@ LogicalResult StepBuilder::build() {
   }
   if (vp() > 1 && pp == 1) {
     return model.emitError() << "tg-train-step: model chunks need pipeline parallelism";
+  }
+  // Dropout: every function called per micro-batch reads its micro-batch's key (appended
+  // before accumulateInPlace's gradient sums).
+  for (Chunk &chunk : chunks) {
+    unsigned keyIndex = chunk.forwardInputs = chunk.forward.getNumArguments();
+    for (func::FuncOp func :
+         {chunk.forward, chunk.forwardBackward, chunk.stashForward, chunk.stashBackward}) {
+      if (func) {
+        dropout |= threadDropoutKey(func, keyIndex);
+      }
+    }
   }
   if (accumulation > 1) {
     for (Chunk &chunk : chunks) {

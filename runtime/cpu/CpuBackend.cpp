@@ -16,6 +16,7 @@
 #include "runtime/cpu/VocabParallel.h"
 #include "runtime/exec/Backend.h"
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/plan/PlanOps.h"
 
 #include <algorithm>
 #include <chrono>
@@ -426,12 +427,12 @@ public:
         attributes.set("shard_index", communicator->coordinates().along(axis));
         attributes.set("shard_count", communicator->mesh().axisSize(axis));
       }
-      // A part of a tensor split over a mesh axis (initialization, ZeRO shards): this rank's.
-      for (const char *name : {"part_axis", "axis"}) {
+      // A part of a tensor split over a mesh axis (initialization, dropout masks, ZeRO
+      // shards) or a dropout key's data-parallel rank: this rank's index on the axis.
+      if (const char *name = partAxisAttribute(command.op())) {
         const plan::Attribute *partAxis = findAttribute(command, name);
         MeshAxis along = MeshAxis::kDP;
-        if (partAxis && (command.op() == "random_normal" || command.op() == "local_shard") &&
-            parseMeshAxis(partAxis->s(), along)) {
+        if (partAxis && parseMeshAxis(partAxis->s(), along)) {
           attributes.set("part_index", communicator->coordinates().along(along));
         }
       }

@@ -504,7 +504,7 @@ double crossEntropy(const T *logits, const int64_t *labels, const T *mask, int64
   if (!addCrossEntropy(logits, labels, mask, tokens, vocab, total, weight, badLabel)) {
     return std::numeric_limits<double>::quiet_NaN();
   }
-  return total / weight;
+  return weight > 0 ? total / weight : 0.0; // no counted token: loss 0 (and gradient 0)
 }
 
 template <typename T>
@@ -514,7 +514,8 @@ void crossEntropyGradRows(const T *logits, const int64_t *labels, const T *mask,
     for (int64_t t = begin; t < end; ++t) {
       const T *row = logits + t * vocab;
       auto [maximum, sum] = rowMaxAndExpSum(row, vocab);
-      double coefficient = dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / normalizer;
+      double coefficient =
+          normalizer > 0 ? dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / normalizer : 0.0;
       for (int64_t v = 0; v < vocab; ++v) {
         double probability = std::exp(row[v] - maximum) / sum;
         dlogits[t * vocab + v] =

@@ -80,7 +80,7 @@ int64_t linearCrossEntropy(const float *hidden, const float *weight, const int64
   if (!status.isOk()) {
     return badToken;
   }
-  loss = total / weightSum;
+  loss = weightSum > 0 ? total / weightSum : 0.0; // no counted token: loss 0
   return -1;
 }
 

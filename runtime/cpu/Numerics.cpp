@@ -345,6 +345,25 @@ double philoxNormal(uint64_t seed, uint32_t streamId, uint64_t index) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
+double philoxUniform(uint64_t seed, uint32_t streamId, uint64_t index) {
+  std::array<uint32_t, 4> bits =
+      philox4x32({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), streamId, 0},
+                 {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  return (static_cast<double>(bits[0]) + 0.5) / 4294967296.0;
+}
+
+bool dropoutKeeps(uint64_t seed, uint32_t counter, uint32_t streamId, uint64_t index,
+                  uint64_t threshold) {
+  std::array<uint32_t, 4> bits = philox4x32(
+      {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), streamId, counter},
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  return bits[0] >= threshold;
+}
+
+uint64_t dropoutThreshold(double rate) {
+  return static_cast<uint64_t>(std::floor(rate * 4294967296.0));
+}
+
 uint32_t parameterStreamId(const std::string &name) {
   uint32_t hash = 2166136261u;
   for (unsigned char c : name) {

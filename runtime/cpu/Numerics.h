@@ -61,6 +61,19 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<u
 /// streamId, 0)).
 double philoxNormal(uint64_t seed, uint32_t streamId, uint64_t index);
 
+/// A uniform draw in (0, 1) for element `index` of stream `streamId` under `seed`: (w + 0.5) /
+/// 2^32 of the first Philox word w of philoxNormal's counter.
+double philoxUniform(uint64_t seed, uint32_t streamId, uint64_t index);
+
+/// Whether dropout keeps element `index` (of the full tensor) of stream `streamId` in
+/// micro-batch `counter` under `seed`: the first Philox word of counter (index, index >> 32,
+/// streamId, counter), key (seed, seed >> 32), is at least floor(rate · 2^32).
+bool dropoutKeeps(uint64_t seed, uint32_t counter, uint32_t streamId, uint64_t index,
+                  uint64_t threshold);
+
+/// floor(rate · 2^32): the threshold dropoutKeeps compares with.
+uint64_t dropoutThreshold(double rate);
+
 /// The stream id of a parameter: FNV-1a of its full (per-layer resolved) Hugging Face name.
 uint32_t parameterStreamId(const std::string &name);
 

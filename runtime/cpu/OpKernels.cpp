@@ -314,9 +314,10 @@ Status Dispatch::run(std::string_view op) {
     cpu::transpose(f(0), out().data(), in(0).shape, ints("permutation"));
   } else if (op == "cross_entropy") {
     const HostTensor &logits = in(0), &labels = in(1);
-    const float *mask = operands.size() > 2 ? f(2) : nullptr;
+    LossInputs loss_;
+    lossInputs(attributes, labels, operands.size() > 2 ? f(2) : nullptr, loss_);
     int64_t vocab = logits.shape.back(), bad = -1;
-    double loss = cpu::crossEntropy(logits.data(), labels.ints.data(), mask, labels.numElements(),
+    double loss = cpu::crossEntropy(logits.data(), loss_.labels, loss_.mask, labels.numElements(),
                                     vocab, &bad);
     if (bad >= 0) {
       return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
@@ -329,7 +330,9 @@ Status Dispatch::run(std::string_view op) {
     bool gradient = op == "linear_cross_entropy_grad";
     const HostTensor &hidden = in(0), &weight = in(1), &labels = in(2);
     size_t maskIndex = gradient ? 4 : 3;
-    const float *mask = operands.size() > maskIndex ? f(maskIndex) : nullptr;
+    LossInputs loss_;
+    lossInputs(attributes, labels, operands.size() > maskIndex ? f(maskIndex) : nullptr, loss_);
+    const float *mask = loss_.mask;
     cpu::LinearCrossEntropyShape shape;
     shape.hidden = hidden.shape.back();
     shape.tokens = hidden.numElements() / shape.hidden;
@@ -339,12 +342,12 @@ Status Dispatch::run(std::string_view op) {
                           "'");
     }
     if (gradient) {
-      cpu::linearCrossEntropyGrad(hidden.data(), weight.data(), labels.ints.data(), mask,
-                                  in(3).data()[0], out(0).data(), out(1).data(), shape);
+      cpu::linearCrossEntropyGrad(hidden.data(), weight.data(), loss_.labels, mask, in(3).data()[0],
+                                  out(0).data(), out(1).data(), shape);
     } else {
       double loss = 0.0;
-      int64_t bad = cpu::linearCrossEntropy(hidden.data(), weight.data(), labels.ints.data(), mask,
-                                            shape, loss);
+      int64_t bad =
+          cpu::linearCrossEntropy(hidden.data(), weight.data(), loss_.labels, mask, shape, loss);
       if (bad >= 0) {
         return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
                             std::to_string(bad) + " is outside the vocabulary [0, " +
@@ -354,8 +357,9 @@ Status Dispatch::run(std::string_view op) {
     }
   } else if (op == "cross_entropy_grad") {
     const HostTensor &logits = in(0), &labels = in(1);
-    const float *mask = operands.size() > 3 ? f(3) : nullptr;
-    cpu::crossEntropyGrad(logits.data(), labels.ints.data(), mask, in(2).data()[0], out().data(),
+    LossInputs loss_;
+    lossInputs(attributes, labels, operands.size() > 3 ? f(3) : nullptr, loss_);
+    cpu::crossEntropyGrad(logits.data(), loss_.labels, loss_.mask, in(2).data()[0], out().data(),
                           labels.numElements(), logits.shape.back());
   } else if (op == "split") {
     const std::vector<int64_t> &s = in(0).shape;
@@ -382,6 +386,71 @@ Status Dispatch::run(std::string_view op) {
                      offset, piece->shape[dim]);
       offset += piece->shape[dim];
     }
+  } else if (op == "random_uniform") {
+    // bound · (2u − 1) in f64, rounded once to the element type.
+    int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
+    int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
+    int64_t part = parts > 1 ? integer("part_index") : 0;
+    const std::vector<int64_t> *blocks = attributes.getInts("part_blocks");
+    uint64_t seed = static_cast<uint64_t>(in(0).ints[0]);
+    auto stream = static_cast<uint32_t>(integer("stream"));
+    double bound = real("bound");
+    HostTensor &result = out();
+    const std::vector<int64_t> noBlocks;
+    cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        double u =
+            philoxUniform(seed, stream,
+                          static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i,
+                                                                blocks ? *blocks : noBlocks)));
+        result.data()[i] = static_cast<float>(roundTo(result.dtype, bound * (2.0 * u - 1.0)));
+      }
+    });
+  } else if (op == "dropout") {
+    // Inverted dropout: kept elements scaled by 1/(1 − rate) in f32, rounded to the type; the
+    // identity under an evaluation key (a negative counter).
+    const HostTensor &input = in(0);
+    int64_t counter = in(1).ints[1];
+    HostTensor &result = out();
+    if (counter < 0) {
+      std::copy_n(input.data(), input.numElements(), result.data());
+      return Status::ok();
+    }
+    if (counter > static_cast<int64_t>(UINT32_MAX)) {
+      return invalidInput("dropout micro-batch counter " + std::to_string(counter) +
+                          " exceeds 2^32 - 1");
+    }
+    int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
+    int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
+    int64_t part = parts > 1 ? integer("part_index") : 0;
+    uint64_t seed = static_cast<uint64_t>(in(1).ints[0]);
+    uint32_t stream = parameterStreamId(text("name"));
+    double rate = real("rate");
+    uint64_t threshold = dropoutThreshold(rate);
+    float scale = static_cast<float>(1.0 / (1.0 - rate));
+    const std::vector<int64_t> noBlocks;
+    cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        auto full =
+            static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i, noBlocks));
+        bool keep = dropoutKeeps(seed, static_cast<uint32_t>(counter), stream, full, threshold);
+        result.data()[i] =
+            keep ? static_cast<float>(roundTo(result.dtype, input.data()[i] * scale)) : 0.0f;
+      }
+    });
+  } else if (op == "dropout_key") {
+    // [seed, step · micro_batches · dp + micro_batch · dp + dp rank]
+    int64_t dp = integer("data_parallel");
+    int64_t rank = dp > 1 ? integer("part_index") : 0;
+    int64_t step = in(1).ints[0];
+    if (step < 0) {
+      return invalidInput("dropout_key of a negative step " + std::to_string(step));
+    }
+    out().ints[0] = in(0).ints[0];
+    out().ints[1] = (step * integer("micro_batches") + integer("micro_batch")) * dp + rank;
+  } else if (op == "eval_dropout_key") {
+    out().ints[0] = 0;
+    out().ints[1] = -1;
   } else if (op == "random_normal") {
     // Drawn in f64 and rounded once to the element type, as the reference draws bf16 values.
     int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
@@ -465,6 +534,29 @@ Status Dispatch::run(std::string_view op) {
 }
 
 } // namespace
+
+void lossInputs(const OpAttributes &attributes, const HostTensor &labels, const float *mask,
+                LossInputs &out) {
+  out.labels = labels.ints.data();
+  out.mask = mask;
+  const int64_t *ignore = attributes.getInt("ignore_index");
+  if (!ignore) {
+    return;
+  }
+  int64_t tokens = labels.numElements();
+  out.ownLabels.assign(labels.ints.begin(), labels.ints.begin() + tokens);
+  out.ownMask.assign(tokens, 1.0f);
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (out.ownLabels[t] == *ignore) {
+      out.ownLabels[t] = 0;
+      out.ownMask[t] = 0.0f;
+    } else if (mask) {
+      out.ownMask[t] = mask[t];
+    }
+  }
+  out.labels = out.ownLabels.data();
+  out.mask = out.ownMask.data();
+}
 
 Status runHostOp(std::string_view op, const OpAttributes &attributes,
                  const std::vector<const HostTensor *> &operands,

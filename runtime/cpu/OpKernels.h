@@ -39,6 +39,18 @@ private:
   std::vector<std::pair<std::string, OpAttributeValue>> entries;
 };
 
+/// The labels and loss mask a loss op (cross_entropy, linear_cross_entropy and their
+/// gradients) computes with: as given, or, with the `ignore_index` attribute, with every token
+/// whose label equals it given label 0 and mask 0 (multiplied into `mask` when there is one).
+struct LossInputs {
+  const int64_t *labels = nullptr;
+  const float *mask = nullptr;
+  std::vector<int64_t> ownLabels; // the storage when ignore_index applies
+  std::vector<float> ownMask;
+};
+void lossInputs(const OpAttributes &attributes, const HostTensor &labels, const float *mask,
+                LossInputs &out);
+
 /// Runs `op` on `operands`, writing `results`, which arrive as zero tensors of the result
 /// dtypes and shapes; every floating-point result is rounded to its dtype. Fails with a
 /// message naming the problem on a bad token/label id, an all-masked softmax row, an unknown

@@ -65,7 +65,9 @@ void splitLossGradRows(Communicator &communicator, MeshAxis axis, const VocabSli
                        double weight, int64_t tokens, int64_t columns, float *dlogits) {
   int64_t first = communicator.coordinates().along(axis) * columns;
   for (int64_t t = 0; t < tokens; ++t) {
-    double coefficient = dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / weight;
+    // No counted token (every label ignored): loss 0, gradient 0.
+    double coefficient =
+        weight > 0 ? dloss * (mask ? static_cast<double>(mask[t]) : 1.0) / weight : 0.0;
     const float *row = logits + t * columns;
     for (int64_t v = 0; v < columns; ++v) {
       double probability =
@@ -77,26 +79,28 @@ void splitLossGradRows(Communicator &communicator, MeshAxis axis, const VocabSli
 }
 /// cross_entropy and cross_entropy_grad on this rank's slice of the vocabulary.
 Status runSplitCrossEntropyImpl(Communicator &communicator, const std::string &op, MeshAxis axis,
+                                const OpAttributes &attributes,
                                 const std::vector<const HostTensor *> &operands,
                                 HostTensor &result) {
   const HostTensor &logits = *operands[0], &labels = *operands[1];
   bool gradient = op == "cross_entropy_grad";
   const HostTensor *mask = operands.size() > (gradient ? 3u : 2u) ? operands.back() : nullptr;
-  const float *maskValues = mask ? mask->values.data() : nullptr;
+  LossInputs loss;
+  lossInputs(attributes, labels, mask ? mask->values.data() : nullptr, loss);
+  const float *maskValues = loss.mask;
   int64_t tokens = labels.numElements(), columns = logits.shape.back();
   VocabSlices slices;
-  MLPERF_RETURN_IF_ERROR(combineVocabSlices(communicator, axis, logits.values.data(),
-                                            labels.ints.data(), tokens, columns, slices));
+  MLPERF_RETURN_IF_ERROR(combineVocabSlices(communicator, axis, logits.values.data(), loss.labels,
+                                            tokens, columns, slices));
   double weight = cpu::crossEntropyWeight(maskValues, tokens);
   if (!gradient) {
     double total = 0.0;
     addSplitLoss(slices, maskValues, tokens, total);
-    result.values[0] = static_cast<float>(total / weight);
+    result.values[0] = static_cast<float>(weight > 0 ? total / weight : 0.0);
     return Status::ok();
   }
-  splitLossGradRows(communicator, axis, slices, logits.values.data(), labels.ints.data(),
-                    maskValues, operands[2]->values[0], weight, tokens, columns,
-                    result.values.data());
+  splitLossGradRows(communicator, axis, slices, logits.values.data(), loss.labels, maskValues,
+                    operands[2]->values[0], weight, tokens, columns, result.values.data());
   return Status::ok();
 }
 
@@ -112,7 +116,10 @@ Status runSplitLinearCrossEntropyImpl(Communicator &communicator, const std::str
   bool gradient = op == "linear_cross_entropy_grad";
   const HostTensor &hidden = *operands[0], &weight = *operands[1], &labels = *operands[2];
   size_t maskIndex = gradient ? 4 : 3;
-  const float *mask = operands.size() > maskIndex ? operands[maskIndex]->values.data() : nullptr;
+  LossInputs loss;
+  lossInputs(attributes, labels,
+             operands.size() > maskIndex ? operands[maskIndex]->values.data() : nullptr, loss);
+  const float *mask = loss.mask;
   const int64_t width = hidden.shape.back(), tokens = hidden.numElements() / width;
   const int64_t columns = weight.shape[0];
   DType logitsType = DType::kF32;
@@ -121,7 +128,7 @@ Status runSplitLinearCrossEntropyImpl(Communicator &communicator, const std::str
     return Status(StatusCode::kInvalidArgument, "missing or unknown 'logits_type'");
   }
   cpu::LinearCrossEntropyShape shape{tokens, width, columns, logitsType};
-  const int64_t *labelIds = labels.ints.data();
+  const int64_t *labelIds = loss.labels;
   double weightSum = cpu::crossEntropyWeight(mask, tokens);
   VocabSlices slices;
   if (!gradient) {
@@ -134,7 +141,7 @@ Status runSplitLinearCrossEntropyImpl(Communicator &communicator, const std::str
           addSplitLoss(slices, mask ? mask + first : nullptr, count, total);
           return Status::ok();
         }));
-    results[0].values[0] = static_cast<float>(total / weightSum);
+    results[0].values[0] = static_cast<float>(weightSum > 0 ? total / weightSum : 0.0);
     return Status::ok();
   }
   double dloss = operands[3]->values[0];
@@ -166,7 +173,8 @@ Status runVocabParallelLoss(Communicator &communicator, MeshAxis axis, const std
                             const std::vector<const HostTensor *> &operands,
                             std::vector<HostTensor> &results) {
   if (op == "cross_entropy" || op == "cross_entropy_grad") {
-    MLPERF_RETURN_IF_ERROR(runSplitCrossEntropyImpl(communicator, op, axis, operands, results[0]));
+    MLPERF_RETURN_IF_ERROR(
+        runSplitCrossEntropyImpl(communicator, op, axis, attributes, operands, results[0]));
     roundBuffer(results[0].dtype, results[0].values.data(), results[0].numElements());
     return Status::ok();
   }

@@ -146,13 +146,17 @@ Status PlanTrainer::initialize(uint64_t seed) {
                      "' is initialized from a checkpoint: give --init-from W.safetensors");
     }
   }
-  HostTensor seedTensor = HostTensor::zeros(DType::kI64, {});
-  seedTensor.ints[0] = static_cast<int64_t>(seed);
-  MLPERF_RETURN_IF_ERROR(backend.write(seedBuffer, seedTensor));
+  MLPERF_RETURN_IF_ERROR(setSeed(seed));
   MLPERF_RETURN_IF_ERROR(backend.execute(initParamsProgram));
   MLPERF_RETURN_IF_ERROR(backend.execute(initOptimizerProgram));
   steps = 0;
   return Status::ok();
+}
+
+Status PlanTrainer::setSeed(uint64_t seed) {
+  HostTensor seedTensor = HostTensor::zeros(DType::kI64, {});
+  seedTensor.ints[0] = static_cast<int64_t>(seed);
+  return backend.write(seedBuffer, seedTensor);
 }
 
 Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {

@@ -40,6 +40,10 @@ public:
   /// init_optimizer (the optimizer state from the parameters); step 0.
   Status initialize(uint64_t seed);
 
+  /// Writes the run's seed, which init_params draws from and a train_step with dropout keys
+  /// its masks by (initialize does it; a run that loads its state sets it before stepping).
+  Status setSeed(uint64_t seed);
+
   /// Parameters from `file` (all of them, matching names, shapes and dtypes). With
   /// `withOptimizerState`, also the masters, moments and step (a resume); otherwise the
   /// optimizer starts fresh from these values (--init-from).

@@ -301,11 +301,12 @@ Status TrainingSession::startState() {
                      std::to_string(globalBatch) + ": a different plan?");
     }
     seed = saved;
-    return Status::ok();
+    return trainer->setSeed(seed); // the checkpoint's run keys its dropout masks by it
   }
   if (!options.initFrom.empty()) {
     TensorFile file;
     MLPERF_RETURN_IF_ERROR(readSafetensors(options.initFrom, file)); // names the file itself
+    MLPERF_RETURN_IF_ERROR(trainer->setSeed(seed));
     Status status = trainer->load(file, /*withOptimizerState=*/false);
     return status.isOk() ? status
                          : Status(status.code(), options.initFrom + ": " + status.message());

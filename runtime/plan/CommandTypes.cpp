@@ -437,7 +437,50 @@ std::string Checker::run() {
                         " (every dim before it 1) cannot map " + describe(in(0)) + " -> " +
                         describe(out()));
     }
-  } else if (op == "random_normal") {
+  } else if (op == "dropout") {
+    floats({&operand(0), &result(0)});
+    integers(operand(1));
+    sameShape(in(0), out());
+    expect(in(1) == Shape{2},
+           "a dropout key is [seed, micro-batch counter], got " + describe(in(1)));
+    const plan::Attribute *rate = attribute("rate");
+    expect(rate && rate->value_case() == plan::Attribute::kF && rate->f() >= 0.0 && rate->f() < 1.0,
+           "attribute 'rate' must be a float in [0, 1)");
+    const plan::Attribute *name = attribute("name");
+    expect(name && name->value_case() == plan::Attribute::kS && !name->s().empty() &&
+               name->s().find("{i}") == std::string::npos,
+           "attribute 'name' must be the dropout's (layer-resolved) name");
+    const plan::Attribute *parts = attribute("parts");
+    if (parts && parts->value_case() == plan::Attribute::kI && parts->i() > 1) {
+      int64_t dim = index("part_dim", static_cast<int64_t>(out().size()));
+      expect(dim < 0 || axisMembers(attribute("part_axis")) == parts->i(),
+             "a dropout in " + std::to_string(parts->i()) + " parts needs a mesh axis of " +
+                 std::to_string(parts->i()) + " ranks");
+    }
+  } else if (op == "dropout_key" || op == "eval_dropout_key") {
+    integers(result(0));
+    expect(out() == Shape{2},
+           "a dropout key is [seed, micro-batch counter], got " + describe(out()));
+    if (op == "dropout_key") {
+      for (int i = 0; i < 2; ++i) {
+        integers(operand(i));
+        scalar(operand(i));
+      }
+      const plan::Attribute *micro = attribute("micro_batch"), *micros = attribute("micro_batches"),
+                            *dp = attribute("data_parallel");
+      expect(micro && micros && dp && micro->value_case() == plan::Attribute::kI &&
+                 micros->value_case() == plan::Attribute::kI &&
+                 dp->value_case() == plan::Attribute::kI && micros->i() >= 1 && dp->i() >= 1 &&
+                 micro->i() >= 0 && micro->i() < micros->i(),
+             "attributes 'micro_batch' (< 'micro_batches') and 'data_parallel' must be "
+             "integers");
+      if (dp && dp->value_case() == plan::Attribute::kI && dp->i() > 1) {
+        expect(axisMembers(attribute("data_parallel_axis")) == dp->i(),
+               "a dropout_key over " + std::to_string(dp->i()) +
+                   " data-parallel ranks needs a mesh axis of that many ranks");
+      }
+    }
+  } else if (op == "random_normal" || op == "random_uniform") {
     integers(operand(0));
     scalar(operand(0));
     floats({&result(0)});
@@ -445,7 +488,7 @@ std::string Checker::run() {
     if (parts && parts->value_case() == plan::Attribute::kI && parts->i() > 1) {
       int64_t dim = index("part_dim", static_cast<int64_t>(out().size()));
       int64_t members = axisMembers(attribute("part_axis"));
-      expect(dim < 0 || members == parts->i(), "a random_normal in " + std::to_string(parts->i()) +
+      expect(dim < 0 || members == parts->i(), "a " + op + " in " + std::to_string(parts->i()) +
                                                    " parts needs a mesh axis of " +
                                                    std::to_string(parts->i()) + " ranks");
       // Blocks: full sizes adding up to the split dim, each split into the parts.
@@ -457,7 +500,7 @@ std::string Checker::run() {
           total += block;
         }
         expect(divisible && total == out()[dim] * parts->i(),
-               "a random_normal's part_blocks must be positive multiples of its " +
+               "a " + op + "'s part_blocks must be positive multiples of its " +
                    std::to_string(parts->i()) + " parts adding up to the full dim " +
                    std::to_string(dim) + " (" + std::to_string(out()[dim] * parts->i()) + ")");
       }

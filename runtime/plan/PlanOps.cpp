@@ -39,6 +39,11 @@ constexpr PlanOpSignature kOps[] = {
     {"linear_cross_entropy_grad", 4, 5, 2, 2},
     {"fill", 0, 0, 1, 1},
     {"random_normal", 1, 1, 1, 1},
+    {"random_uniform", 1, 1, 1, 1},
+    // Dropout (input, key [seed, micro-batch counter]) and the keys (tg.dropout_key).
+    {"dropout", 2, 2, 1, 1},
+    {"dropout_key", 2, 2, 1, 1},
+    {"eval_dropout_key", 0, 0, 1, 1},
     {"local_shard", 1, 1, 1, 1},
     {"copy", 1, 1, 1, 1},
     {"lr_value", 1, 1, 1, 1},
@@ -85,6 +90,19 @@ const PlanOpSignature *findPlanOp(std::string_view op) {
 bool communicates(std::string_view op, bool vocabSplit) {
   return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "send" ||
          op == "recv" || (vocabSplit && (op == "cross_entropy" || op == "cross_entropy_grad"));
+}
+
+const char *partAxisAttribute(std::string_view op) {
+  if (op == "random_normal" || op == "random_uniform" || op == "dropout") {
+    return "part_axis";
+  }
+  if (op == "local_shard") {
+    return "axis";
+  }
+  if (op == "dropout_key") {
+    return "data_parallel_axis";
+  }
+  return nullptr;
 }
 
 } // namespace mlperf::rt

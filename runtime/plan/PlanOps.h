@@ -32,6 +32,12 @@ const PlanOpSignature *findPlanOp(std::string_view op);
 /// communication in one order.
 bool communicates(std::string_view op, bool vocabSplit);
 
+/// The attribute naming the mesh axis along which an op reads this rank's index (given to
+/// its kernel as `part_index`): "part_axis" for initialization draws and dropout masks of a
+/// split tensor, "axis" for ZeRO's local_shard, "data_parallel_axis" for a dropout key;
+/// null for other ops.
+const char *partAxisAttribute(std::string_view op);
+
 } // namespace mlperf::rt
 
 #endif // MLPERFC_RUNTIME_PLAN_PLANOPS_H

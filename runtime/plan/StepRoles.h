@@ -20,6 +20,9 @@ constexpr std::string_view kTokens = "tokens"; // [micro-batches, rows, seq] tok
 constexpr std::string_view kLabels = "labels"; // likewise, the next-token labels
 constexpr std::string_view kStep = "step";     // the 0-based optimizer step (i64 scalar)
 constexpr std::string_view kSeed = "seed";     // the initialization seed (i64 scalar)
+// The dropout key [seed, micro-batch counter] a function called per micro-batch takes
+// (tg-train-step computes it; never fed by the runtime).
+constexpr std::string_view kDropoutKey = "dropout_key";
 // Per parameter: the train state (checkpointed) and the gradient.
 constexpr std::string_view kParam = "param";
 constexpr std::string_view kGrad = "grad";

@@ -198,6 +198,7 @@ static mlir::FailureOr<BatchSource> datasetBatches(tg::ModelOp model, rt::DType 
 static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &nextBatch,
                       LoadedOptimizerState loaded) {
   TrainState state = initialTrainState(std::move(params));
+  state.seed = refSeed;
   if (loaded.present) {
     // Resume: every parameter needs its f32 master and moments of the same shape.
     for (const auto &[name, value] : state.params) {

@@ -49,8 +49,12 @@ static std::string scientific(double value) {
 static void printTable(const ModelSummary &s) {
   llvm::raw_ostream &os = llvm::outs();
   os << "model @" << s.name << " (benchmark " << s.benchmark << ")\n";
-  os << "parameters: " << withThousands(s.parameters) << " in " << s.parameterTensors
-     << " tensors\n";
+  os << "parameters: " << withThousands(s.parameters) << " in " << s.parameterTensors << " tensors";
+  if (s.trainableParameters != s.parameters) {
+    os << " (trainable " << withThousands(s.trainableParameters) << ", frozen "
+       << withThousands(s.parameters - s.trainableParameters) << ")";
+  }
+  os << "\n";
   os << "memory for training state (bytes):\n";
   int64_t total = 0;
   for (const auto &[role, byType] : s.bytes) {
@@ -93,6 +97,7 @@ static void printJson(const ModelSummary &s) {
       {"model", s.name},
       {"benchmark", s.benchmark},
       {"parameters", s.parameters},
+      {"trainable_parameters", s.trainableParameters},
       {"parameter_tensors", s.parameterTensors},
       {"bytes", std::move(bytes)},
       {"batch", llvm::json::Object{{"global_batch_size", s.globalBatch},

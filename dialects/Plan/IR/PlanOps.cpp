@@ -132,11 +132,22 @@ static LogicalResult requirePersistent(Operation *user, SymbolTableCollection &s
 }
 
 LogicalResult ParameterOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  int present = static_cast<int>(static_cast<bool>(getGradAttr())) +
+                static_cast<bool>(getMasterAttr()) + static_cast<bool>(getExpAvgAttr()) +
+                static_cast<bool>(getExpAvgSqAttr());
+  if (present != 0 && present != 4) {
+    return emitOpError() << "has " << present
+                         << " of grad, master, exp_avg and exp_avg_sq: a trained parameter "
+                            "has all four, a frozen one none";
+  }
   for (auto [ref, role] : {std::pair{getValueAttr(), "value"},
                            {getGradAttr(), "gradient"},
                            {getMasterAttr(), "master"},
                            {getExpAvgAttr(), "exp_avg"},
                            {getExpAvgSqAttr(), "exp_avg_sq"}}) {
+    if (!ref) {
+      continue;
+    }
     FailureOr<BufferOp> buffer = lookupBuffer(*this, symbols, ref, role);
     if (failed(buffer) || failed(requirePersistent(*this, symbols, *buffer, role))) {
       return failure();

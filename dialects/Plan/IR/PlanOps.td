@@ -79,16 +79,20 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol, HasParent<"PlanOp">,
 
 def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
                                              DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "A trained parameter: its Hugging Face name and state buffers";
-  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$value, FlatSymbolRefAttr:$grad,
-                       FlatSymbolRefAttr:$master, FlatSymbolRefAttr:$exp_avg,
-                       FlatSymbolRefAttr:$exp_avg_sq, StrAttr:$init,
+  let summary = "A parameter: its Hugging Face name and state buffers";
+  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$value,
+                       OptionalAttr<FlatSymbolRefAttr>:$grad,
+                       OptionalAttr<FlatSymbolRefAttr>:$master,
+                       OptionalAttr<FlatSymbolRefAttr>:$exp_avg,
+                       OptionalAttr<FlatSymbolRefAttr>:$exp_avg_sq, StrAttr:$init,
                        DefaultValuedAttr<F64Attr, "0.0">:$std,
                        OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count,
                        OptionalAttr<StrAttr>:$split_axis, OptionalAttr<I64Attr>:$split_dim,
                        OptionalAttr<I64Attr>:$split_count,
                        OptionalAttr<DenseI64ArrayAttr>:$split_blocks);
   let description = [{
+    A trained parameter has all four of `grad`, `master`, `exp_avg` and `exp_avg_sq`; a frozen
+    one (tg.param's `frozen`) none: its value is all the state it has.
     With `shard_axis` and `shard_count` (ZeRO-1), `master`, `exp_avg` and `exp_avg_sq` are
     1-D shards: this rank's 1/shard_count of the flattened parameter. With `split_axis`,
     `split_dim` and `split_count` (tensor parallelism), the value is this rank's slice of the

@@ -38,6 +38,9 @@ def TG_F32Scalar : 0DTensorOf<[F32]>,
 // Optimizer step counters.
 def TG_I64Scalar : 0DTensorOf<[I64]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
+// A dropout key: the run's seed and a micro-batch counter (tg.dropout_key).
+def TG_DropoutKey : 1DTensorOf<[I64]>,
+    BuildableType<"::mlir::RankedTensorType::get({2}, $_builder.getI64Type())">;
 
 class TG_Op<string mnemonic, list<Trait> traits = []> : Op<TG_Dialect, mnemonic, traits>;
 

@@ -165,9 +165,11 @@ LogicalResult LRScheduleOp::verify() {
 LogicalResult ParamOp::verify() {
   StringRef init = getInit();
   bool isNormal = init == "normal" || init == "scaled_normal";
-  if (!isNormal && init != "ones" && init != "zeros" && init != "checkpoint") {
+  if (!isNormal && init != "kaiming_uniform" && init != "ones" && init != "zeros" &&
+      init != "checkpoint") {
     return emitOpError() << "unknown init '" << init
-                         << "' (supported: normal, scaled_normal, ones, zeros, checkpoint)";
+                         << "' (supported: normal, scaled_normal, kaiming_uniform, ones, zeros, "
+                            "checkpoint)";
   }
   if (isNormal && !getStd()) {
     return emitOpError() << "init '" << init << "' needs std";

@@ -108,15 +108,23 @@ def TG_LRScheduleOp : TG_ModelMetadataOp<"lr_schedule"> {
 }
 
 def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
-  let summary = "A trainable parameter with its initialization";
+  let summary = "A parameter (trainable, or frozen) with its initialization";
   let description = [{
     Named as in Hugging Face checkpoints. A name containing `{i}` declares one parameter per
     layer, `repeat` of them (`model.layers.0.…` to `model.layers.{repeat-1}.…`).
 
     `init`: `normal` (mean 0, `std`), `scaled_normal` (mean 0, `std / sqrt(2 · repeat)`, the
-    reference's rule for output projections), `ones`, `zeros`, or `checkpoint` (the run must
-    load the value; e.g. Llama 3.1 405B starts from Meta's checkpoint). Values are drawn in the
-    parameter's element type.
+    reference's rule for output projections), `kaiming_uniform` (uniform on `[-b, b]` with
+    `b = 1 / sqrt(fan_in)`, fan_in the last dim: PyTorch's `nn.Linear` default,
+    `kaiming_uniform_(a = sqrt(5))`, which PEFT uses for LoRA's A), `ones`, `zeros`, or
+    `checkpoint` (the run must load the value; e.g. Llama 3.1 405B starts from Meta's
+    checkpoint). Values are drawn in the parameter's element type.
+
+    `frozen`: the parameter is part of the model but not trained (a LoRA fine-tune's base
+    weights): tg-autodiff returns no gradient for it, so no weight-gradient computation is
+    built for it (only the input gradients that flow through it to trainable parameters), and
+    tg-optimizer keeps no master weight or moments for it. Its value only ever comes from
+    initialization or a checkpoint.
 
     `shard`: how the parameter may be split over the mesh, declared by the model's author as
     Megatron-LM's layer classes are: one list of mesh axes per dimension (upstream MLIR
@@ -143,7 +151,7 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
                        OptionalAttr<F64Attr>:$std, OptionalAttr<I64Attr>:$repeat,
                        OptionalAttr<ArrayAttr>:$shard,
                        OptionalAttr<DenseI64ArrayAttr>:$shard_blocks,
-                       OptionalAttr<I64Attr>:$layer);
+                       OptionalAttr<I64Attr>:$layer, UnitAttr:$frozen);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -725,8 +725,61 @@ static void printWiderResult(OpAsmPrinter &printer, Operation *, Type inputType,
 #define GET_OP_CLASSES
 #include "dialects/TG/IR/TGOps.cpp.inc"
 
-LogicalResult RandomNormalOp::verify() {
-  auto type = getResult().getType();
+/// The split and stream of a random initialization op (tg.random_normal, tg.random_uniform).
+template <typename RandomOp> static LogicalResult verifyRandomInit(RandomOp op) {
+  auto type = op.getResult().getType();
+  int64_t parts = op.getPartsAttr().getInt(), dim = op.getPartDimAttr().getInt();
+  if (parts < 1 || dim < 0 || dim >= std::max<int64_t>(type.getRank(), 1) ||
+      (parts > 1 && (type.getRank() == 0 || !op.getPartAxis()))) {
+    return op.emitOpError() << "splits along dim " << dim << " into " << parts
+                            << " parts (over mesh axis "
+                            << (op.getPartAxis() ? *op.getPartAxis() : "none") << "), which "
+                            << type << " cannot be";
+  }
+  if (std::optional<ArrayRef<int64_t>> blocks = op.getPartBlocks()) {
+    int64_t total = 0;
+    for (int64_t block : *blocks) {
+      if (block <= 0 || block % parts != 0) {
+        return op.emitOpError() << "part_blocks must be positive multiples of the " << parts
+                                << " parts, got " << block;
+      }
+      total += block;
+    }
+    if (parts < 2 || total != type.getDimSize(dim) * parts) {
+      return op.emitOpError() << "part_blocks add up to " << total << ", but the full dim " << dim
+                              << " of " << parts << " parts of " << type << " is "
+                              << type.getDimSize(dim) * parts;
+    }
+  }
+  int64_t stream = op.getStreamAttr().getInt();
+  if (stream < 0 || stream > static_cast<int64_t>(UINT32_MAX)) {
+    return op.emitOpError() << "stream " << stream << " is not a 32-bit stream id";
+  }
+  return success();
+}
+
+LogicalResult RandomNormalOp::verify() { return verifyRandomInit(*this); }
+
+LogicalResult RandomUniformOp::verify() {
+  if (!isFinitePositive(getBound().convertToDouble())) {
+    return emitOpError() << "bound must be a finite positive number, got "
+                         << getBound().convertToDouble();
+  }
+  return verifyRandomInit(*this);
+}
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0)) {
+    return emitOpError() << "rate must be in [0, 1), got " << rate;
+  }
+  if (getKey() && cast<RankedTensorType>(getKey().getType()).getDimSize(0) != 2) {
+    return emitOpError() << "key must be tensor<2xi64> ([seed, micro-batch counter])";
+  }
+  auto type = cast<RankedTensorType>(getResult().getType());
+  if (!isa<FloatType>(type.getElementType())) {
+    return emitOpError() << "drops floating-point values, not " << type.getElementType();
+  }
   int64_t parts = getPartsAttr().getInt(), dim = getPartDimAttr().getInt();
   if (parts < 1 || dim < 0 || dim >= std::max<int64_t>(type.getRank(), 1) ||
       (parts > 1 && (type.getRank() == 0 || !getPartAxis()))) {
@@ -734,24 +787,24 @@ LogicalResult RandomNormalOp::verify() {
                          << " parts (over mesh axis " << (getPartAxis() ? *getPartAxis() : "none")
                          << "), which " << type << " cannot be";
   }
-  if (std::optional<ArrayRef<int64_t>> blocks = getPartBlocks()) {
-    int64_t total = 0;
-    for (int64_t block : *blocks) {
-      if (block <= 0 || block % parts != 0) {
-        return emitOpError() << "part_blocks must be positive multiples of the " << parts
-                             << " parts, got " << block;
-      }
-      total += block;
-    }
-    if (parts < 2 || total != type.getDimSize(dim) * parts) {
-      return emitOpError() << "part_blocks add up to " << total << ", but the full dim " << dim
-                           << " of " << parts << " parts of " << type << " is "
-                           << type.getDimSize(dim) * parts;
-    }
+  if (getName().empty()) {
+    return emitOpError() << "needs a name (it keys the mask)";
   }
-  int64_t stream = getStreamAttr().getInt();
-  if (stream < 0 || stream > static_cast<int64_t>(UINT32_MAX)) {
-    return emitOpError() << "stream " << stream << " is not a 32-bit stream id";
+  return success();
+}
+
+LogicalResult DropoutKeyOp::verify() {
+  if (getResult().getType().getDimSize(0) != 2) {
+    return emitOpError() << "result must be tensor<2xi64> ([seed, micro-batch counter])";
+  }
+  int64_t micro = getMicroBatch(), micros = getMicroBatches(), dp = getDataParallel();
+  if (micros < 1 || dp < 1 || micro < 0 || micro >= micros) {
+    return emitOpError() << "micro_batch " << micro << " of " << micros << " on " << dp
+                         << " data-parallel ranks is not a micro-batch of the step";
+  }
+  if ((dp > 1) != static_cast<bool>(getDataParallelAxis())) {
+    return emitOpError() << "data_parallel_axis names the mesh axis exactly when "
+                            "data_parallel > 1";
   }
   return success();
 }

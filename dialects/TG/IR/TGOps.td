@@ -362,7 +362,8 @@ def TG_LinearCrossEntropyOp : TG_Op<"linear_cross_entropy", [
   }];
   let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
                        Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type,
-                       OptionalAttr<StrAttr>:$vocab_shard_axis);
+                       OptionalAttr<StrAttr>:$vocab_shard_axis,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs TG_F32Scalar:$result);
   let assemblyFormat = [{
     $hidden `,` $weight `,` $labels (`,` $loss_mask^)? attr-dict `:` type($hidden) `,`
@@ -378,8 +379,10 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJP
     With `logits` `[..., vocab]` and integer `labels` `[...]`, per token
     `l = logsumexp(logits) - logits[label]`, computed in f32. The result (an f32 scalar) is the
     mean of `l` over all tokens, or, with the optional f32 `loss_mask` of the labels' shape,
-    `sum(l * mask) / sum(mask)`. A label outside `[0, vocab)` is a data error the runtime
-    reports.
+    `sum(l * mask) / sum(mask)`. With `ignore_index` (PyTorch's, e.g. -100 for Hugging Face
+    labels), tokens whose label equals it have mask 0 (the mean is over the others); a
+    micro-batch with no counted token has loss 0 and gradient 0 (PyTorch would give NaN). Any
+    other label outside `[0, vocab)` is a data error the runtime reports.
 
     With `vocab_shard_axis` (vocab-parallel cross-entropy), `logits` hold this rank's slice of
     the vocabulary (as for tg.embedding); the op combines the row maxima, the sums of
@@ -391,7 +394,8 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJP
     ```
   }];
   let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels,
-                       Optional<TG_Tensor>:$loss_mask, OptionalAttr<StrAttr>:$vocab_shard_axis);
+                       Optional<TG_Tensor>:$loss_mask, OptionalAttr<StrAttr>:$vocab_shard_axis,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs TG_F32Scalar:$result);
   let assemblyFormat = [{
     $logits `,` $labels (`,` $loss_mask^)? attr-dict `:` type($logits) `,` type($labels)
@@ -444,6 +448,103 @@ def TG_RandomNormalOp : TG_Op<"random_normal", [Pure]> {
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$seed attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+def TG_RandomUniformOp : TG_Op<"random_uniform", [Pure]> {
+  let summary = "Initial parameter values: a uniform draw on [-bound, bound] of the counter-based RNG";
+  let description = [{
+    Element `i` is `bound · (2u - 1)` rounded once to the element type, `u = (w + 0.5) / 2^32`
+    with `w` the first output word of Philox4x32-10 under `%seed` for element `i` of the stream
+    `stream` (the counter and key of tg.random_normal). `parts`, `part_dim`, `part_axis` and
+    `part_blocks` are tg.random_normal's: a split tensor draws the full tensor's elements.
+    tg-train-step builds it for `init = "kaiming_uniform"` (bound `1 / sqrt(fan_in)`).
+
+    ```mlir
+    %a = tg.random_uniform %seed {bound = 1.25e-01 : f64, stream = 1234 : i64} : tensor<16x64xbf16>
+    ```
+  }];
+  let arguments = (ins TG_I64Scalar:$seed, F64Attr:$bound, I64Attr:$stream,
+                       DefaultValuedAttr<I64Attr, "0">:$part_dim,
+                       DefaultValuedAttr<I64Attr, "1">:$parts, OptionalAttr<StrAttr>:$part_axis,
+                       OptionalAttr<DenseI64ArrayAttr>:$part_blocks);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$seed attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_DropoutOp : TG_Op<"dropout", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface, ["applySplit"]>, Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Inverted dropout with a mask from the counter-based RNG";
+  let description = [{
+    `result[e] = keep(e) ? input[e] / (1 - rate) : 0` (the identity when the counter `c` of
+    `%key` is negative: evaluation), computed in f32 and rounded once to the
+    element type, where element `e` (its row-major index in the full, unsplit tensor) is kept
+    when the first output word of Philox4x32-10 with counter `(e, e >> 32, n, c)` and
+    key `(s, s >> 32)` is at least `floor(rate · 2^32)`; `%key = [s, c]` is the run's seed and
+    the micro-batch's counter (tg.dropout_key), `n` the FNV-1a of `name` (as a parameter's
+    stream is of its name). The mask is a pure function of the seed, the name, the
+    micro-batch's place in the run and the element: recomputation, every parallel layout and
+    a reference implementation draw the same bits.
+
+    A model declares dropout without `%key`: tg-train-step gives every function it calls per
+    micro-batch a key argument (tg.role "dropout_key") that its dropouts read, and passes
+    each call its micro-batch's key (tg.dropout_key), or the evaluation key in @eval_step. A
+    dropout without a key cannot run (plan-from-tg refuses it). `name` says which dropout it
+    is, e.g. `model.layers.{i}.self_attn.qkv_proj.lora_dropout` in a layer (tg-inline-layers
+    resolves `{i}` per layer, so every layer draws its own mask).
+    With `parts` > 1 the input is part k of a tensor split along `part_dim` over mesh axis
+    `part_axis` (set by dist-tensor-parallel), and its elements are numbered as the full
+    tensor's. Its vector-Jacobian product is the same dropout of the gradient.
+
+    ```mlir
+    %d = tg.dropout %x {rate = 1.0e-01 : f64, name = "model.layers.{i}.self_attn.qkv_proj.lora_dropout"}
+        : tensor<1x32x64xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, Optional<TG_DropoutKey>:$key, F64Attr:$rate,
+                       StrAttr:$name, DefaultValuedAttr<I64Attr, "0">:$part_dim,
+                       DefaultValuedAttr<I64Attr, "1">:$parts, OptionalAttr<StrAttr>:$part_axis);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input (`,` $key^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_DropoutKeyOp : TG_Op<"dropout_key", [Pure]> {
+  let summary = "The dropout key of one micro-batch of a training step";
+  let description = [{
+    `[seed, step · G + micro_batch · data_parallel + r]` with `G = micro_batches ·
+    data_parallel` the global batch's micro-batches and `r` this rank's index along mesh axis
+    `data_parallel_axis` (0 without it): the micro-batch's index in the run, counted in the
+    global batch's order (micro-batch `a` of data-parallel rank `r` holds the global batch's
+    micro-batch `a · dp + r`, as the data loader deals them), so a sample's dropout masks do
+    not depend on the number of data-parallel ranks.
+
+    ```mlir
+    %key = tg.dropout_key %seed, %step {micro_batch = 1, micro_batches = 2, data_parallel = 1}
+        : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins TG_I64Scalar:$seed, TG_I64Scalar:$step, I64Attr:$micro_batch,
+                       I64Attr:$micro_batches, I64Attr:$data_parallel,
+                       OptionalAttr<StrAttr>:$data_parallel_axis);
+  let results = (outs TG_DropoutKey:$result);
+  let assemblyFormat = "$seed `,` $step attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_EvalDropoutKeyOp : TG_Op<"eval_dropout_key", [Pure]> {
+  let summary = "The dropout key of an evaluation pass: [0, -1]";
+  let description = [{
+    Under this key (a negative micro-batch counter) every tg.dropout is the identity, as a
+    PyTorch module in `eval()` mode: @eval_step passes it to @forward.
+
+    ```mlir
+    %key = tg.eval_dropout_key : tensor<2xi64>
+    ```
+  }];
+  let results = (outs TG_DropoutKey:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
 }
 
 def TG_RMSNormGradOp : TG_Op<"rms_norm_grad", [Pure, AllTypesMatch<["input", "grad", "input_grad"]>,
@@ -534,7 +635,8 @@ def TG_CrossEntropyGradOp : TG_Op<"cross_entropy_grad", [Pure,
     (all ones without one), in f32.
   }];
   let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels, TG_F32Scalar:$grad,
-                       Optional<TG_Tensor>:$loss_mask, OptionalAttr<StrAttr>:$vocab_shard_axis);
+                       Optional<TG_Tensor>:$loss_mask, OptionalAttr<StrAttr>:$vocab_shard_axis,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad (`mask` $loss_mask^)? attr-dict `:` type($logits) `,`
@@ -554,7 +656,8 @@ def TG_LinearCrossEntropyGradOp : TG_Op<"linear_cross_entropy_grad", [Pure,
   }];
   let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
                        TG_F32Scalar:$grad, Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type,
-                       OptionalAttr<StrAttr>:$vocab_shard_axis);
+                       OptionalAttr<StrAttr>:$vocab_shard_axis,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs TG_Tensor:$hidden_grad, TG_Tensor:$weight_grad);
   let assemblyFormat = [{
     $hidden `,` $weight `,` $labels `,` $grad (`mask` $loss_mask^)? attr-dict `:` type($hidden)

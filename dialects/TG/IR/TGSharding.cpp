@@ -77,6 +77,20 @@ FailureOr<SplitRule> MulOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) 
 FailureOr<SplitRule> ScaleOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   return elementwise(*this, operands);
 }
+FailureOr<SplitRule> DropoutOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  if (failed(contiguous(*this, operands[0], "its mask numbers the full tensor's elements"))) {
+    return failure();
+  }
+  return elementwise(*this, operands.take_front(1));
+}
+void DropoutOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands, int64_t parts) {
+  if (operands[0].dim >= 0) {
+    // The mask of this rank's part is that of its elements in the full tensor.
+    setPartDim(operands[0].dim);
+    setParts(parts);
+    setPartAxisAttr(axis);
+  }
+}
 FailureOr<SplitRule> SiluOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
   return elementwise(*this, operands);
 }

@@ -61,6 +61,18 @@ LogicalResult ScaleOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult DropoutOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  // The same mask (same key, stream and element numbering) and scale applied to the gradient.
+  Operation *copy = b.clone(*getOperation());
+  copy->setOperand(0, grads[0]);
+  operandGrads.push_back(copy->getResult(0));
+  if (getKey()) {
+    operandGrads.push_back(nullptr); // the key is data
+  }
+  return success();
+}
+
 LogicalResult SiluOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(SiluGradOp::create(b, getLoc(), getInput(), grads[0]));
@@ -169,7 +181,7 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                        SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(), getLogits(),
                                                     getLabels(), grads[0], getLossMask(),
-                                                    getVocabShardAxisAttr()));
+                                                    getVocabShardAxisAttr(), getIgnoreIndexAttr()));
   operandGrads.push_back(nullptr); // labels
   if (getLossMask()) {
     operandGrads.push_back(nullptr); // the mask is data, not a parameter
@@ -181,7 +193,8 @@ LogicalResult LinearCrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads
                                              SmallVectorImpl<Value> &operandGrads) {
   auto grad = LinearCrossEntropyGradOp::create(
       b, getLoc(), getHidden().getType(), getWeight().getType(), getHidden(), getWeight(),
-      getLabels(), grads[0], getLossMask(), getLogitsTypeAttr(), getVocabShardAxisAttr());
+      getLabels(), grads[0], getLossMask(), getLogitsTypeAttr(), getVocabShardAxisAttr(),
+      getIgnoreIndexAttr());
   operandGrads.append({grad.getHiddenGrad(), grad.getWeightGrad(), nullptr});
   if (getLossMask()) {
     operandGrads.push_back(nullptr); // the mask is data, not a parameter

@@ -587,3 +587,30 @@ func.func @fp8_scale_update_algo(%h: tensor<4xf32>, %a: tensor<f32>, %s: tensor<
   %h2, %s2 = tg.fp8_scale_update %h, %a, %s {fp8_max = 448.0, margin = 0.0, amax_compute_algo = "mean"} : tensor<4xf32>
   return %s2 : tensor<f32>
 }
+
+// -----
+
+// Tests that a dropout rate is a probability below 1.
+func.func @dropout_rate(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{rate must be in [0, 1), got 1}}
+  %y = tg.dropout %x {rate = 1.0, name = "d"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a dropout key's micro-batch is one of the step's and that several data-parallel
+// ranks name their mesh axis.
+func.func @dropout_key_micro_batch(%s: tensor<i64>) -> tensor<2xi64> {
+  // expected-error @below {{micro_batch 4 of 4 on 1 data-parallel ranks is not a micro-batch of the step}}
+  %k = tg.dropout_key %s, %s {micro_batch = 4, micro_batches = 4, data_parallel = 1} : tensor<2xi64>
+  return %k : tensor<2xi64>
+}
+
+// -----
+
+func.func @dropout_key_axis(%s: tensor<i64>) -> tensor<2xi64> {
+  // expected-error @below {{data_parallel_axis names the mesh axis exactly when data_parallel > 1}}
+  %k = tg.dropout_key %s, %s {micro_batch = 0, micro_batches = 4, data_parallel = 2} : tensor<2xi64>
+  return %k : tensor<2xi64>
+}

@@ -631,7 +631,7 @@ tg.model @m {
   tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
-  // expected-error @+1 {{'tg.param' op unknown init 'uniform' (supported: normal, scaled_normal, ones, zeros, checkpoint)}}
+  // expected-error @+1 {{'tg.param' op unknown init 'uniform' (supported: normal, scaled_normal, kaiming_uniform, ones, zeros, checkpoint)}}
   tg.param @"embed" : tensor<16x8xf32> {init = "uniform", std = 0.02}
   tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
   func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {

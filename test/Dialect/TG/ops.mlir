@@ -183,3 +183,23 @@ func.func @fp8_current(%a: tensor<f32>) -> tensor<f32> {
   %s = tg.fp8_current_scale %a {fp8_max = 57344.0}
   return %s : tensor<f32>
 }
+
+// -----
+
+// Tests dropout (declared without a key, keyed by the train step), its keys and the uniform
+// initialization draw.
+// CHECK-LABEL: func.func @dropout
+// CHECK: tg.dropout %{{.+}} {name = "model.layers.{i}.mlp.dropout", rate = 1.000000e-01 : f64} : tensor<1x8x16xbf16>
+// CHECK: tg.dropout_key %{{.+}}, %{{.+}} {data_parallel = 2 : i64, data_parallel_axis = "dp", micro_batch = 1 : i64, micro_batches = 4 : i64} : tensor<2xi64>
+// CHECK: tg.dropout %{{.+}}, %{{.+}} {name = "d", part_axis = "tp", part_dim = 2 : i64, parts = 2 : i64, rate = 5.000000e-01 : f64}
+// CHECK: tg.eval_dropout_key : tensor<2xi64>
+// CHECK: tg.random_uniform %{{.+}} {bound = 1.250000e-01 : f64, stream = 7 : i64} : tensor<16x64xbf16>
+func.func @dropout(%x: tensor<1x8x16xbf16>, %seed: tensor<i64>, %step: tensor<i64>)
+    -> (tensor<1x8x16xbf16>, tensor<1x8x16xbf16>, tensor<2xi64>, tensor<16x64xbf16>) {
+  %a = tg.dropout %x {rate = 0.1, name = "model.layers.{i}.mlp.dropout"} : tensor<1x8x16xbf16>
+  %key = tg.dropout_key %seed, %step {micro_batch = 1, micro_batches = 4, data_parallel = 2, data_parallel_axis = "dp"} : tensor<2xi64>
+  %b = tg.dropout %a, %key {rate = 0.5, name = "d", part_dim = 2, parts = 2, part_axis = "tp"} : tensor<1x8x16xbf16>
+  %eval = tg.eval_dropout_key : tensor<2xi64>
+  %w = tg.random_uniform %seed {bound = 0.125, stream = 7} : tensor<16x64xbf16>
+  return %a, %b, %eval, %w : tensor<1x8x16xbf16>, tensor<1x8x16xbf16>, tensor<2xi64>, tensor<16x64xbf16>
+}
