@@ -212,6 +212,36 @@ LlamaConfig llama2_70bTiny() {
   return c;
 }
 
+/// The MLPerf `llama2_70b_lora` benchmark as the reference trains it (BENCHMARKS.md §1):
+/// the frozen Llama 2 70B base from the fused-QKV checkpoint with PEFT LoRA adapters on
+/// qkv_proj and o_proj (r 16, alpha 32, dropout 0.1 on the adapter input).
+LlamaConfig llama2_70bLora() {
+  LlamaConfig c = llama2_70b();
+  c.family = "llama2-lora";
+  c.name = "llama2_70b_lora";
+  c.description = "MLPerf llama2_70b_lora: frozen Llama 2 70B (fused qkv_proj) with LoRA "
+                  "adapters on qkv_proj and o_proj";
+  c.loraRank = 16;
+  c.loraAlpha = 32.0;
+  c.loraDropout = 0.1;
+  c.rcpMeanSamples = {{8, 3187}}; // the RCP file's mean samples to converge at GBS 8
+  return c;
+}
+
+/// The LoRA benchmark at test sizes (same adapters, dropout and hyperparameters), with a
+/// randomly drawn base.
+LlamaConfig llama2_70bLoraTiny() {
+  LlamaConfig c = llama2_70bLora();
+  c.name = "llama2_70b_lora_tiny";
+  c.description = "MLPerf llama2_70b_lora structure (frozen base, LoRA on qkv_proj and o_proj) "
+                  "at test sizes (not a benchmark configuration)";
+  applyTestSizes(c);
+  c.init = "random";
+  c.gbs = 8;
+  c.evalSamples = 16;
+  return c;
+}
+
 /// Presets by family, the family's default first.
 const std::map<std::string, std::vector<std::pair<std::string, std::function<LlamaConfig()>>>> &
 presets() {
@@ -224,6 +254,8 @@ presets() {
             {"llama31_8b_tiny", llama31_8bTiny},
             {"llama31_405b_tiny", llama31_405bTiny}}},
           {"llama2", {{"llama2_70b", llama2_70b}, {"llama2_70b_tiny", llama2_70bTiny}}},
+          {"llama2-lora",
+           {{"llama2_70b_lora", llama2_70bLora}, {"llama2_70b_lora_tiny", llama2_70bLoraTiny}}},
       };
   return table;
 }
@@ -294,6 +326,9 @@ const std::map<std::string, Setter> &setters() {
       {"rope_original_max_position", intField(&LlamaConfig::ropeOriginalMaxPosition)},
       {"norm_eps", floatField(&LlamaConfig::normEps)},
       {"fused_qkv", onOffField(&LlamaConfig::fusedQkv)},
+      {"lora_rank", intField(&LlamaConfig::loraRank)},
+      {"lora_alpha", floatField(&LlamaConfig::loraAlpha)},
+      {"lora_dropout", floatField(&LlamaConfig::loraDropout)},
       {"dtype", choiceField(&LlamaConfig::dtype, {"bf16", "f32"})},
       {"init", choiceField(&LlamaConfig::init, {"random", "checkpoint"})},
       {"init_std", floatField(&LlamaConfig::initStd)},
@@ -476,6 +511,14 @@ Error validateLlamaConfig(const LlamaConfig &c) {
                      "' must be an identifier (letters, digits, '_')");
   }
   // The remaining fields are checked by the IR verifier when the text is parsed back.
+  if (c.loraRank < 0 || (c.loraRank > 0 && !c.fusedQkv)) {
+    return makeError("lora_rank=" + llvm::Twine(c.loraRank) +
+                     " must be 0 (no adapters) or positive with fused_qkv=on (the adapters sit "
+                     "on the fused qkv_proj and o_proj)");
+  }
+  if (c.loraRank > 0 && (!(c.loraAlpha > 0) || !(c.loraDropout >= 0 && c.loraDropout < 1))) {
+    return makeError("LoRA needs lora_alpha > 0 and lora_dropout in [0, 1)");
+  }
   return Error::success();
 }
 
@@ -549,9 +592,22 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
                                 std::to_string(KV * HD) + ", " + std::to_string(KV * HD) + ">";
   std::vector<Param> layerParams = {
       {prefix + "input_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true, whole}};
+  // With LoRA the base is frozen and the adapters are drawn as PEFT does whatever the base's
+  // init: A kaiming-uniform, B zero (so training starts from the base model's function).
+  const bool lora = c.loraRank > 0;
+  const int64_t R = c.loraRank, QKV = (H + 2 * KV) * HD;
+  const std::string frozen = lora ? ", frozen" : "";
+  layerParams.front().init += frozen; // input_layernorm
   if (c.fusedQkv) {
-    layerParams.push_back({prefix + "self_attn.qkv_proj.weight", tensor({(H + 2 * KV) * HD, D}, dt),
-                           initAttrs("normal"), true, rows + ", shard_blocks = " + qkvBlocks});
+    layerParams.push_back({prefix + "self_attn.qkv_proj.weight", tensor({QKV, D}, dt),
+                           initAttrs("normal") + frozen, true,
+                           rows + ", shard_blocks = " + qkvBlocks});
+    if (lora) {
+      layerParams.push_back({prefix + "self_attn.qkv_proj.lora_A.weight", tensor({R, D}, dt),
+                             "init = \"kaiming_uniform\"", true, whole});
+      layerParams.push_back({prefix + "self_attn.qkv_proj.lora_B.weight", tensor({QKV, R}, dt),
+                             "init = \"zeros\"", true, rows + ", shard_blocks = " + qkvBlocks});
+    }
   } else {
     layerParams.push_back({prefix + "self_attn.q_proj.weight", tensor({H * HD, D}, dt),
                            initAttrs("normal"), true, rows});
@@ -560,9 +616,15 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
     layerParams.push_back({prefix + "self_attn.v_proj.weight", tensor({KV * HD, D}, dt),
                            initAttrs("normal"), true, rows});
   }
+  layerParams.push_back({prefix + "self_attn.o_proj.weight", tensor({D, H * HD}, dt),
+                         initAttrs("scaled_normal") + frozen, true, columns});
+  if (lora) {
+    layerParams.push_back({prefix + "self_attn.o_proj.lora_A.weight", tensor({R, H * HD}, dt),
+                           "init = \"kaiming_uniform\"", true, columns});
+    layerParams.push_back({prefix + "self_attn.o_proj.lora_B.weight", tensor({D, R}, dt),
+                           "init = \"zeros\"", true, whole});
+  }
   for (Param p : std::initializer_list<Param>{
-           {prefix + "self_attn.o_proj.weight", tensor({D, H * HD}, dt), initAttrs("scaled_normal"),
-            true, columns},
            {prefix + "post_attention_layernorm.weight", tensor({D}, dt), initAttrs("ones"), true,
             whole},
            {prefix + "mlp.gate_proj.weight", tensor({F, D}, dt), initAttrs("normal"), true, rows},
@@ -570,6 +632,9 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
            {prefix + "mlp.down_proj.weight", tensor({D, F}, dt), initAttrs("scaled_normal"), true,
             columns},
        }) {
+    if (lora) {
+      p.init += frozen;
+    }
     layerParams.push_back(p);
   }
   auto declare = [&](const Param &p) {
@@ -582,16 +647,18 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
     }
     os << "}\n";
   };
-  declare({"model.embed_tokens.weight", tensor({V, D}, dt), initAttrs("normal"), false, rows});
+  declare(
+      {"model.embed_tokens.weight", tensor({V, D}, dt), initAttrs("normal") + frozen, false, rows});
   for (const Param &p : layerParams) {
     declare(p);
   }
-  declare({"model.norm.weight", tensor({D}, dt), initAttrs("ones"), false, whole});
-  declare({"lm_head.weight", tensor({V, D}, dt), initAttrs("normal"), false, rows});
+  declare({"model.norm.weight", tensor({D}, dt), initAttrs("ones") + frozen, false, whole});
+  declare({"lm_head.weight", tensor({V, D}, dt), initAttrs("normal") + frozen, false, rows});
   os << "\n";
 
   // forward: one micro-batch to its mean token loss.
-  os << "  // One micro-batch: token ids and next-token labels to the mean token cross-entropy.\n"
+  os << "  // One micro-batch: token ids and next-token labels to the mean token cross-entropy"
+     << (lora ? "\n  // over the labels that are not -100" : "") << ".\n"
      << "  // Activations are [micro_batch, seq, ...]: sequence parallelism splits dim 1.\n";
   os << "  func.func @forward(%tokens: " << tokens << ", %labels: " << tokens
      << ") -> tensor<f32>\n"
@@ -610,8 +677,9 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
   os << "    %head = tg.param_ref @\"lm_head.weight\" : " << tensor({V, D}, dt) << "\n";
   os << "    %logits = tg.matmul %hn, %head {transpose_rhs} : " << x << ", " << tensor({V, D}, dt)
      << " -> " << tensor({B, S, V}, dt) << "\n";
-  os << "    %loss = tg.cross_entropy %logits, %labels : " << tensor({B, S, V}, dt) << ", "
-     << tokens << " -> tensor<f32>\n";
+  // The LoRA benchmark's labels are Hugging Face's: -100 marks a token the loss skips.
+  os << "    %loss = tg.cross_entropy %logits, %labels" << (lora ? " {ignore_index = -100}" : "")
+     << " : " << tensor({B, S, V}, dt) << ", " << tokens << " -> tensor<f32>\n";
   os << "    return %loss : tensor<f32>\n";
   os << "  }\n\n";
 
@@ -636,19 +704,52 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
   os << "  // Attention is grouped-query attention in primitive ops: scores in f32 from " << dt
      << " operands,\n"
      << "  // scaled by 1/sqrt(head_dim), causally masked, softmax in f32.\n";
+  // LoRA (PEFT's Linear): y = W x + scaling · B(A(dropout(x))), each adapter GEMM rounded
+  // to the type, then the scaling, then the sum.
+  const std::string r3 = tensor({B, S, R}, dt);
+  auto adapter = [&](StringRef out, StringRef input, StringRef inputType, StringRef base,
+                     StringRef module, int64_t inFeatures, int64_t outFeatures, StringRef outType) {
+    std::string a = (module + "_lora_a").str(), b = (module + "_lora_b").str();
+    os << "    %" << module << "_drop = tg.dropout %" << input
+       << " {rate = " << formatDouble(c.loraDropout) << ", name = \"model.layers.{i}.self_attn."
+       << module << ".lora_dropout\"} : " << inputType << "\n";
+    os << "    %" << module << "_down = tg.matmul %" << module << "_drop, %" << a
+       << " {transpose_rhs} : " << inputType << ", " << tensor({R, inFeatures}, dt) << " -> " << r3
+       << "\n";
+    os << "    %" << module << "_up = tg.matmul %" << module << "_down, %" << b
+       << " {transpose_rhs} : " << r3 << ", " << tensor({outFeatures, R}, dt) << " -> " << outType
+       << "\n";
+    os << "    %" << module << "_lora = tg.scale %" << module
+       << "_up {factor = " << formatDouble(c.loraAlpha / static_cast<double>(R))
+       << "} : " << outType << "\n";
+    os << "    %" << out << " = tg.add %" << base << ", %" << module << "_lora : " << outType
+       << "\n";
+  };
   if (c.fusedQkv) {
     const std::string qkvWeight = tensor({(H + 2 * KV) * HD, D}, dt);
     os << "  func.func private @decoder_layer(%x: " << x << ",\n"
-       << "      %input_norm: " << tensor({D}, dt) << ", %qkv_proj: " << qkvWeight << ",\n"
-       << "      %o_proj: " << tensor({D, H * HD}, dt) << ", %post_norm: " << tensor({D}, dt)
-       << ",\n"
+       << "      %input_norm: " << tensor({D}, dt) << ", %qkv_proj: " << qkvWeight << ",\n";
+    if (lora) {
+      os << "      %qkv_proj_lora_a: " << tensor({R, D}, dt)
+         << ", %qkv_proj_lora_b: " << tensor({QKV, R}, dt) << ",\n";
+    }
+    os << "      %o_proj: " << tensor({D, H * HD}, dt) << (lora ? ",\n" : ", ");
+    if (lora) {
+      os << "      %o_proj_lora_a: " << tensor({R, H * HD}, dt)
+         << ", %o_proj_lora_b: " << tensor({D, R}, dt) << ",\n      ";
+    }
+    os << "%post_norm: " << tensor({D}, dt) << ",\n"
        << "      %gate_proj: " << tensor({F, D}, dt) << ", %up_proj: " << tensor({F, D}, dt)
        << ",\n"
        << "      %down_proj: " << tensor({D, F}, dt) << ") -> " << x << " {\n";
     os << "    %xn = tg.rms_norm %x, %input_norm " << eps << " : " << x << ", " << tensor({D}, dt)
        << "\n";
-    os << "    %qkv = tg.matmul %xn, %qkv_proj {transpose_rhs} : " << x << ", " << qkvWeight
-       << " -> " << tensor({B, S, (H + 2 * KV) * HD}, dt) << "\n";
+    os << "    %" << (lora ? "qkv_base" : "qkv")
+       << " = tg.matmul %xn, %qkv_proj {transpose_rhs} : " << x << ", " << qkvWeight << " -> "
+       << tensor({B, S, QKV}, dt) << "\n";
+    if (lora) {
+      adapter("qkv", "xn", x, "qkv_base", "qkv_proj", D, QKV, tensor({B, S, QKV}, dt));
+    }
     os << "    %q, %k, %v = tg.split %qkv {dim = 2 : i64, sizes = " << qkvBlocks << "}\n"
        << "        : " << tensor({B, S, (H + 2 * KV) * HD}, dt) << " -> " << q3 << ", " << kv3
        << ", " << kv3 << "\n";
@@ -701,8 +802,12 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
   os << "    %context_tokens = tg.transpose %context " << toHeads << " : " << qh << " -> " << q4
      << "\n";
   os << "    %context_flat = tg.reshape %context_tokens : " << q4 << " -> " << q3 << "\n";
-  os << "    %attn = tg.matmul %context_flat, %o_proj {transpose_rhs} : " << q3 << ", "
+  os << "    %" << (lora ? "attn_base" : "attn")
+     << " = tg.matmul %context_flat, %o_proj {transpose_rhs} : " << q3 << ", "
      << tensor({D, H * HD}, dt) << " -> " << x << "\n";
+  if (lora) {
+    adapter("attn", "context_flat", q3, "attn_base", "o_proj", H * HD, D, x);
+  }
   os << "    %h = tg.add %x, %attn : " << x << "\n";
   os << "    %hn = tg.rms_norm %h, %post_norm " << eps << " : " << x << ", " << tensor({D}, dt)
      << "\n";

@@ -34,6 +34,11 @@ struct LlamaConfig {
   /// One qkv_proj [(heads + 2 kv_heads) · head_dim, hidden] split into q, k, v after the
   /// matmul (Llama 2 70B's MLPerf checkpoint), instead of three projections.
   bool fusedQkv = false;
+  /// LoRA fine-tuning (PEFT): rank r > 0 adds adapters A [r, in] (kaiming-uniform) and B
+  /// [out, r] (zeros) to qkv_proj and o_proj, y = W x + (alpha / r) · B A dropout(x), and
+  /// freezes every other parameter. Needs the fused qkv_proj.
+  int64_t loraRank = 0;
+  double loraAlpha = 0, loraDropout = 0;
   std::string dtype; // bf16 | f32
   std::string init;  // random | checkpoint
   double initStd = 0;
@@ -54,7 +59,7 @@ struct LlamaConfig {
   int64_t headDim() const { return heads > 0 ? hidden / heads : 0; }
 };
 
-/// The model families, "llama3" and "llama2".
+/// The model families, "llama3", "llama2" and "llama2-lora".
 std::vector<std::string> llamaFamilies();
 
 /// Names of a family's presets, e.g. "llama31_8b"; the first is the family's default.

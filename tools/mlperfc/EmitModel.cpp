@@ -20,23 +20,26 @@ namespace cl = llvm::cl;
 
 namespace mlperf::cli {
 
-cl::SubCommand emitModelCommand("emit-model",
-                                "Write a model declaration (family llama3 or llama2) for any "
-                                "consistent "
-                                "configuration");
+cl::SubCommand
+    emitModelCommand("emit-model",
+                     "Write a model declaration (family llama3, llama2 or llama2-lora) for any "
+                     "consistent "
+                     "configuration");
 
 static cl::opt<std::string> emitFamily(cl::Positional, cl::Required, cl::sub(emitModelCommand),
                                        cl::desc("<family>"), cl::cat(mlperfcCategory()));
 static cl::opt<std::string>
     emitPreset("preset", cl::sub(emitModelCommand), cl::init(""),
                cl::desc("Starting configuration: llama3: llama31_8b (default), llama31_405b, "
-                        "llama31_8b_tiny; llama2: llama2_70b (default), llama2_70b_tiny"),
+                        "llama31_8b_tiny; llama2: llama2_70b (default), llama2_70b_tiny; "
+                        "llama2-lora: llama2_70b_lora (default), llama2_70b_lora_tiny"),
                cl::cat(mlperfcCategory()));
 static cl::list<std::string> emitSettings(
     "set", cl::sub(emitModelCommand), cl::value_desc("key=value,..."),
     cl::desc("Override fields (repeatable). Keys: name layers hidden heads kv_heads ffn vocab "
              "seq rope_theta rope_scaling rope_factor rope_low_freq_factor "
-             "rope_high_freq_factor rope_original_max_position norm_eps fused_qkv dtype init "
+             "rope_high_freq_factor rope_original_max_position norm_eps fused_qkv lora_rank "
+             "lora_alpha lora_dropout dtype init "
              "init_std gbs "
              "micro_batch lr end_lr warmup_steps max_steps decay_steps beta1 beta2 adam_eps "
              "weight_decay weight_decay_params clip benchmark eval_every eval_samples "
