@@ -301,6 +301,11 @@ LogicalResult Fp8Rewriter::collectWeights() {
   // head are not in the stack and stay bf16, as in the reference.
   for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
     auto type = param.getTensorType();
+    if (param.getFrozen()) {
+      // fp8 weights are cast by the optimizer step, which a frozen weight is not part of.
+      return param.emitError() << "tg-fp8: fp8 training of a model with frozen parameters (a "
+                                  "LoRA base) is not supported yet; compile it in bf16";
+    }
     if (param.getLayer() && type.getRank() == 2 && type.getElementType().isBF16()) {
       eligible[param.getSymName()] = param;
     }

@@ -409,6 +409,10 @@ Status Dispatch::run(std::string_view op) {
   } else if (op == "dropout") {
     // Inverted dropout: kept elements scaled by 1/(1 − rate) in f32, rounded to the type; the
     // identity under an evaluation key (a negative counter).
+    if (operands.size() < 2) {
+      return invalidInput("dropout without its key [seed, micro-batch counter]: the training "
+                          "step (tg-train-step) gives each micro-batch's dropouts their key");
+    }
     const HostTensor &input = in(0);
     int64_t counter = in(1).ints[1];
     HostTensor &result = out();

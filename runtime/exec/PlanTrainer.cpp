@@ -160,6 +160,24 @@ Status PlanTrainer::setSeed(uint64_t seed) {
 }
 
 Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
+  // --init-from: the parameters the plan draws (init_params, from the seed setSeed wrote) may
+  // be absent from the file, as a LoRA run's adapters are from the base model's checkpoint;
+  // a parameter declared `checkpoint` must be in it.
+  const plan::Program &drawn = plan.programs(initParamsProgram);
+  auto drawnByPlan = [&](const plan::StateTensor &state) {
+    return std::find(drawn.outputs().begin(), drawn.outputs().end(), state.buffer()) !=
+           drawn.outputs().end();
+  };
+  bool drawMissing = false;
+  if (!withOptimizerState) {
+    for (const plan::StateTensor &state : plan.state()) {
+      drawMissing |= state.role() == role::kParam && drawnByPlan(state) &&
+                     file.tensors.find(state.name()) == file.tensors.end();
+    }
+    if (drawMissing) {
+      MLPERF_RETURN_IF_ERROR(backend.execute(initParamsProgram));
+    }
+  }
   if (!withOptimizerState) {
     // --init-from writes the parameters and runs init_optimizer: every other state tensor
     // must be one init_optimizer starts (fp8 plans start masters and scaling state in
@@ -182,6 +200,9 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     }
     auto it = file.tensors.find(state.name());
     const plan::Buffer &buffer = plan.buffers(state.buffer());
+    if (it == file.tensors.end() && drawMissing && parameter && drawnByPlan(state)) {
+      continue; // drawn above
+    }
     if (it == file.tensors.end()) {
       if (role::isFp8State(state.role())) {
         return invalid("no tensor '" + state.name() + "': this fp8 plan resumes with its fp8 " +

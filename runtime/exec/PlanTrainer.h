@@ -44,9 +44,11 @@ public:
   /// its masks by (initialize does it; a run that loads its state sets it before stepping).
   Status setSeed(uint64_t seed);
 
-  /// Parameters from `file` (all of them, matching names, shapes and dtypes). With
-  /// `withOptimizerState`, also the masters, moments and step (a resume); otherwise the
-  /// optimizer starts fresh from these values (--init-from).
+  /// Parameters from `file` (matching names, shapes and dtypes). With `withOptimizerState`,
+  /// all of them and the masters, moments and step (a resume); otherwise the optimizer starts
+  /// fresh from these values (--init-from), and parameters the plan draws (not declared
+  /// `checkpoint`, e.g. LoRA adapters next to a base checkpoint) may be absent from the file:
+  /// init_params draws them from the seed setSeed wrote.
   Status load(const TensorFile &file, bool withOptimizerState);
 
   /// Parameters, optimizer state and step, written atomically.

@@ -306,8 +306,13 @@ def check_plans(mlperfc, workdir, weights):
     initial = base.read_safetensors(weights)
     reference, final = oracle_trajectory(dict(initial), tokens, labels, CFG, SEED)
     mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    # The single rank starts from the base alone, as a fine-tune from a base checkpoint does:
+    # the plan draws the adapters from the seed, the same values run-reference drew.
+    base_only = os.path.join(workdir, "lora.base.safetensors")
+    base.write_safetensors(base_only, {k: np.asarray(v, dtype=np.float32) for k, v in initial.items()
+                                   if not is_adapter(k)})
     ok = True
-    for tag, cluster, parallel in (("1 rank", "1x1", None), ("tp=2", "1x2", "tp=2"),
+    for tag, cluster, parallel in (("1 rank (adapters drawn by the plan)", "1x1", None), ("tp=2", "1x2", "tp=2"),
                                    ("tp=2 sp", "1x2", "tp=2,sp=on"),
                                    ("dp=2", "1x2", "dp=2"), ("pp=2", "1x2", "pp=2")):
         slug = tag.replace("=", "").replace(" ", "_")
@@ -318,7 +323,7 @@ def check_plans(mlperfc, workdir, weights):
         subprocess.run(compile_args, check=True, capture_output=True)
         checkpoint = os.path.join(workdir, f"lora.{slug}.final.safetensors")
         command = [mlperf_run, plan, "--data", data, "--data-order", "sequential",
-                   "--init-from", weights, "--seed", str(SEED), "--max-steps", str(STEPS),
+                   "--init-from", weights if parallel else base_only, "--seed", str(SEED), "--max-steps", str(STEPS),
                    "--print-every", "1", "--save", checkpoint]
         if parallel:
             command = ["mpirun", "--oversubscribe", "-np", "2"] + command
