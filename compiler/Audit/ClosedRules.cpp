@@ -107,6 +107,8 @@ struct DeclaredParam {
   double std = 0; // the std it is drawn with (scaled_normal's scaling applied)
   double baseStd = 0;
   int64_t elements = 0, rank = 0;
+  bool frozen = false; // not trained (a LoRA base)
+  int64_t fanIn = 0;   // the last dim
 };
 
 class RuleChecker {
@@ -130,6 +132,8 @@ public:
               : declared.baseStd;
       declared.elements = type.getNumElements();
       declared.rank = type.getRank();
+      declared.frozen = param.getFrozen();
+      declared.fanIn = type.getRank() > 0 ? type.getShape().back() : 0;
       for (int64_t copy = 0; copy < param.getCopies(); ++copy) {
         params[param.getRepeat() ? resolveLayerName(param.getSymName(), copy)
                                  : param.getSymName().str()] = declared;
@@ -321,16 +325,19 @@ private:
                                      " parameters in all " + std::to_string(updates) +
                                      " adamw updates");
     }
-    // Every declared parameter updated exactly once (over the stages).
+    // Every declared trainable parameter updated exactly once (over the stages), a frozen
+    // one never.
     int64_t wrong = 0;
     for (const auto &entry : params) {
       const std::string &param = entry.first;
       auto it = updatesOf.find(param);
-      int64_t count = it == updatesOf.end() ? 0 : it->second;
-      if (count != 1) {
+      int64_t count = it == updatesOf.end() ? 0 : it->second,
+              expected = entry.second.frozen ? 0 : 1;
+      if (count != expected) {
         ++wrong;
         violation("optimizer.updates", param + " is updated by " + std::to_string(count) +
-                                           " adamw commands, expected 1");
+                                           " adamw commands, expected " + std::to_string(expected) +
+                                           (entry.second.frozen ? " (frozen)" : ""));
       }
     }
     for (const auto &[param, count] : updatesOf) {
@@ -341,8 +348,13 @@ private:
       }
     }
     if (wrong == 0) {
-      pass("optimizer", name + ": every one of the " + std::to_string(params.size()) +
-                            " declared parameter tensors updated once");
+      int64_t frozen =
+          llvm::count_if(params, [](const auto &entry) { return entry.second.frozen; });
+      pass("optimizer",
+           name + ": every one of the " +
+               std::to_string(static_cast<int64_t>(params.size()) - frozen) +
+               " declared trainable parameter tensors updated once" +
+               (frozen ? ", the " + std::to_string(frozen) + " frozen ones never" : std::string()));
     }
   }
 
@@ -540,8 +552,11 @@ private:
       }
     }
     if (rules && rules->initFromCheckpoint) {
+      // The checkpoint holds the reference's model; parameters added to it for training
+      // (LoRA adapters, where only adapters train) are initialized as the reference does.
       for (const auto &[param, declared] : params) {
-        if (declared.init != "checkpoint") {
+        bool added = rules->onlyAdaptersTrain && !declared.frozen;
+        if (declared.init != "checkpoint" && !added) {
           ++problems;
           violation("init", benchmarkName() +
                                 " starts from the reference checkpoint, but the "
@@ -588,6 +603,21 @@ private:
                                   (normal ? " std " + formatRuleValue(d.baseStd) : "") +
                                   "), plan draws it with std " +
                                   (value ? formatRuleValue(*value) : std::string("none")) + where);
+          }
+        } else if (command.op() == "random_uniform") {
+          ++drawn;
+          // kaiming_uniform: U(-b, b) with b = 1 / sqrt(fan_in), the full last dim.
+          std::optional<double> value = doubleAttr(command, "bound");
+          double bound = d.fanIn > 0 ? 1.0 / std::sqrt(static_cast<double>(d.fanIn)) : 0.0;
+          if (d.init != "kaiming_uniform" || !value || std::abs(*value - bound) > 1e-12 * bound) {
+            ++problems;
+            violation("init", "expected " + param + " initialized as " + d.init +
+                                  " (declaration), plan draws it uniformly with bound " +
+                                  (value ? formatRuleValue(*value) : std::string("none")) +
+                                  (d.init == "kaiming_uniform"
+                                       ? " instead of 1/sqrt(" + std::to_string(d.fanIn) + ")"
+                                       : std::string()) +
+                                  where);
           }
         } else if (command.op() == "fill") {
           ++filled;
@@ -727,9 +757,18 @@ private:
                                   std::to_string(declaredCount));
     }
     if (rules && rules->onlyAdaptersTrain) {
+      // Trained: the parameters with optimizer state (a frozen one has its value only).
+      std::set<std::string> trained;
+      for (const plan::Plan &plan : stages) {
+        for (const plan::StateTensor &tensor : plan.state()) {
+          if (tensor.role() == rt::role::kMaster) {
+            trained.insert(tensor.param());
+          }
+        }
+      }
       int64_t base = 0;
-      for (const auto &entry : planned) {
-        base += llvm::StringRef(entry.first).contains("lora") ? 0 : 1;
+      for (const std::string &name : trained) {
+        base += llvm::StringRef(name).contains("lora") ? 0 : 1;
       }
       if (base > 0) {
         ++problems;
@@ -742,7 +781,7 @@ private:
       }
     }
     if (problems == 0) {
-      pass("parameters", std::to_string(planCount) + " trainable parameters in " +
+      pass("parameters", std::to_string(planCount) + " parameters in " +
                              std::to_string(planned.size()) + " tensors, as declared" +
                              (rules && rules->parameterCount && isBenchmarkConfiguration()
                                   ? " and as " + benchmarkName() + " has"

@@ -277,6 +277,7 @@ public:
         dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "train_step"));
     if (trainStep) {
       TrainState state = initialTrainState(*params);
+      state.seed = kEvidenceSeed; // the plans' seed: their dropout masks
       ReferenceTrainer trainer(model);
       for (int step = 0; step < kEvidenceSteps; ++step) {
         FailureOr<StepMetrics> metrics = trainer.step(state, batch.tokens, batch.labels);
@@ -471,6 +472,7 @@ private:
     if (failed(state)) {
       return failure();
     }
+    state->seed = kEvidenceSeed; // the plans' seed: their dropout masks
     auto step = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(stepModel, "train_step"));
     ArrayRef<int64_t> shape = cast<RankedTensorType>(step.getArgumentTypes()[0]).getShape();
     Batch share = rankShare(batch, options.mesh, at, shape[0] * shape[1]);
