@@ -6,7 +6,9 @@ tg.model @llama2_70b_lora {
   tg.benchmark {name = "llama2_70b_lora", eval_every_samples = 384, eval_samples = 173,
                 target_metric = "eval_loss", target_value = 0.925,
                 rcp_batch_sizes = array<i64: 8>,
-                rcp_mean_samples = array<i64: 3187>}
+                rcp_mean_samples = array<i64: 3187>,
+                eval_skip = 3,
+                mllog = {lora_rank = 16, lora_alpha = 32}}
   tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 8192}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-08,
                 weight_decay = 0.0001, weight_decay_params = "all", clip_grad_norm = 0.3}

@@ -4,7 +4,9 @@
 // this file is exactly what the command above writes. Semantics: docs/models.md.
 tg.model @llama2_70b_lora_tiny {
   tg.benchmark {name = "llama2_70b_lora", eval_every_samples = 384, eval_samples = 16,
-                target_metric = "eval_loss", target_value = 0.925}
+                target_metric = "eval_loss", target_value = 0.925,
+                eval_skip = 3,
+                mllog = {lora_rank = 16, lora_alpha = 32}}
   tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 32}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-08,
                 weight_decay = 0.0001, weight_decay_params = "all", clip_grad_norm = 0.3}

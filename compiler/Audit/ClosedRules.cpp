@@ -63,6 +63,7 @@ const std::vector<BenchmarkRules> &benchmarkTable() {
     lora.seqLen = 8192;
     lora.initFromCheckpoint = true;
     lora.onlyAdaptersTrain = true;
+    lora.mllog = {{"lora_rank", 16}, {"lora_alpha", 32}}; // the checker and the rules table
     rules.push_back(lora);
     return rules;
   }();
@@ -222,11 +223,66 @@ private:
                                       " samples) differs from the declaration's" + at(stage));
       }
     }
+    checkDeclaredLogKeys();
     if (rules->seqLen && isBenchmarkConfiguration() &&
         batch.getSeqLenAttr().getInt() != *rules->seqLen) {
       violation("batch.seq_len", "expected max_sequence_length " + std::to_string(*rules->seqLen) +
                                      " (" + rules->source + "), the declaration has " +
                                      std::to_string(batch.getSeqLenAttr().getInt()));
+    }
+  }
+
+  /// The declaration's extra log keys: those the rules fix, with their values; the plans'
+  /// records carry exactly the declared ones (mlperf-run logs what the plan says).
+  void checkDeclaredLogKeys() {
+    // Integral values as the log writes integers (16, not 16.0).
+    auto shown = [](double value) {
+      return value == std::floor(value) && std::abs(value) < 1e15
+                 ? std::to_string(static_cast<int64_t>(value))
+                 : formatRuleValue(value);
+    };
+    DictionaryAttr declared = benchmark.getMllogAttr();
+    int64_t problems = 0;
+    for (const auto &[key, expected] : rules->mllog) {
+      Attribute value = declared ? declared.get(key) : Attribute();
+      std::optional<double> number;
+      if (auto integer = dyn_cast_or_null<IntegerAttr>(value)) {
+        number = static_cast<double>(integer.getInt());
+      } else if (auto real = dyn_cast_or_null<FloatAttr>(value)) {
+        number = real.getValueAsDouble();
+      }
+      if (!number || *number != expected) {
+        ++problems;
+        violation("mllog." + key, "expected " + key + " " + shown(expected) + " (" + rules->source +
+                                      "), the declaration's tg.benchmark mllog " +
+                                      (number ? "has " + shown(*number) : "lacks it"));
+      }
+    }
+    size_t declaredCount = declared ? declared.size() : 0;
+    for (size_t stage = 0; stage < stages.size(); ++stage) {
+      const plan::ModelInfo &info = stages[stage].model();
+      bool same = static_cast<size_t>(info.mllog_size()) == declaredCount;
+      for (const plan::Attribute &key : info.mllog()) {
+        Attribute value = declared ? declared.get(key.name()) : Attribute();
+        auto integer = dyn_cast_or_null<IntegerAttr>(value);
+        auto real = dyn_cast_or_null<FloatAttr>(value);
+        auto text = dyn_cast_or_null<StringAttr>(value);
+        same = same && ((key.has_i() && integer && integer.getInt() == key.i()) ||
+                        (key.has_f() && real && real.getValueAsDouble() == key.f()) ||
+                        (key.has_s() && text && text.getValue() == key.s()));
+      }
+      if (!same) {
+        ++problems;
+        violation("mllog", "the plan's log keys differ from the declaration's tg.benchmark mllog" +
+                               at(stage));
+      }
+    }
+    if (problems == 0 && !rules->mllog.empty()) {
+      std::string keys;
+      for (const auto &[key, expected] : rules->mllog) {
+        keys += (keys.empty() ? "" : ", ") + key + " " + shown(expected);
+      }
+      pass("mllog", keys + ", declared and in the plan");
     }
   }
 
@@ -1064,7 +1120,7 @@ llvm::json::Object declaredHyperparameters(tg::ModelOp declaration) {
   std::string kind = schedule.getKind() == "cosine_with_linear_warmup"
                          ? std::string("cosine with linear warmup")
                          : schedule.getKind().str();
-  return llvm::json::Object{
+  llvm::json::Object keys{
       {"global_batch_size", batch.getGlobalBatchSizeAttr().getInt()},
       {"max_sequence_length", batch.getSeqLenAttr().getInt()},
       {"opt_name", optimizer.getName().str()},
@@ -1080,7 +1136,20 @@ llvm::json::Object declaredHyperparameters(tg::ModelOp declaration) {
       {"opt_gradient_clip_norm", optimizer.getClipGradNorm().convertToDouble()},
       {"eval_samples", benchmark.getEvalSamplesAttr().getInt()},
       {"max_steps", schedule.getMaxSteps()},
+      {"opt_learning_rate_training_steps", schedule.getMaxSteps()},
   };
+  if (DictionaryAttr mllog = benchmark.getMllogAttr()) {
+    for (NamedAttribute entry : mllog) {
+      if (auto integer = dyn_cast<IntegerAttr>(entry.getValue())) {
+        keys[entry.getName().strref()] = integer.getInt();
+      } else if (auto real = dyn_cast<FloatAttr>(entry.getValue())) {
+        keys[entry.getName().strref()] = real.getValueAsDouble();
+      } else if (auto text = dyn_cast<StringAttr>(entry.getValue())) {
+        keys[entry.getName().strref()] = text.str();
+      }
+    }
+  }
+  return keys;
 }
 
 bool isCastTo8BitFloat(Operation *op) {

@@ -51,6 +51,8 @@ struct BenchmarkRules {
   bool initFromCheckpoint = false;
   /// Only low-rank adapters train (Llama 2 70B LoRA); the declaration must have them.
   bool onlyAdaptersTrain = false;
+  /// Further log keys the closed rules fix (tg.benchmark `mllog`): lora_rank 16, lora_alpha 32.
+  std::vector<std::pair<std::string, double>> mllog;
 };
 
 /// The rules of `benchmark`, or null for a benchmark the audit has no table for.

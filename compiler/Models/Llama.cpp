@@ -550,6 +550,19 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
     os << ",\n                rcp_batch_sizes = array<i64: " << batches
        << ">,\n                rcp_mean_samples = array<i64: " << samples << ">";
   }
+  if (c.benchmark == "llama2_70b_lora") {
+    // The v6.0 rules let a run skip its first floor(0.125 · GBS + 2) evaluations (the
+    // reference's eval_delay).
+    os << ",\n                eval_skip = " << static_cast<int64_t>(0.125 * c.gbs + 2);
+  }
+  if (c.loraRank > 0) {
+    // The closed checker requires both keys of a LoRA run (closed_llama2_70b_lora.yaml).
+    std::string alpha = c.loraAlpha == std::floor(c.loraAlpha)
+                            ? std::to_string(static_cast<int64_t>(c.loraAlpha))
+                            : formatDouble(c.loraAlpha);
+    os << ",\n                mllog = {lora_rank = " << c.loraRank << ", lora_alpha = " << alpha
+       << "}";
+  }
   os << "}\n";
   os << llvm::formatv("  tg.batch {{global_batch_size = {0}, micro_batch_size = {1}, "
                       "seq_len = {2}}\n",

@@ -57,8 +57,8 @@ FailureOr<plan::DType> planDType(Type type) {
   return failure();
 }
 
-LogicalResult addAttribute(Operation *op, plan::Command &command, NamedAttribute attr) {
-  plan::Attribute *out = command.add_attributes();
+/// A named attribute in the plan's encoding (commands' attributes, the model's mllog keys).
+LogicalResult encodeAttribute(Operation *op, NamedAttribute attr, plan::Attribute *out) {
   out->set_name(attr.getName().str());
   Attribute value = attr.getValue();
   if (auto f = dyn_cast<FloatAttr>(value)) {
@@ -81,7 +81,8 @@ LogicalResult addAttribute(Operation *op, plan::Command &command, NamedAttribute
 }
 
 /// ModelInfo from the plan's `model` dictionary (missing fields stay at their defaults).
-void fillModelInfo(DictionaryAttr model, plan::ModelInfo &info) {
+LogicalResult fillModelInfo(plan_ir::PlanOp planOp, plan::ModelInfo &info) {
+  DictionaryAttr model = planOp.getModel();
   auto str = [&](StringRef key) {
     auto value = model.getAs<StringAttr>(key);
     return value ? value.str() : std::string();
@@ -117,6 +118,15 @@ void fillModelInfo(DictionaryAttr model, plan::ModelInfo &info) {
   info.set_warmup_steps(integer("warmup_steps"));
   info.set_decay_steps(integer("decay_steps"));
   info.set_max_steps(integer("max_steps"));
+  info.set_eval_skip(integer("eval_skip"));
+  if (auto mllog = model.getAs<DictionaryAttr>("mllog")) {
+    for (NamedAttribute entry : mllog) {
+      if (failed(encodeAttribute(planOp, entry, info.add_mllog()))) {
+        return failure();
+      }
+    }
+  }
+  return success();
 }
 
 } // namespace
@@ -130,7 +140,9 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
   plan::Plan result;
   result.set_format_version(static_cast<uint32_t>(planOp.getFormatVersion()));
   result.set_producer("mlperfc " MLPERFC_VERSION_STRING);
-  fillModelInfo(planOp.getModel(), *result.mutable_model());
+  if (failed(fillModelInfo(planOp, *result.mutable_model()))) {
+    return failure();
+  }
   if (auto stage = planOp->getAttrOfType<IntegerAttr>("stage")) {
     result.set_pipeline_stage(stage.getInt());
   }
@@ -266,7 +278,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
         emitted->add_results(id(ref));
       }
       for (NamedAttribute attr : command.getKernelAttrs()) {
-        if (failed(addAttribute(command, *emitted, attr))) {
+        if (failed(encodeAttribute(command, attr, emitted->add_attributes()))) {
           return failure();
         }
       }

@@ -509,6 +509,12 @@ DictionaryAttr PlanBuilder::modelInfo(StringRef precision, int64_t accumulation)
     add("eval_samples", benchmark.getEvalSamplesAttr());
     add("target_metric", benchmark.getTargetMetricAttr());
     add("target_value", benchmark.getTargetValueAttr());
+    if (IntegerAttr skip = benchmark.getEvalSkipAttr()) {
+      add("eval_skip", skip);
+    }
+    if (DictionaryAttr mllog = benchmark.getMllogAttr()) {
+      add("mllog", mllog);
+    }
   }
   for (auto batch : body.getOps<tg::BatchOp>()) {
     add("global_batch_size", batch.getGlobalBatchSizeAttr());

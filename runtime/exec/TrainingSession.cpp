@@ -321,6 +321,7 @@ Status TrainingSession::openData() {
   MLPERF_RETURN_IF_ERROR(GPTBatches::open(options.data, seq, order, seed, data->train));
   // The model's cadence in whole steps (rounded up: never evaluate before the samples).
   evalEvery = std::max<int64_t>(1, (model.eval_every_samples() + globalBatch - 1) / globalBatch);
+  evalSkip = model.eval_skip();
   if (options.evalData.empty()) {
     return Status::ok();
   }
@@ -367,31 +368,13 @@ Status TrainingSession::openOutputs() {
     return Status::ok();
   }
   const plan::ModelInfo &model = planFile.model();
-  BenchmarkConfig config;
+  BenchmarkConfig config = benchmarkConfig(model);
   config.platform = std::to_string(mesh.nodes) + "x" + std::to_string(mesh.gpusPerNode) + " " +
                     backend->name() + " (mlperf-run)";
-  config.benchmark = model.benchmark();
   config.globalBatchSize = globalBatch;
-  config.microBatchSize = model.micro_batch_size();
-  config.gradientAccumulationSteps = model.gradient_accumulation_steps();
   config.maxSequenceLength = seq;
   config.evalSamples = evalSamples;
   config.trainSamples = data->train.samplesPerEpoch();
-  config.maxSteps = model.max_steps();
-  config.warmupSteps = model.warmup_steps();
-  config.decaySteps = model.decay_steps();
-  config.baseLr = model.base_lr();
-  config.endLr = model.end_lr();
-  config.beta1 = model.beta1();
-  config.beta2 = model.beta2();
-  config.epsilon = model.epsilon();
-  config.weightDecay = model.weight_decay();
-  config.gradientClipNorm = model.clip_grad_norm();
-  if (model.precision() == "fp32") {
-    config.lowestPrecisionLinear = config.lowestPrecisionAttention = "float32";
-  } else if (model.precision() == "fp8") {
-    config.lowestPrecisionLinear = "fp8"; // the layer stack's GEMMs; attention stays bf16
-  }
   logBenchmarkConfig(log->logger, config);
   MLLOG_POINT(log->logger, "seed", static_cast<int64_t>(seed));
   MLLOG_END(log->logger, "init_stop", MLLogValue{});
@@ -411,10 +394,13 @@ std::string TrainingSession::describe() const {
                 mesh.describe().c_str(), static_cast<long long>(parameterCount(planFile)),
                 static_cast<long long>(globalBatch), static_cast<long long>(seq),
                 static_cast<long long>(stepLimit),
-                evaluating() ? (", eval every " + std::to_string(evalEvery) +
-                                " steps, target eval loss " + jsonNumber(targetLoss))
-                                   .c_str()
-                             : "",
+                evaluating()
+                    ? (", eval every " + std::to_string(evalEvery) + " steps" +
+                       (evalSkip > 0 ? " from step " + std::to_string((evalSkip + 1) * evalEvery)
+                                     : std::string()) +
+                       ", target eval loss " + jsonNumber(targetLoss))
+                          .c_str()
+                    : "",
                 initSeconds);
   return line;
 }
@@ -427,7 +413,7 @@ Status TrainingSession::step(StepReport &report) {
   // Blocks follow the absolute step count, so a resumed run evaluates where an uninterrupted
   // one does.
   log->samples = samplesAfter(step);
-  if (log->logging && (step == firstStep || step % evalEvery == 0)) {
+  if (log->logging && (step == firstStep || evaluationAfter(step))) {
     MLLOG_START(log->logger, "block_start", MLLogValue{}, {"samples_count", log->samples});
     log->blockOpen = true;
   }
@@ -475,10 +461,13 @@ Status TrainingSession::step(StepReport &report) {
   return Status::ok();
 }
 
-bool TrainingSession::evaluationDue() const {
-  int64_t taken = trainer->stepsTaken();
-  return taken > firstStep && (taken % evalEvery == 0 || taken == stepLimit);
+bool TrainingSession::evaluationAfter(int64_t taken) const {
+  // Every evalEvery steps once the benchmark's skipped evaluations are past, and at the end.
+  bool cadence = taken % evalEvery == 0 && taken / evalEvery > evalSkip;
+  return taken > firstStep && (cadence || taken == stepLimit);
 }
+
+bool TrainingSession::evaluationDue() const { return evaluationAfter(trainer->stepsTaken()); }
 
 Status TrainingSession::evaluate(EvalReport &report) {
   report.samples = samplesAfter(trainer->stepsTaken());

@@ -72,7 +72,8 @@ public:
   /// One optimizer step: this rank's micro-batches of the next global batch through the
   /// plan's train_step; the metrics line and the MLPerf block intervals.
   Status step(StepReport &report);
-  /// Whether the step just taken ends an evaluation block (the model's cadence, or the last).
+  /// Whether the step just taken ends an evaluation block (the model's cadence past its
+  /// skipped evaluations, or the last step).
   bool evaluationDue() const;
   /// Evaluates (when the run has eval data) and logs the result.
   Status evaluate(EvalReport &report);
@@ -120,7 +121,9 @@ private:
   struct Log;
   std::unique_ptr<Log> log;
   uint64_t seed = 0;
-  int64_t globalBatch = 0, seq = 0, stepLimit = 0, evalEvery = 1, evalSamples = 0;
+  /// Whether an evaluation follows the step that brings the run to `taken` steps.
+  bool evaluationAfter(int64_t taken) const;
+  int64_t globalBatch = 0, seq = 0, stepLimit = 0, evalEvery = 1, evalSkip = 0, evalSamples = 0;
   int64_t firstStep = 0;
   double targetLoss = 0, initSeconds = 0;
   std::vector<Backend::CommandSpan> lastStepSpans; // with --trace

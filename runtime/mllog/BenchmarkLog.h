@@ -5,6 +5,10 @@
 
 #include "runtime/mllog/MLLog.h"
 
+namespace mlperf::plan {
+class ModelInfo;
+} // namespace mlperf::plan
+
 namespace mlperf::rt {
 
 /// What a run logs once about its configuration: the submission, the batch and the
@@ -13,12 +17,19 @@ struct BenchmarkConfig {
   std::string organization = "mlperfc", platform, division = "closed", benchmark;
   int64_t globalBatchSize = 0, microBatchSize = 0, gradientAccumulationSteps = 0;
   int64_t maxSequenceLength = 0, evalSamples = 0, trainSamples = 0, maxSteps = 0;
-  int64_t warmupSteps = 0, decaySteps = 0;
+  int64_t warmupSteps = 0, decaySteps = 0, trainingSteps = 0;
   std::string optimizer = "adamw", schedule = "cosine with linear warmup";
   double baseLr = 0, endLr = 0, beta1 = 0, beta2 = 0, epsilon = 0, weightDecay = 0;
   double gradientClipNorm = 0;
   std::string lowestPrecisionLinear = "bfloat16", lowestPrecisionAttention = "bfloat16";
+  /// The benchmark's further keys, as its declaration states them (lora_rank, ...).
+  MLLogMetadata extraKeys;
 };
+
+/// The configuration a plan's model record states (the benchmark, batch, optimizer, schedule,
+/// precision and declared extra keys); the submission platform and the data's sample counts
+/// are the run's to fill in.
+BenchmarkConfig benchmarkConfig(const plan::ModelInfo &model);
 
 /// Logs the submission keys and every hyperparameter key the closed-division rules require
 /// for LLM benchmarks (checked by `mlperf_logging.compliance_checker`).

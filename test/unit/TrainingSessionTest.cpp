@@ -8,6 +8,7 @@
 
 #include "runtime/exec/TrainingSession.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/plan/PlanLoader.h"
 
 #include <gtest/gtest.h>
 
@@ -121,6 +122,55 @@ TEST_F(TrainingSessionTest, StepsEvaluatesAndLogs) {
   EXPECT_EQ(count("\"key\": \"eval_stop\""), 3u);
   std::string metrics = readFile(options.metricsOut);
   EXPECT_EQ(std::count(metrics.begin(), metrics.end(), '\n'), 5);
+}
+
+// A benchmark that skips its first evaluations (llama2_70b_lora's eval delay) and states extra
+// log keys: the fixture's plan with eval_skip 1 and a declared lora_rank.
+TEST_F(TrainingSessionTest, SkippedEvaluationsAndDeclaredLogKeys) {
+  mlperf::plan::Plan plan;
+  ASSERT_TRUE(loadPlan(fixture() + "/plan.pb", plan).isOk());
+  plan.mutable_model()->set_eval_skip(1);
+  mlperf::plan::Attribute *rank = plan.mutable_model()->add_mllog();
+  rank->set_name("lora_rank");
+  rank->set_i(16);
+  SessionOptions options = baseOptions();
+  options.plan = ::testing::TempDir() + "/session_skip.pb";
+  std::ofstream(options.plan, std::ios::binary) << plan.SerializeAsString();
+  options.evalData = fixture() + "/text";
+  options.mllog = ::testing::TempDir() + "/session_skip.mllog";
+  std::unique_ptr<TrainingSession> session;
+  Status status = openSession(options, session);
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_NE(session->describe().find("eval every 2 steps from step 4"), std::string::npos)
+      << session->describe();
+  std::vector<bool> due;
+  while (session->stepsTaken() < session->maxSteps()) {
+    StepReport report;
+    ASSERT_TRUE(session->step(report).isOk());
+    due.push_back(session->evaluationDue());
+    if (session->evaluationDue()) {
+      EvalReport eval;
+      ASSERT_TRUE(session->evaluate(eval).isOk());
+    }
+  }
+  // Step 2's evaluation is skipped; step 4's is the first; the last step always evaluates.
+  EXPECT_EQ(due, (std::vector<bool>{false, false, false, true, true}));
+  ASSERT_TRUE(session->finish(false).isOk());
+  std::string log = readFile(options.mllog);
+  EXPECT_NE(log.find("\"key\": \"lora_rank\", \"value\": 16"), std::string::npos);
+  EXPECT_NE(log.find("\"key\": \"opt_learning_rate_training_steps\", \"value\": 5"),
+            std::string::npos);
+  size_t starts = 0, stops = 0;
+  for (size_t at = log.find("block_start"); at != std::string::npos;
+       at = log.find("block_start", at + 1)) {
+    ++starts;
+  }
+  for (size_t at = log.find("block_stop"); at != std::string::npos;
+       at = log.find("block_stop", at + 1)) {
+    ++stops;
+  }
+  EXPECT_EQ(starts, 2u); // one block up to step 4, one to step 5: each closed
+  EXPECT_EQ(stops, 2u);
 }
 
 TEST_F(TrainingSessionTest, ResumeContinuesBitIdentically) {

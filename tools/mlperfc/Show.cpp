@@ -66,6 +66,22 @@ int runShow() {
      << ", clip " << num(m.clip_grad_norm()) << "); LR " << m.lr_schedule() << " "
      << num(m.base_lr()) << " -> " << num(m.end_lr()) << ", warmup " << m.warmup_steps()
      << ", max steps " << m.max_steps() << "\n";
+  os << "evaluation: " << m.eval_samples() << " samples every " << m.eval_every_samples()
+     << " training samples";
+  if (m.eval_skip() > 0) {
+    os << ", the first " << m.eval_skip() << " skipped";
+  }
+  os << "; target " << m.target_metric() << " <= " << num(m.target_value());
+  if (m.mllog_size() > 0) {
+    os << "; log keys";
+    for (const plan::Attribute &key : m.mllog()) {
+      os << " " << key.name() << "="
+         << (key.has_i()   ? std::to_string(key.i())
+             : key.has_f() ? num(key.f())
+                           : key.s());
+    }
+  }
+  os << "\n";
   for (const plan::Arena &arena : p.arenas()) {
     os << "arena " << (arena.memory_class() == plan::PERSISTENT ? "persistent" : "activations")
        << ": " << rt::humanBytes(arena.size());

@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -67,6 +68,58 @@ LogicalResult BenchmarkOp::verify() {
       (batches && batches->size() != samples->size())) {
     return emitOpError() << "rcp_batch_sizes and rcp_mean_samples must come together, one mean "
                             "per batch size";
+  }
+  if (std::optional<int64_t> skip = getEvalSkip(); skip && *skip < 0) {
+    return fieldError(*this, "eval_skip", "non-negative", *skip);
+  }
+  if (std::optional<DictionaryAttr> mllog = getMllog()) {
+    // The keys mlperf-run logs itself (runtime/mllog/BenchmarkLog.cpp): a declaration that
+    // restated one would log it twice, which the checker's EXACTLY_ONE rules reject.
+    static constexpr llvm::StringLiteral kRuntimeKeys[] = {"submission_org",
+                                                           "submission_platform",
+                                                           "submission_division",
+                                                           "submission_benchmark",
+                                                           "global_batch_size",
+                                                           "micro_batch_size",
+                                                           "gradient_accumulation_steps",
+                                                           "max_sequence_length",
+                                                           "opt_name",
+                                                           "opt_base_learning_rate",
+                                                           "opt_end_learning_rate",
+                                                           "opt_learning_rate_warmup_steps",
+                                                           "opt_learning_rate_decay_steps",
+                                                           "opt_learning_rate_training_steps",
+                                                           "opt_learning_rate_decay_schedule",
+                                                           "opt_adamw_beta_1",
+                                                           "opt_adamw_beta_2",
+                                                           "opt_adamw_epsilon",
+                                                           "opt_adamw_weight_decay",
+                                                           "opt_gradient_clip_norm",
+                                                           "max_steps",
+                                                           "train_samples",
+                                                           "eval_samples",
+                                                           "seed",
+                                                           "lowest_numerical_precision_in_linear",
+                                                           "lowest_numerical_precision_in_attn"};
+    for (NamedAttribute entry : *mllog) {
+      StringRef key = entry.getName().strref();
+      bool snake = !key.empty() && llvm::isLower(key.front()) && llvm::all_of(key, [](char c) {
+        return llvm::isLower(c) || llvm::isDigit(c) || c == '_';
+      });
+      if (!snake) {
+        return emitOpError() << "mllog key '" << key
+                             << "' is not a lower_snake_case MLPerf log key";
+      }
+      if (llvm::is_contained(kRuntimeKeys, key)) {
+        return emitOpError() << "mllog key '" << key
+                             << "' is logged by the runtime from the declaration itself; do not "
+                                "restate it";
+      }
+      if (!isa<IntegerAttr, FloatAttr, StringAttr>(entry.getValue())) {
+        return emitOpError() << "mllog value of '" << key
+                             << "' must be an integer, a float or a string";
+      }
+    }
   }
   if (batches) {
     for (size_t i = 0; i < batches->size(); ++i) {

@@ -63,12 +63,20 @@ def TG_BenchmarkOp : TG_ModelMetadataOp<"benchmark"> {
     `rcp_batch_sizes` / `rcp_mean_samples`: the benchmark's reference convergence points, the
     mean samples to converge at each global batch size (ascending, positive, as many of
     each), which `mlperfc predict` and `plan-search` turn into time to train.
+    `eval_skip`: the evaluations the rules let a run skip at its start (llama2_70b_lora's
+    eval delay, floor(0.125 · global batch + 2)): the first evaluation comes after
+    (eval_skip + 1) · eval_every_samples samples. Absent: 0.
+    `mllog`: further MLPerf log keys the benchmark's closed rules require and the run logs
+    once at init, as given (`{lora_rank = 16, lora_alpha = 32}`): integers, floats or
+    strings under lower_snake_case keys that are not among the keys the runtime logs itself.
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$eval_every_samples, I64Attr:$eval_samples,
                        StrAttr:$target_metric, F64Attr:$target_value,
                        OptionalAttr<BoolAttr>:$allow_fp8,
                        OptionalAttr<DenseI64ArrayAttr>:$rcp_batch_sizes,
-                       OptionalAttr<DenseI64ArrayAttr>:$rcp_mean_samples);
+                       OptionalAttr<DenseI64ArrayAttr>:$rcp_mean_samples,
+                       OptionalAttr<I64Attr>:$eval_skip,
+                       OptionalAttr<DictionaryAttr>:$mllog);
 }
 
 def TG_BatchOp : TG_ModelMetadataOp<"batch"> {
