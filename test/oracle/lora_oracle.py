@@ -17,10 +17,12 @@ For the tiny preset (`emit-model llama2-lora --preset llama2_70b_lora_tiny`, fp3
      must agree to TRAJECTORY_RTOL at every step, and the final adapters to PARAM_RTOL;
   2. checks that the adapters moved, that the base did not, and that dropout changed the
      loss (the same run with lora_dropout=0 differs);
-  3. runs the same steps through compile -> plan -> mlperf-run on a Megatron dataset (labels
-     are the next tokens there: the dataset has no ignored labels), single-rank and under
-     mpirun with tp=2 (with and without sequence parallelism), dp=2 and pp=2, against JAX
-     on the same batches.
+  3. writes the batches with ignored labels as GovReport-style Parquet tables (pyarrow;
+     `input_ids` and unshifted Hugging Face `labels`, two files, different row groups,
+     codecs, encodings and page versions), turns them into our dataset with
+     mlperf-prepare-data, and runs the same steps through compile -> plan -> mlperf-run,
+     single-rank and under mpirun with tp=2 (with and without sequence parallelism), dp=2
+     and pp=2, against JAX on the same batches.
 
 Usage: lora_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
@@ -296,13 +298,44 @@ def check_reference(mlperfc, workdir):
                   f"their scale, {len(moved)} adapters moved, base frozen"), weights
 
 
+def write_parquet_rows(workdir, tokens, labels):
+    """The samples in run order as Parquet tables the way Hugging Face datasets stores
+    GovReport: per row `input_ids` and the unshifted `labels` (label i is the target of
+    position i - 1), so aligned[i] = hf[i + 1] and the last position has none."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rows_tokens = tokens.reshape(-1, tokens.shape[-1]).astype(np.int64)
+    aligned = labels.reshape(-1, labels.shape[-1]).astype(np.int64)
+    assert np.all(aligned[:, -1] == IGNORE)
+    hf = np.concatenate([rows_tokens[:, :1], aligned[:, :-1]], axis=1)
+    half = len(rows_tokens) // 2
+    paths = []
+    for part, (rows, options) in enumerate((
+            (slice(0, half), dict(compression="snappy", row_group_size=3)),
+            (slice(half, None), dict(compression="zstd", use_dictionary=False,
+                                     data_page_version="2.0")))):
+        table = pa.table({"input_ids": [list(r) for r in rows_tokens[rows]],
+                          "labels": [list(r) for r in hf[rows]],
+                          "attention_mask": [[1] * rows_tokens.shape[1]] * len(rows_tokens[rows])})
+        paths.append(os.path.join(workdir, f"train-0000{part}-of-00002.parquet"))
+        pq.write_table(table, paths[-1], **options)
+    return paths
+
+
 def check_plans(mlperfc, workdir, weights):
     """compile -> plan -> mlperf-run, one rank and under mpirun (tp, dp, pp), against JAX."""
     model = os.path.join(workdir, "lora.mlir")
     base.STEPS = STEPS
-    tokens, labels = base.train_batches(CFG)
+    tokens, labels = batches(with_ignored=True)
+    labels[..., -1] = IGNORE  # Hugging Face's shift leaves the last position without a label
     data = os.path.join(workdir, "lora.data")
-    base.write_megatron(data, base.train_stream(CFG))
+    prepare = subprocess.run([os.path.join(os.path.dirname(mlperfc), "mlperf-prepare-data"),
+                              "--output", data] + write_parquet_rows(workdir, tokens, labels),
+                             capture_output=True, text=True)
+    if prepare.returncode != 0:
+        print(f"mlperf-prepare-data failed: {prepare.stderr}")
+        return False
+    print(prepare.stdout.strip())
     initial = base.read_safetensors(weights)
     reference, final = oracle_trajectory(dict(initial), tokens, labels, CFG, SEED)
     mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")

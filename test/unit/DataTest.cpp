@@ -1,5 +1,6 @@
 //===- DataTest.cpp - Indexed datasets and GPT samples -------------------===//
 
+#include "runtime/data/GPTBatches.h"
 #include "runtime/data/GPTSamples.h"
 #include "runtime/data/IndexedDataset.h"
 
@@ -140,6 +141,60 @@ TEST_F(DataTest, ShuffledOrderIsASeededPermutation) {
   std::sort(windowStarts.begin(), windowStarts.end());
   EXPECT_EQ(windowStarts, sampleIds); // each sample exactly once
   removeDataset(p);
+}
+
+// Rows with labels (prepared from Parquet): sample i is row i as it is, with its own labels;
+// each epoch visits every row once, shuffled per epoch, or in file order.
+TEST_F(DataTest, RowsWithLabelsAreSamplesAsTheyAre) {
+  std::string p = prefix("rows");
+  std::vector<std::vector<int64_t>> rows, labels;
+  for (int64_t r = 0; r < 5; ++r) {
+    rows.push_back({10 * r, 10 * r + 1, 10 * r + 2});
+    labels.push_back({-100, 10 * r + 2, -100});
+  }
+  ASSERT_TRUE(writeIndexedDataset(p, rows, TokenType::kUInt8).isOk());
+  ASSERT_TRUE(writeIndexedDataset(labelsPrefix(p), labels, TokenType::kInt16).isOk());
+  GPTBatches sequential;
+  ASSERT_TRUE(GPTBatches::open(p, 3, SampleOrder::kSequential, 0, sequential).isOk());
+  EXPECT_TRUE(sequential.hasLabels());
+  EXPECT_EQ(sequential.samplesPerEpoch(), 5);
+  std::vector<int64_t> tokens, got;
+  ASSERT_TRUE(sequential.fill(4, 2, tokens, got).isOk()); // crosses into epoch 1
+  EXPECT_EQ(tokens, (std::vector<int64_t>{40, 41, 42, 0, 1, 2}));
+  EXPECT_EQ(got, (std::vector<int64_t>{-100, 42, -100, -100, 2, -100}));
+
+  GPTBatches shuffled;
+  ASSERT_TRUE(GPTBatches::open(p, 3, SampleOrder::kShuffled, 3, shuffled).isOk());
+  std::vector<int64_t> firsts[2];
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    for (int64_t i = 0; i < 5; ++i) {
+      ASSERT_TRUE(shuffled.fill(epoch * 5 + i, 1, tokens, got).isOk());
+      EXPECT_EQ(got[1], tokens[0] + 2); // a row's labels travel with it
+      firsts[epoch].push_back(tokens[0] / 10);
+    }
+    std::vector<int64_t> sorted = firsts[epoch];
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  }
+  EXPECT_NE(firsts[0], firsts[1]); // each epoch draws its own order
+
+  // A row of another length than the plan's sequence is an error naming it.
+  GPTBatches wrong;
+  Status status = GPTBatches::open(p, 4, SampleOrder::kSequential, 0, wrong);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("row 0 has 3 tokens and 3 labels; the plan's sequence length "
+                                  "is 4"),
+            std::string::npos)
+      << status.message();
+  // Labels for fewer rows than the tokens: DATA_LOSS.
+  labels.pop_back();
+  ASSERT_TRUE(writeIndexedDataset(labelsPrefix(p), labels, TokenType::kInt16).isOk());
+  status = GPTBatches::open(p, 3, SampleOrder::kSequential, 0, wrong);
+  EXPECT_EQ(status.code(), StatusCode::kDataLoss);
+  EXPECT_NE(status.message().find("5 rows of tokens but 4 of labels"), std::string::npos)
+      << status.message();
+  removeDataset(p);
+  removeDataset(labelsPrefix(p));
 }
 
 TEST_F(DataTest, TooSmallDatasetIsAnError) {

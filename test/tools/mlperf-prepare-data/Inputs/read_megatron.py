@@ -1,7 +1,7 @@
 """Reads a Megatron MMIDIDX dataset with the standard library only, following Megatron-LM's
-`megatron/core/datasets/indexed_dataset.py` layout, and prints each document as text.
+`megatron/core/datasets/indexed_dataset.py` layout, and prints each document as text, or with --ids as its token ids.
 
-Usage: read_megatron.py PREFIX
+Usage: read_megatron.py PREFIX [--ids]
 """
 import struct
 import sys
@@ -33,6 +33,9 @@ def main():
         tokens = []
         for s in range(doc_index[d], doc_index[d + 1]):
             tokens += struct.unpack_from("<%d%s" % (lengths[s], fmt), data, pointers[s])
+        if "--ids" in sys.argv[2:]:
+            print(f"document {d}: {' '.join(map(str, tokens))}")
+            continue
         text = "".join(chr(t) if t < 256 else f"<{t}>" for t in tokens)
         print(f"document {d}: {text!r}")
 
