@@ -14,7 +14,7 @@ tg.model @llama2_70b {
 
   tg.param @"model.embed_tokens.weight" : tensor<32000x8192xbf16> {init = "checkpoint", shard = [["tp"], []]}
   tg.param @"model.layers.{i}.input_layernorm.weight" : tensor<8192xbf16> {init = "checkpoint", repeat = 80}
-  tg.param @"model.layers.{i}.self_attn.qkv_proj.weight" : tensor<10240x8192xbf16> {init = "checkpoint", repeat = 80, shard = [["tp"], []], shard_blocks = array<i64: 8192, 1024, 1024>}
+  tg.param @"model.layers.{i}.self_attn.qkv_proj.weight" : tensor<10240x8192xbf16> {init = "checkpoint", checkpoint_parts = ["model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.k_proj.weight", "model.layers.{i}.self_attn.v_proj.weight"], repeat = 80, shard = [["tp"], []], shard_blocks = array<i64: 8192, 1024, 1024>}
   tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<8192x8192xbf16> {init = "checkpoint", repeat = 80, shard = [[], ["tp"]]}
   tg.param @"model.layers.{i}.post_attention_layernorm.weight" : tensor<8192xbf16> {init = "checkpoint", repeat = 80}
   tg.param @"model.layers.{i}.mlp.gate_proj.weight" : tensor<28672x8192xbf16> {init = "checkpoint", repeat = 80, shard = [["tp"], []]}

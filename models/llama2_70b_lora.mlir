@@ -17,7 +17,7 @@ tg.model @llama2_70b_lora {
 
   tg.param @"model.embed_tokens.weight" : tensor<32000x8192xbf16> {init = "checkpoint", frozen, shard = [["tp"], []]}
   tg.param @"model.layers.{i}.input_layernorm.weight" : tensor<8192xbf16> {init = "checkpoint", frozen, repeat = 80}
-  tg.param @"model.layers.{i}.self_attn.qkv_proj.weight" : tensor<10240x8192xbf16> {init = "checkpoint", frozen, repeat = 80, shard = [["tp"], []], shard_blocks = array<i64: 8192, 1024, 1024>}
+  tg.param @"model.layers.{i}.self_attn.qkv_proj.weight" : tensor<10240x8192xbf16> {init = "checkpoint", frozen, checkpoint_parts = ["model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.k_proj.weight", "model.layers.{i}.self_attn.v_proj.weight"], repeat = 80, shard = [["tp"], []], shard_blocks = array<i64: 8192, 1024, 1024>}
   tg.param @"model.layers.{i}.self_attn.qkv_proj.lora_A.weight" : tensor<16x8192xbf16> {init = "kaiming_uniform", repeat = 80}
   tg.param @"model.layers.{i}.self_attn.qkv_proj.lora_B.weight" : tensor<10240x16xbf16> {init = "zeros", repeat = 80, shard = [["tp"], []], shard_blocks = array<i64: 8192, 1024, 1024>}
   tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<8192x8192xbf16> {init = "checkpoint", frozen, repeat = 80, shard = [[], ["tp"]]}

@@ -14,7 +14,7 @@ tg.model @llama2_70b_tiny {
 
   tg.param @"model.embed_tokens.weight" : tensor<256x64xbf16> {init = "normal", std = 0.02, shard = [["tp"], []]}
   tg.param @"model.layers.{i}.input_layernorm.weight" : tensor<64xbf16> {init = "ones", repeat = 2}
-  tg.param @"model.layers.{i}.self_attn.qkv_proj.weight" : tensor<128x64xbf16> {init = "normal", std = 0.02, repeat = 2, shard = [["tp"], []], shard_blocks = array<i64: 64, 32, 32>}
+  tg.param @"model.layers.{i}.self_attn.qkv_proj.weight" : tensor<128x64xbf16> {init = "normal", std = 0.02, checkpoint_parts = ["model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.k_proj.weight", "model.layers.{i}.self_attn.v_proj.weight"], repeat = 2, shard = [["tp"], []], shard_blocks = array<i64: 64, 32, 32>}
   tg.param @"model.layers.{i}.self_attn.o_proj.weight" : tensor<64x64xbf16> {init = "scaled_normal", std = 0.02, repeat = 2, shard = [[], ["tp"]]}
   tg.param @"model.layers.{i}.post_attention_layernorm.weight" : tensor<64xbf16> {init = "ones", repeat = 2}
   tg.param @"model.layers.{i}.mlp.gate_proj.weight" : tensor<160x64xbf16> {init = "normal", std = 0.02, repeat = 2, shard = [["tp"], []]}

@@ -312,7 +312,8 @@ public:
           std::unique_ptr<rt::PlanTrainer> trainer;
           MLPERF_RETURN_IF_ERROR(rt::PlanTrainer::create(plan, *backend, communicator, trainer));
           if (weights) {
-            MLPERF_RETURN_IF_ERROR(trainer->load(*weights, /*withOptimizerState=*/false));
+            MLPERF_RETURN_IF_ERROR(
+                trainer->load(rt::TensorFileSource(*weights), /*withOptimizerState=*/false));
           } else {
             MLPERF_RETURN_IF_ERROR(trainer->initialize(kEvidenceSeed));
           }

@@ -612,8 +612,12 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
   const std::string frozen = lora ? ", frozen" : "";
   layerParams.front().init += frozen; // input_layernorm
   if (c.fusedQkv) {
+    // Hugging Face's Llama checkpoints store q, k and v apart: --init-from stacks them.
+    const std::string parts =
+        ", checkpoint_parts = [\"" + prefix + "self_attn.q_proj.weight\", \"" + prefix +
+        "self_attn.k_proj.weight\", \"" + prefix + "self_attn.v_proj.weight\"]";
     layerParams.push_back({prefix + "self_attn.qkv_proj.weight", tensor({QKV, D}, dt),
-                           initAttrs("normal") + frozen, true,
+                           initAttrs("normal") + frozen + parts, true,
                            rows + ", shard_blocks = " + qkvBlocks});
     if (lora) {
       layerParams.push_back({prefix + "self_attn.qkv_proj.lora_A.weight", tensor({R, D}, dt),

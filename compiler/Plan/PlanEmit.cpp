@@ -227,6 +227,17 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
           }
         }
       }
+      if (std::optional<ArrayAttr> parts = parameter.getCheckpointParts();
+          parts && kind == role::kParam) {
+        for (Attribute part : *parts) {
+          out->add_checkpoint_parts(cast<StringAttr>(part).str());
+        }
+        if (std::optional<llvm::ArrayRef<int64_t>> rows = parameter.getCheckpointPartRows()) {
+          for (int64_t count : *rows) {
+            out->add_checkpoint_part_rows(count);
+          }
+        }
+      }
       if (parameter.getShardAxis() && kind != role::kParam) {
         out->set_shard_axis(parameter.getShardAxis()->str());
         out->set_shard_count(*parameter.getShardCount());

@@ -671,7 +671,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0),
         shard == shards.end() ? StringAttr() : builder.getStringAttr(shard->second.first),
         shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second),
-        splitAxis, splitDim, splitCount, splitAxis ? split->blocks : DenseI64ArrayAttr());
+        splitAxis, splitDim, splitCount, splitAxis ? split->blocks : DenseI64ArrayAttr(),
+        param.getCheckpointPartsAttr(),
+        param.getCheckpointParts() ? param.getShardBlocksAttr() : DenseI64ArrayAttr());
   }
   // fp8 scaling state (tg-fp8): one persistent, checkpointed buffer per role and GEMM group,
   // as @train_step takes it.
@@ -762,12 +764,21 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                 "parameter";
     }
     SmallVector<FlatSymbolRefAttr> forwardInputs, fbInputs;
-    for (auto [index, type] : llvm::enumerate(forwardType.getInputs())) {
+    for (unsigned argument = 0, index = 0; argument < chunkForward.getNumArguments(); ++argument) {
+      if (isFp8State(chunkForward, argument, true)) {
+        continue; // as coreType: the scaling state has buffers of its own
+      }
+      Type type = chunkForward.getArgumentTypes()[argument];
+      // An argument with a step role is named by it (the dropout key); the others by kind
+      // and place: a stage's first integer input is its tokens, a later one its labels.
       bool integer = !isa<FloatType>(cast<RankedTensorType>(type).getElementType());
-      std::string name = !integer     ? "input.activation"
+      std::optional<StepRole> role = argRole(chunkForward, argument);
+      std::string name = role         ? "input." + role->role
+                         : !integer   ? "input.activation"
                          : index == 0 ? "input.tokens"
                                       : "input.labels";
       forwardInputs.push_back(addBuffer(name + suffix.str(), type, persistent));
+      ++index;
     }
     fbInputs = forwardInputs;
     // The stash: what @forward_and_stash returns for the backward, in buffers both share.

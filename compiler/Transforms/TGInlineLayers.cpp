@@ -41,6 +41,17 @@ void expandParameters(tg::ModelOp model) {
       auto copy = cast<tg::ParamOp>(builder.clone(*param));
       copy.setSymName(layerName(param.getSymName(), layer));
       copy.removeRepeatAttr();
+      if (std::optional<ArrayAttr> parts = param.getCheckpointParts()) {
+        SmallVector<StringRef> names;
+        std::vector<std::string> storage;
+        for (Attribute part : *parts) {
+          storage.push_back(layerName(cast<StringAttr>(part).getValue(), layer));
+        }
+        for (const std::string &name : storage) {
+          names.push_back(name);
+        }
+        copy.setCheckpointPartsAttr(builder.getStrArrayAttr(names));
+      }
       if (param.getInit() == "scaled_normal") {
         // The same distribution, stated without the layer count the copy no longer carries.
         copy.setInit("normal");

@@ -2,6 +2,7 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 
+#include "runtime/checkpoint/Json.h"
 #include "runtime/support/Checksum.h"
 #include "runtime/support/FileOutput.h"
 
@@ -21,6 +22,9 @@
 
 namespace mlperf::rt {
 namespace {
+
+using checkpoint_json::Json;
+using checkpoint_json::JsonParser;
 
 // Headers are small (names and shapes); a huge one means a corrupt length field.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
@@ -58,229 +62,6 @@ const char *safetensorsName(DType dtype) {
   }
   return "?";
 }
-
-/// The JSON subset of safetensors headers: objects, arrays, strings and integers.
-struct Json {
-  enum class Kind { kObject, kArray, kString, kInteger } kind = Kind::kInteger;
-  std::vector<std::pair<std::string, Json>> members;
-  std::vector<Json> elements;
-  std::string text;
-  int64_t integer = 0;
-
-  const Json *find(const std::string &key) const {
-    for (const auto &[name, value] : members) {
-      if (name == key) {
-        return &value;
-      }
-    }
-    return nullptr;
-  }
-};
-
-class JsonParser {
-public:
-  explicit JsonParser(const std::string &input) : input(input) {}
-
-  bool parse(Json &out) {
-    if (!parseValue(out, 0)) {
-      return false;
-    }
-    skipSpace();
-    return pos == input.size() || fail("trailing characters");
-  }
-  const std::string &error() const { return message; }
-
-private:
-  bool fail(const std::string &what) {
-    if (message.empty()) {
-      message = what + " at header byte " + std::to_string(pos);
-    }
-    return false;
-  }
-  void skipSpace() {
-    while (pos < input.size() && std::strchr(" \t\r\n", input[pos]) != nullptr) {
-      ++pos;
-    }
-  }
-  bool expect(char c) {
-    skipSpace();
-    if (pos < input.size() && input[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return fail(std::string("expected '") + c + "'");
-  }
-  bool parseString(std::string &out) {
-    if (!expect('"')) {
-      return false;
-    }
-    while (pos < input.size() && input[pos] != '"') {
-      char c = input[pos++];
-      if (static_cast<unsigned char>(c) < 0x20) {
-        return fail("control character in a string");
-      }
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos >= input.size()) {
-        return fail("unterminated escape");
-      }
-      char e = input[pos++];
-      switch (e) {
-      case '"':
-      case '\\':
-      case '/':
-        out += e;
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'u': {
-        unsigned code = 0;
-        for (int digit = 0; digit < 4; ++digit, ++pos) {
-          char h = pos < input.size() ? input[pos] : '\0';
-          int value = (h >= '0' && h <= '9')   ? h - '0'
-                      : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                      : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                               : -1;
-          if (value < 0) {
-            return fail("bad \\u escape");
-          }
-          code = code * 16 + static_cast<unsigned>(value);
-        }
-        if (code < 0x80) {
-          out += static_cast<char>(code);
-        } else if (code < 0x800) {
-          out += static_cast<char>(0xC0 | (code >> 6));
-          out += static_cast<char>(0x80 | (code & 0x3F));
-        } else {
-          out += static_cast<char>(0xE0 | (code >> 12));
-          out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (code & 0x3F));
-        }
-        break;
-      }
-      default:
-        return fail("bad escape");
-      }
-    }
-    if (!validUtf8(out)) {
-      return fail("string is not UTF-8");
-    }
-    return expect('"');
-  }
-  static bool validUtf8(const std::string &text) {
-    for (size_t i = 0; i < text.size();) {
-      auto byte = static_cast<unsigned char>(text[i]);
-      size_t length = byte < 0x80           ? 1
-                      : (byte >> 5) == 0x6  ? 2
-                      : (byte >> 4) == 0xE  ? 3
-                      : (byte >> 3) == 0x1E ? 4
-                                            : 0;
-      if (length == 0 || i + length > text.size()) {
-        return false;
-      }
-      for (size_t k = 1; k < length; ++k) {
-        if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) {
-          return false;
-        }
-      }
-      i += length;
-    }
-    return true;
-  }
-  bool parseValue(Json &out, int depth) {
-    if (depth > 8) {
-      return fail("nesting too deep");
-    }
-    skipSpace();
-    if (pos >= input.size()) {
-      return fail("unexpected end");
-    }
-    char c = input[pos];
-    if (c == '{') {
-      out.kind = Json::Kind::kObject;
-      ++pos;
-      skipSpace();
-      if (pos < input.size() && input[pos] == '}') {
-        ++pos;
-        return true;
-      }
-      do {
-        std::string key;
-        Json value;
-        if (!parseString(key) || !expect(':') || !parseValue(value, depth + 1)) {
-          return false;
-        }
-        if (out.find(key)) {
-          return fail("key '" + key + "' appears twice in one object");
-        }
-        out.members.emplace_back(std::move(key), std::move(value));
-        skipSpace();
-      } while (pos < input.size() && input[pos] == ',' && ++pos);
-      return expect('}');
-    }
-    if (c == '[') {
-      out.kind = Json::Kind::kArray;
-      ++pos;
-      skipSpace();
-      if (pos < input.size() && input[pos] == ']') {
-        ++pos;
-        return true;
-      }
-      do {
-        Json value;
-        if (!parseValue(value, depth + 1)) {
-          return false;
-        }
-        out.elements.push_back(std::move(value));
-        skipSpace();
-      } while (pos < input.size() && input[pos] == ',' && ++pos);
-      return expect(']');
-    }
-    if (c == '"') {
-      out.kind = Json::Kind::kString;
-      return parseString(out.text);
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      size_t start = pos++;
-      while (pos < input.size() && input[pos] >= '0' && input[pos] <= '9') {
-        ++pos;
-      }
-      size_t digits = pos - start - (c == '-' ? 1 : 0);
-      if (digits == 0) {
-        return fail("'-' without digits");
-      }
-      if (digits > 1 && input[pos - digits] == '0') {
-        return fail("integer with a leading zero");
-      }
-      if (digits > 18) {
-        return fail("integer too large");
-      }
-      out.kind = Json::Kind::kInteger;
-      out.integer = std::stoll(input.substr(start, pos - start));
-      return true;
-    }
-    return fail("unexpected character");
-  }
-
-  const std::string &input;
-  size_t pos = 0;
-  std::string message;
-};
 
 void appendLittleEndian(std::string &out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) {
@@ -354,21 +135,15 @@ Status readSafetensors(const std::string &path, TensorFile &file) {
   return parseSafetensors(bytes, path, file);
 }
 
-Status parseSafetensors(const std::string &bytes, const std::string &path, TensorFile &file) {
-  file = TensorFile();
-  if (bytes.size() < 8) {
-    return dataLoss(path, "shorter than the 8-byte header length");
-  }
-  uint64_t headerSize = readLittleEndian(reinterpret_cast<const unsigned char *>(bytes.data()), 8);
-  if (headerSize > kMaxHeaderBytes || headerSize > bytes.size() - 8) {
-    return dataLoss(path, "header length " + std::to_string(headerSize) + " exceeds the file (" +
-                              std::to_string(bytes.size()) + " bytes): truncated or corrupt");
-  }
-  std::string header = bytes.substr(8, headerSize);
-  const unsigned char *data =
-      reinterpret_cast<const unsigned char *>(bytes.data()) + 8 + headerSize;
-  uint64_t dataSize = bytes.size() - 8 - headerSize;
+namespace {
 
+/// The header of a file whose data section has `dataSize` bytes: every entry and the metadata,
+/// validated (dtypes, shapes, offsets inside the data, no overlaps, the data covered exactly).
+Status parseHeader(const std::string &header, uint64_t dataSize, const std::string &path,
+                   std::map<std::string, SafetensorsEntry> &entries,
+                   std::map<std::string, std::string> &metadata) {
+  entries.clear();
+  metadata.clear();
   Json root;
   JsonParser parser(header);
   if (!parser.parse(root)) {
@@ -378,14 +153,13 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
     return dataLoss(path, "header is not a JSON object");
   }
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> spanOf; // by name, for the checksum
   for (const auto &[name, entry] : root.members) {
     if (name == "__metadata__") {
       for (const auto &[key, value] : entry.members) {
         if (value.kind != Json::Kind::kString) {
           return dataLoss(path, "metadata value of '" + key + "' is not a string");
         }
-        file.metadata[key] = value.text;
+        metadata[key] = value.text;
       }
       continue;
     }
@@ -397,7 +171,7 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
         offsets->kind != Json::Kind::kArray || offsets->elements.size() != 2) {
       return dataLoss(path, "tensor '" + name + "' lacks dtype, shape or data_offsets");
     }
-    HostTensor tensor;
+    SafetensorsEntry tensor;
     bool known = false;
     for (const DTypeName &candidate : kDTypeNames) {
       if (dtype->text == candidate.name) {
@@ -434,31 +208,18 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
     int64_t begin = offsets->elements[0].integer, end = offsets->elements[1].integer;
     if (begin < 0 || end < begin || static_cast<uint64_t>(end) > dataSize ||
         static_cast<uint64_t>(end - begin) != expected) {
+      HostTensor shown;
+      shown.dtype = tensor.dtype;
+      shown.shape = tensor.shape;
       return dataLoss(path, "tensor '" + name + "' has data_offsets [" + std::to_string(begin) +
                                 ", " + std::to_string(end) + ") that do not hold " +
-                                tensor.describe() + " inside the " + std::to_string(dataSize) +
+                                shown.describe() + " inside the " + std::to_string(dataSize) +
                                 "-byte data section");
     }
+    tensor.begin = static_cast<uint64_t>(begin);
+    tensor.end = static_cast<uint64_t>(end);
     ranges.emplace_back(begin, end);
-    spanOf[name] = {static_cast<uint64_t>(begin), static_cast<uint64_t>(end)};
-    int bytesPerElement = static_cast<int>(dtypeBytes(tensor.dtype));
-    const unsigned char *cursor = data + begin;
-    if (isFloat(tensor.dtype)) {
-      tensor.values.resize(tensor.numElements());
-      for (float &value : tensor.values) {
-        value = static_cast<float>(decodeBits(
-            tensor.dtype, static_cast<uint32_t>(readLittleEndian(cursor, bytesPerElement))));
-        cursor += bytesPerElement;
-      }
-    } else {
-      tensor.ints.resize(tensor.numElements());
-      for (int64_t &value : tensor.ints) {
-        uint64_t raw = readLittleEndian(cursor, bytesPerElement);
-        value = bytesPerElement == 4 ? static_cast<int32_t>(raw) : static_cast<int64_t>(raw);
-        cursor += bytesPerElement;
-      }
-    }
-    if (!file.tensors.emplace(name, std::move(tensor)).second) {
+    if (!entries.emplace(name, std::move(tensor)).second) {
       return dataLoss(path, "tensor '" + name + "' appears twice");
     }
   }
@@ -478,12 +239,76 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
     return dataLoss(path, std::to_string(dataSize - covered) +
                               " bytes after the last tensor's data belong to no tensor");
   }
+  return Status::ok();
+}
+
+/// The tensor `entry` describes, from its bytes (little-endian, as the file stores them).
+HostTensor decodeTensor(const SafetensorsEntry &entry, const unsigned char *cursor) {
+  HostTensor tensor;
+  tensor.dtype = entry.dtype;
+  tensor.shape = entry.shape;
+  int bytesPerElement = static_cast<int>(dtypeBytes(tensor.dtype));
+  if (isFloat(tensor.dtype)) {
+    tensor.values.resize(tensor.numElements());
+    for (float &value : tensor.values) {
+      value = static_cast<float>(decodeBits(
+          tensor.dtype, static_cast<uint32_t>(readLittleEndian(cursor, bytesPerElement))));
+      cursor += bytesPerElement;
+    }
+  } else {
+    tensor.ints.resize(tensor.numElements());
+    for (int64_t &value : tensor.ints) {
+      uint64_t raw = readLittleEndian(cursor, bytesPerElement);
+      value = bytesPerElement == 4 ? static_cast<int32_t>(raw) : static_cast<int64_t>(raw);
+      cursor += bytesPerElement;
+    }
+  }
+  return tensor;
+}
+
+bool readAt(int fd, void *buffer, size_t size, uint64_t offset) {
+  auto *out = static_cast<char *>(buffer);
+  while (size > 0) {
+    ssize_t got = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      return false;
+    }
+    out += got;
+    size -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+} // namespace
+
+Status parseSafetensors(const std::string &bytes, const std::string &path, TensorFile &file) {
+  file = TensorFile();
+  if (bytes.size() < 8) {
+    return dataLoss(path, "shorter than the 8-byte header length");
+  }
+  uint64_t headerSize = readLittleEndian(reinterpret_cast<const unsigned char *>(bytes.data()), 8);
+  if (headerSize > kMaxHeaderBytes || headerSize > bytes.size() - 8) {
+    return dataLoss(path, "header length " + std::to_string(headerSize) + " exceeds the file (" +
+                              std::to_string(bytes.size()) + " bytes): truncated or corrupt");
+  }
+  const unsigned char *data =
+      reinterpret_cast<const unsigned char *>(bytes.data()) + 8 + headerSize;
+  std::map<std::string, SafetensorsEntry> entries;
+  MLPERF_RETURN_IF_ERROR(parseHeader(bytes.substr(8, headerSize), bytes.size() - 8 - headerSize,
+                                     path, entries, file.metadata));
+  for (const auto &[name, entry] : entries) {
+    file.tensors.emplace(name, decodeTensor(entry, data + entry.begin));
+  }
   if (auto claimed = file.metadata.find(kChecksumKey); claimed != file.metadata.end()) {
     Checksum sum;
     addMetadata(sum, file.metadata);
-    for (const auto &[name, span] : spanOf) { // by name, as the writer adds them
+    for (const auto &[name, entry] : entries) { // by name, as the writer adds them
       sum.add(name);
-      sum.add(data + span.first, span.second - span.first);
+      sum.add(data + entry.begin, entry.end - entry.begin);
     }
     if (sum.hex() != claimed->second) {
       return dataLoss(path, "its checksum (" + claimed->second +
@@ -492,6 +317,72 @@ Status parseSafetensors(const std::string &bytes, const std::string &path, Tenso
                                 sum.hex() + "): edited or corrupted");
     }
   }
+  return Status::ok();
+}
+
+SafetensorsReader::~SafetensorsReader() {
+  if (fd >= 0) {
+    ::close(fd);
+  }
+}
+
+SafetensorsReader::SafetensorsReader(SafetensorsReader &&other) noexcept
+    : path(std::move(other.path)), fd(other.fd), dataStart(other.dataStart),
+      tensors(std::move(other.tensors)), meta(std::move(other.meta)) {
+  other.fd = -1;
+}
+
+SafetensorsReader &SafetensorsReader::operator=(SafetensorsReader &&other) noexcept {
+  if (this != &other) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    path = std::move(other.path);
+    fd = other.fd;
+    dataStart = other.dataStart;
+    tensors = std::move(other.tensors);
+    meta = std::move(other.meta);
+    other.fd = -1;
+  }
+  return *this;
+}
+
+Status SafetensorsReader::open(const std::string &path, SafetensorsReader &reader) {
+  reader = SafetensorsReader();
+  reader.path = path;
+  reader.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (reader.fd < 0) {
+    return Status(StatusCode::kNotFound, "cannot open " + path + ": " + std::strerror(errno));
+  }
+  off_t size = ::lseek(reader.fd, 0, SEEK_END);
+  unsigned char length[8];
+  if (size < 8 || !readAt(reader.fd, length, 8, 0)) {
+    return dataLoss(path, "shorter than the 8-byte header length");
+  }
+  uint64_t headerSize = readLittleEndian(length, 8);
+  if (headerSize > kMaxHeaderBytes || headerSize > static_cast<uint64_t>(size) - 8) {
+    return dataLoss(path, "header length " + std::to_string(headerSize) + " exceeds the file (" +
+                              std::to_string(size) + " bytes): truncated or corrupt");
+  }
+  std::string header(headerSize, '\0');
+  if (!readAt(reader.fd, header.data(), headerSize, 8)) {
+    return dataLoss(path, "the header cannot be read");
+  }
+  reader.dataStart = 8 + headerSize;
+  return parseHeader(header, static_cast<uint64_t>(size) - reader.dataStart, path, reader.tensors,
+                     reader.meta);
+}
+
+Status SafetensorsReader::read(const std::string &name, HostTensor &out) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) {
+    return Status(StatusCode::kNotFound, path + ": no tensor '" + name + "'");
+  }
+  std::vector<unsigned char> bytes(it->second.end - it->second.begin);
+  if (!readAt(fd, bytes.data(), bytes.size(), dataStart + it->second.begin)) {
+    return dataLoss(path, "tensor '" + name + "' cannot be read (truncated while open?)");
+  }
+  out = decodeTensor(it->second, bytes.data());
   return Status::ok();
 }
 

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace mlperf::rt {
 
@@ -37,6 +38,41 @@ Status readSafetensors(const std::string &path, TensorFile &file);
 
 /// readSafetensors on the bytes of a file (errors name it `path`).
 Status parseSafetensors(const std::string &bytes, const std::string &path, TensorFile &file);
+
+/// Where one tensor's bytes are in a file's data section.
+struct SafetensorsEntry {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+/// A safetensors file opened to read tensors one at a time (with pread), for weights too
+/// large to hold whole (a 70B checkpoint's shards). `open` reads and validates the header as
+/// readSafetensors does; the checksum, which covers the whole file, is not verified (use
+/// readSafetensors for mlperfc's own train-state files).
+class SafetensorsReader {
+public:
+  SafetensorsReader() = default;
+  SafetensorsReader(SafetensorsReader &&other) noexcept;
+  SafetensorsReader &operator=(SafetensorsReader &&other) noexcept;
+  SafetensorsReader(const SafetensorsReader &) = delete;
+  SafetensorsReader &operator=(const SafetensorsReader &) = delete;
+  ~SafetensorsReader();
+
+  static Status open(const std::string &path, SafetensorsReader &reader);
+  const std::map<std::string, SafetensorsEntry> &entries() const { return tensors; }
+  const std::map<std::string, std::string> &metadata() const { return meta; }
+  /// The tensor `name` (NOT_FOUND when the file has none; DATA_LOSS if its bytes cannot be
+  /// read).
+  Status read(const std::string &name, HostTensor &out) const;
+
+private:
+  std::string path;
+  int fd = -1;
+  uint64_t dataStart = 0;
+  std::map<std::string, SafetensorsEntry> tensors;
+  std::map<std::string, std::string> meta;
+};
 
 /// Whether `file` (as read) carried a checksum: every file mlperfc writes does.
 bool hasChecksum(const TensorFile &file);

@@ -159,7 +159,53 @@ Status PlanTrainer::setSeed(uint64_t seed) {
   return backend.write(seedBuffer, seedTensor);
 }
 
-Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
+namespace {
+
+/// Whether `source` holds every one of `state`'s checkpoint parts (a fused tensor stored
+/// apart).
+bool hasParts(const WeightSource &source, const plan::StateTensor &state) {
+  return state.checkpoint_parts_size() > 0 &&
+         std::all_of(state.checkpoint_parts().begin(), state.checkpoint_parts().end(),
+                     [&](const std::string &part) { return source.contains(part); });
+}
+
+/// The parameter stacked from its parts along dim 0 (same dtype and trailing dims).
+Status stackParts(const WeightSource &source, const plan::StateTensor &state, HostTensor &out) {
+  out = HostTensor();
+  for (int k = 0; k < state.checkpoint_parts_size(); ++k) {
+    const std::string &part = state.checkpoint_parts(k);
+    HostTensor piece;
+    MLPERF_RETURN_IF_ERROR(source.read(part, piece));
+    if (k < state.checkpoint_part_rows_size() && !piece.shape.empty() &&
+        piece.shape[0] != state.checkpoint_part_rows(k)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "'" + part + "' is " + piece.describe() + ", but its block of '" +
+                        state.name() + "' has " + std::to_string(state.checkpoint_part_rows(k)) +
+                        " rows");
+    }
+    if (piece.shape.empty() ||
+        (!out.shape.empty() &&
+         (piece.dtype != out.dtype || !std::equal(piece.shape.begin() + 1, piece.shape.end(),
+                                                  out.shape.begin() + 1, out.shape.end())))) {
+      return Status(StatusCode::kInvalidArgument,
+                    "'" + part + "' is " + piece.describe() + ", which does not stack with " +
+                        state.checkpoint_parts(0) + " into '" + state.name() + "'");
+    }
+    if (out.shape.empty()) {
+      out.dtype = piece.dtype;
+      out.shape = piece.shape;
+      out.shape[0] = 0;
+    }
+    out.shape[0] += piece.shape[0];
+    out.values.insert(out.values.end(), piece.values.begin(), piece.values.end());
+    out.ints.insert(out.ints.end(), piece.ints.begin(), piece.ints.end());
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Status PlanTrainer::load(const WeightSource &file, bool withOptimizerState) {
   // --init-from: the parameters the plan draws (init_params, from the seed setSeed wrote) may
   // be absent from the file, as a LoRA run's adapters are from the base model's checkpoint;
   // a parameter declared `checkpoint` must be in it.
@@ -168,11 +214,28 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     return std::find(drawn.outputs().begin(), drawn.outputs().end(), state.buffer()) !=
            drawn.outputs().end();
   };
+  // A fused parameter the file holds some parts of but not all is a broken checkpoint, not a
+  // parameter to draw.
+  for (const plan::StateTensor &state : plan.state()) {
+    int64_t found = std::count_if(state.checkpoint_parts().begin(), state.checkpoint_parts().end(),
+                                  [&](const std::string &part) { return file.contains(part); });
+    if (!withOptimizerState && !file.contains(state.name()) && found > 0 &&
+        found < state.checkpoint_parts_size()) {
+      std::string missing;
+      for (const std::string &part : state.checkpoint_parts()) {
+        if (!file.contains(part)) {
+          missing += (missing.empty() ? "" : ", ") + part;
+        }
+      }
+      return invalid("no tensor '" + state.name() + "' and only some of its parts: " + missing +
+                     " missing");
+    }
+  }
   bool drawMissing = false;
   if (!withOptimizerState) {
     for (const plan::StateTensor &state : plan.state()) {
       drawMissing |= state.role() == role::kParam && drawnByPlan(state) &&
-                     file.tensors.find(state.name()) == file.tensors.end();
+                     !file.contains(state.name()) && !hasParts(file, state);
     }
     if (drawMissing) {
       MLPERF_RETURN_IF_ERROR(backend.execute(initParamsProgram));
@@ -198,22 +261,31 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     if (!parameter && !withOptimizerState) {
       continue; // --init-from: the plan's init_optimizer starts the rest from the parameters
     }
-    auto it = file.tensors.find(state.name());
+    bool present = file.contains(state.name());
+    bool stacked = !present && parameter && !withOptimizerState && hasParts(file, state);
     const plan::Buffer &buffer = plan.buffers(state.buffer());
-    if (it == file.tensors.end() && drawMissing && parameter && drawnByPlan(state)) {
+    if (!present && !stacked && drawMissing && parameter && drawnByPlan(state)) {
       continue; // drawn above
     }
-    if (it == file.tensors.end()) {
+    if (!present && !stacked) {
       if (role::isFp8State(state.role())) {
         return invalid("no tensor '" + state.name() + "': this fp8 plan resumes with its fp8 " +
                        "scaling state (amax histories and scales), which the checkpoint does " +
                        "not hold (written by a plan without fp8?)");
       }
+      std::string parts;
+      for (const std::string &part : state.checkpoint_parts()) {
+        parts += (parts.empty() ? "" : ", ") + part;
+      }
       return invalid("no tensor '" + state.name() + "'" +
-                     (withOptimizerState ? " (a resume needs the optimizer state)" : ""));
+                     (withOptimizerState ? " (a resume needs the optimizer state)"
+                      : parts.empty()    ? ""
+                                         : " (nor its parts " + parts + ")"));
     }
     // --init-from full (Hugging Face) weights on a tensor-parallel plan: this rank's slice.
-    HostTensor tensor = it->second;
+    HostTensor tensor;
+    MLPERF_RETURN_IF_ERROR(stacked ? stackParts(file, state, tensor)
+                                   : file.read(state.name(), tensor));
     if (!withOptimizerState && parameter && state.split_count() > 1 &&
         tensor.shape != shapeOf(buffer) && tensor.shape == fullShape(state, shapeOf(buffer))) {
       tensor = splitSlice(state, tensor, shapeOf(buffer));
@@ -239,12 +311,16 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
     // A fresh optimizer from these values, as the plan starts it.
     MLPERF_RETURN_IF_ERROR(backend.execute(initOptimizerProgram));
   }
-  for (const auto &[name, tensor] : file.tensors) {
+  for (const std::string &name : file.names()) {
     if (role::isOptimizerStateKey(name) && !withOptimizerState) {
       continue; // --init-from a train state: use its parameters only
     }
-    bool known = std::any_of(plan.state().begin(), plan.state().end(),
-                             [&](const plan::StateTensor &s) { return s.name() == name; });
+    bool known =
+        std::any_of(plan.state().begin(), plan.state().end(), [&](const plan::StateTensor &s) {
+          return s.name() == name ||
+                 std::find(s.checkpoint_parts().begin(), s.checkpoint_parts().end(), name) !=
+                     s.checkpoint_parts().end();
+        });
     // A pipeline stage holds only its own parameters: the file's other tensors are other
     // stages'; every tensor of this stage was required above.
     if (!known && plan.pipeline_stage() == 0 && communicator.mesh().pp == 1) {
@@ -253,10 +329,10 @@ Status PlanTrainer::load(const TensorFile &file, bool withOptimizerState) {
   }
   steps = 0;
   if (withOptimizerState) {
-    auto it = file.metadata.find("step");
+    auto it = file.metadata().find("step");
     char *end = nullptr;
-    long long value = it == file.metadata.end() ? -1 : std::strtoll(it->second.c_str(), &end, 10);
-    if (it == file.metadata.end() || *end != '\0' || it->second.empty() || value < 0) {
+    long long value = it == file.metadata().end() ? -1 : std::strtoll(it->second.c_str(), &end, 10);
+    if (it == file.metadata().end() || *end != '\0' || it->second.empty() || value < 0) {
       return invalid("no valid 'step' in the checkpoint's metadata");
     }
     steps = value;

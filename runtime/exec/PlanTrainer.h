@@ -14,7 +14,7 @@
 #ifndef MLPERFC_RUNTIME_EXEC_PLANTRAINER_H
 #define MLPERFC_RUNTIME_EXEC_PLANTRAINER_H
 
-#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/checkpoint/WeightSource.h"
 #include "runtime/exec/Backend.h"
 
 #include <map>
@@ -48,8 +48,10 @@ public:
   /// all of them and the masters, moments and step (a resume); otherwise the optimizer starts
   /// fresh from these values (--init-from), and parameters the plan draws (not declared
   /// `checkpoint`, e.g. LoRA adapters next to a base checkpoint) may be absent from the file:
-  /// init_params draws them from the seed setSeed wrote.
-  Status load(const TensorFile &file, bool withOptimizerState);
+  /// init_params draws them from the seed setSeed wrote. A parameter the file stores as its
+  /// checkpoint parts (Hugging Face's q_proj, k_proj, v_proj for a fused qkv_proj) is stacked
+  /// from them; full tensors of a tensor-parallel plan are sliced to this rank's part.
+  Status load(const WeightSource &file, bool withOptimizerState);
 
   /// Parameters, optimizer state and step, written atomically.
   Status save(const std::string &path, const std::map<std::string, std::string> &metadata);

@@ -22,11 +22,14 @@ For the tiny preset (`emit-model llama2-lora --preset llama2_70b_lora_tiny`, fp3
      codecs, encodings and page versions), turns them into our dataset with
      mlperf-prepare-data, and runs the same steps through compile -> plan -> mlperf-run,
      single-rank and under mpirun with tp=2 (with and without sequence parallelism), dp=2
-     and pp=2, against JAX on the same batches.
+     and pp=2, against JAX on the same batches. The single rank starts from the base weights
+     as a Hugging Face sharded checkpoint (index + two shards, q/k/v unfused), tp=2 from
+     the same layout with the adapters.
 
 Usage: lora_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -322,6 +325,34 @@ def write_parquet_rows(workdir, tokens, labels):
     return paths
 
 
+def write_hf_checkpoint(directory, tensors, cfg):
+    """`tensors` as a Hugging Face sharded checkpoint: q_proj, k_proj and v_proj apart (as HF's
+    Llama checkpoints store them) instead of the declaration's fused qkv_proj, spread over two
+    `model-0000k-of-00002.safetensors` files named by `model.safetensors.index.json`."""
+    os.makedirs(directory, exist_ok=True)
+    head_dim = cfg["hidden"] // cfg["heads"]
+    rows = [cfg["heads"] * head_dim, cfg["kv_heads"] * head_dim, cfg["kv_heads"] * head_dim]
+    unfused = {}
+    for name, value in tensors.items():
+        value = np.asarray(value, dtype=np.float32)
+        if name.endswith("self_attn.qkv_proj.weight"):
+            stem = name[:-len("qkv_proj.weight")]
+            for part, block in zip(("q", "k", "v"), np.split(value, np.cumsum(rows)[:2])):
+                unfused[f"{stem}{part}_proj.weight"] = np.ascontiguousarray(block)
+        else:
+            unfused[name] = value
+    names = sorted(unfused)
+    shards = {f"model-0000{k + 1}-of-00002.safetensors": names[k::2] for k in range(2)}
+    weight_map = {}
+    for shard, members in shards.items():
+        base.write_safetensors(os.path.join(directory, shard), {n: unfused[n] for n in members})
+        weight_map.update({n: shard for n in members})
+    with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": sum(v.nbytes for v in unfused.values())},
+                   "weight_map": weight_map}, f)
+    return directory
+
+
 def check_plans(mlperfc, workdir, weights):
     """compile -> plan -> mlperf-run, one rank and under mpirun (tp, dp, pp), against JAX."""
     model = os.path.join(workdir, "lora.mlir")
@@ -339,11 +370,13 @@ def check_plans(mlperfc, workdir, weights):
     initial = base.read_safetensors(weights)
     reference, final = oracle_trajectory(dict(initial), tokens, labels, CFG, SEED)
     mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
-    # The single rank starts from the base alone, as a fine-tune from a base checkpoint does:
-    # the plan draws the adapters from the seed, the same values run-reference drew.
-    base_only = os.path.join(workdir, "lora.base.safetensors")
-    base.write_safetensors(base_only, {k: np.asarray(v, dtype=np.float32) for k, v in initial.items()
-                                   if not is_adapter(k)})
+    # The single rank starts from the base alone in Hugging Face's sharded layout (q, k, v
+    # apart), as a fine-tune from a base checkpoint does: the plan draws the adapters from the
+    # seed, the same values run-reference drew. tp=2 starts from the same layout with the
+    # adapters in it (each rank stacks q, k, v and takes its blocks' slices).
+    base_only = write_hf_checkpoint(os.path.join(workdir, "lora.hf-base"),
+                                    {k: v for k, v in initial.items() if not is_adapter(k)}, CFG)
+    hf_full = write_hf_checkpoint(os.path.join(workdir, "lora.hf-full"), initial, CFG)
     ok = True
     for tag, cluster, parallel in (("1 rank (adapters drawn by the plan)", "1x1", None), ("tp=2", "1x2", "tp=2"),
                                    ("tp=2 sp", "1x2", "tp=2,sp=on"),
@@ -356,7 +389,8 @@ def check_plans(mlperfc, workdir, weights):
         subprocess.run(compile_args, check=True, capture_output=True)
         checkpoint = os.path.join(workdir, f"lora.{slug}.final.safetensors")
         command = [mlperf_run, plan, "--data", data, "--data-order", "sequential",
-                   "--init-from", weights if parallel else base_only, "--seed", str(SEED), "--max-steps", str(STEPS),
+                   "--init-from", {None: base_only, "tp=2": hf_full}.get(parallel, weights),
+                   "--seed", str(SEED), "--max-steps", str(STEPS),
                    "--print-every", "1", "--save", checkpoint]
         if parallel:
             command = ["mpirun", "--oversubscribe", "-np", "2"] + command

@@ -1,10 +1,12 @@
 //===- SafetensorsTest.cpp - safetensors round trips and corrupt files ---===//
 
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/checkpoint/WeightSource.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <unistd.h>
 
@@ -192,3 +194,91 @@ TEST_F(SafetensorsTest, MissingFileIsNotFound) {
 }
 
 } // namespace
+
+// A Hugging Face sharded checkpoint: an index naming each tensor's shard, read tensor by
+// tensor; given as the index, as its directory, or (one file) as the file itself.
+class ShardedCheckpointTest : public SafetensorsTest {
+protected:
+  void SetUp() override {
+    directory = path("sharded");
+    ASSERT_EQ(std::system(("rm -rf " + directory + " && mkdir -p " + directory).c_str()), 0);
+    TensorFile first, second;
+    HostTensor a = HostTensor::zeros(DType::kBF16, {2, 2});
+    a.values = {1, 2, 3, 4};
+    HostTensor b = HostTensor::zeros(DType::kF32, {3});
+    b.values = {0.5f, -1, 7};
+    HostTensor c = HostTensor::zeros(DType::kBF16, {1});
+    c.values = {-2};
+    first.tensors = {{"model.a", a}, {"model.b", b}};
+    second.tensors = {{"lm_head.weight", c}};
+    ASSERT_TRUE(writeSafetensors(directory + "/model-00001-of-00002.safetensors", first).isOk());
+    ASSERT_TRUE(writeSafetensors(directory + "/model-00002-of-00002.safetensors", second).isOk());
+  }
+  void writeIndex(const std::string &weightMap) {
+    writeBytes(directory + "/model.safetensors.index.json",
+               "{\"metadata\": {\"total_size\": 22, \"format\": \"pt\"}, \"weight_map\": {" +
+                   weightMap + "}}");
+  }
+  std::string directory;
+  const std::string kMap = "\"model.a\": \"model-00001-of-00002.safetensors\", "
+                           "\"model.b\": \"model-00001-of-00002.safetensors\", "
+                           "\"lm_head.weight\": \"model-00002-of-00002.safetensors\"";
+};
+
+TEST_F(ShardedCheckpointTest, ReadsEveryTensorFromItsShard) {
+  writeIndex(kMap);
+  for (const std::string &given : {directory, directory + "/model.safetensors.index.json"}) {
+    CheckpointReader reader;
+    Status status = CheckpointReader::open(given, reader);
+    ASSERT_TRUE(status.isOk()) << status.toString();
+    EXPECT_EQ(reader.numFiles(), 2);
+    EXPECT_EQ(reader.names(), (std::vector<std::string>{"lm_head.weight", "model.a", "model.b"}));
+    EXPECT_EQ(reader.metadata().at("format"), "pt"); // the index's strings; numbers skipped
+    EXPECT_EQ(reader.metadata().count("total_size"), 0u);
+    HostTensor tensor;
+    ASSERT_TRUE(reader.read("model.a", tensor).isOk());
+    EXPECT_EQ(tensor.describe(), "bf16[2x2]");
+    EXPECT_EQ(tensor.values, (std::vector<float>{1, 2, 3, 4}));
+    ASSERT_TRUE(reader.read("lm_head.weight", tensor).isOk());
+    EXPECT_EQ(tensor.values, (std::vector<float>{-2}));
+    EXPECT_EQ(reader.read("model.z", tensor).code(), StatusCode::kNotFound);
+    EXPECT_NE(reader.describe().find("(3 tensors in 2 files)"), std::string::npos);
+  }
+  CheckpointReader single;
+  ASSERT_TRUE(
+      CheckpointReader::open(directory + "/model-00002-of-00002.safetensors", single).isOk());
+  EXPECT_EQ(single.names(), (std::vector<std::string>{"lm_head.weight"}));
+}
+
+TEST_F(ShardedCheckpointTest, InconsistentIndexesAreNamed) {
+  auto failure = [&](const std::string &index) {
+    writeBytes(directory + "/model.safetensors.index.json", index);
+    CheckpointReader reader;
+    return CheckpointReader::open(directory, reader);
+  };
+  auto expectError = [&](const std::string &index, const std::string &message) {
+    Status status = failure(index);
+    EXPECT_FALSE(status.isOk()) << index;
+    EXPECT_NE(status.message().find(message), std::string::npos) << status.message();
+  };
+  expectError("{\"weight_map\": [1]}", "no \"weight_map\" object");
+  expectError("{\"weight_map\": {\"model.a\": 3}}", "the file of 'model.a' is not a file name");
+  expectError("{\"weight_map\": {\"model.a\": \"../x.safetensors\"}}",
+              "shard '../x.safetensors' is outside the index's directory");
+  expectError("{\"weight_map\": {\"model.a\": \"model-00001-of-00002.safetensors\", "
+              "\"lm_head.weight\": \"model-00002-of-00002.safetensors\"}}",
+              "tensor 'model.b' of model-00001-of-00002.safetensors is not in the weight_map");
+  expectError("{\"weight_map\": {" + kMap + ", \"model.c\": \"model-00002-of-00002.safetensors\"}}",
+              "tensor 'model.c' is not in model-00002-of-00002.safetensors, where the weight_map "
+              "places it");
+  expectError("{\"weight_map\": {\"model.a\": \"missing.safetensors\"}}", "cannot open");
+  expectError("{\"weight_map\": {", "not a valid safetensors index: not JSON");
+  std::remove((directory + "/model.safetensors.index.json").c_str());
+  CheckpointReader reader;
+  Status status = CheckpointReader::open(directory, reader);
+  EXPECT_EQ(status.code(), StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("a directory without model.safetensors.index.json or "
+                                  "model.safetensors"),
+            std::string::npos)
+      << status.message();
+}

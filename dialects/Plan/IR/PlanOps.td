@@ -89,7 +89,9 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
                        OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count,
                        OptionalAttr<StrAttr>:$split_axis, OptionalAttr<I64Attr>:$split_dim,
                        OptionalAttr<I64Attr>:$split_count,
-                       OptionalAttr<DenseI64ArrayAttr>:$split_blocks);
+                       OptionalAttr<DenseI64ArrayAttr>:$split_blocks,
+                       OptionalAttr<StrArrayAttr>:$checkpoint_parts,
+                       OptionalAttr<DenseI64ArrayAttr>:$checkpoint_part_rows);
   let description = [{
     A trained parameter has all four of `grad`, `master`, `exp_avg` and `exp_avg_sq`; a frozen
     one (tg.param's `frozen`) none: its value is all the state it has.
@@ -97,7 +99,9 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
     1-D shards: this rank's 1/shard_count of the flattened parameter. With `split_axis`,
     `split_dim` and `split_count` (tensor parallelism), the value is this rank's slice of the
     full parameter along `split_dim` (of each of `split_blocks`, when the dim is made of
-    blocks).
+    blocks). `checkpoint_parts`: the tensors a checkpoint may store it as instead, stacked
+    along dim 0 (tg.param's), of `checkpoint_part_rows` rows each when the declaration's
+    blocks say.
   }];
   let assemblyFormat = "$name attr-dict";
 }

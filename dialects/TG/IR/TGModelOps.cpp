@@ -243,6 +243,25 @@ LogicalResult ParamOp::verify() {
   if (getRepeat() && getRepeatAttr().getInt() < 1) {
     return fieldError(*this, "repeat", ">= 1", getRepeatAttr().getInt());
   }
+  if (std::optional<ArrayAttr> parts = getCheckpointParts()) {
+    if (parts->size() < 2) {
+      return emitOpError() << "checkpoint_parts must name at least two tensors";
+    }
+    if (std::optional<ArrayRef<int64_t>> blocks = getShardBlocks();
+        blocks && blocks->size() != parts->size()) {
+      return emitOpError() << "checkpoint_parts names " << parts->size()
+                           << " tensors but shard_blocks has " << blocks->size()
+                           << " blocks: the parts are the blocks";
+    }
+    for (Attribute part : *parts) {
+      StringRef name = cast<StringAttr>(part).getValue();
+      if (name.empty() || name.contains(kLayerPlaceholder) != perLayer) {
+        return emitOpError() << "checkpoint part '" << name << "' must be a tensor name"
+                             << (perLayer ? " containing '{i}', as the parameter's"
+                                          : " without '{i}', as the parameter's");
+      }
+    }
+  }
   // An empty dimension (ffn = 0, vocab = 0) has nothing to train and would reach passes and
   // kernels that divide by row sizes.
   if (llvm::is_contained(getTensorType().getShape(), 0)) {

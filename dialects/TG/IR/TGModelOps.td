@@ -147,6 +147,12 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
     each rank its slice of q, of k and of v (Megatron-LM splits its fused QKV per head group
     for the same reason).
 
+    `checkpoint_parts`: checkpoints may also store the parameter as these tensors stacked
+    along dim 0 (a fused `qkv_proj` as Hugging Face's separate `q_proj`, `k_proj` and
+    `v_proj`), with `{i}` as in the name. `mlperf-run --init-from` concatenates them when the
+    checkpoint lacks the fused name; their rows must add up to dim 0, and with
+    `shard_blocks` they are the blocks (one part per block, of its rows).
+
     `layer`: set by tg-inline-layers on each copy of a per-layer parameter, its index in the
     layer stack (`tg.repeat_layers`). dist-pipeline cuts stages on it.
 
@@ -159,7 +165,8 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
                        OptionalAttr<F64Attr>:$std, OptionalAttr<I64Attr>:$repeat,
                        OptionalAttr<ArrayAttr>:$shard,
                        OptionalAttr<DenseI64ArrayAttr>:$shard_blocks,
-                       OptionalAttr<I64Attr>:$layer, UnitAttr:$frozen);
+                       OptionalAttr<I64Attr>:$layer, UnitAttr:$frozen,
+                       OptionalAttr<StrArrayAttr>:$checkpoint_parts);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
