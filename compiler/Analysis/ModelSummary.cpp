@@ -6,6 +6,9 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
+#include <vector>
+
 using namespace mlir;
 
 namespace mlperf {
@@ -92,8 +95,11 @@ double modelFlops(Operation *op) {
 namespace {
 
 /// FLOPs and op counts of one call of a function, recursing into layer stacks and calls.
+/// `train` is what the training step computes for it: forward, input gradient and weight
+/// gradient, 3x forward, except that a matmul with a frozen weight has no weight gradient
+/// (2x forward: a LoRA base).
 struct FunctionCost {
-  double flops = 0;
+  double flops = 0, train = 0;
   std::map<std::string, int64_t> ops;
 };
 
@@ -101,44 +107,89 @@ class CostModel {
 public:
   explicit CostModel(tg::ModelOp model) : model(model) {}
 
-  const FunctionCost &cost(func::FuncOp func) {
-    auto it = cache.find(func);
+  /// The cost of `func` when its arguments flagged in `frozenArgs` are frozen parameters.
+  const FunctionCost &cost(func::FuncOp func, const std::vector<bool> &frozenArgs = {}) {
+    auto key = std::make_pair(func.getOperation(), frozenArgs);
+    auto it = cache.find(key);
     if (it != cache.end()) {
       return it->second;
     }
     FunctionCost total;
+    auto frozen = [&](Value value) { return isFrozenWeight(value, func, frozenArgs); };
     func.walk([&](Operation *op) {
       if (op == func.getOperation()) {
         return;
       }
       ++total.ops[op->getName().getStringRef().str()];
-      if (isa<tg::MatmulOp, tg::AttentionOp, tg::LinearCrossEntropyOp>(op)) {
+      if (auto matmul = dyn_cast<tg::MatmulOp>(op)) {
+        double flops = modelFlops(op);
+        total.flops += flops;
+        total.train += flops * (frozen(matmul.getLhs()) || frozen(matmul.getRhs()) ? 2 : 3);
+      } else if (auto head = dyn_cast<tg::LinearCrossEntropyOp>(op)) {
+        double flops = modelFlops(op);
+        total.flops += flops;
+        total.train += flops * (frozen(head.getOperand(1)) ? 2 : 3);
+      } else if (isa<tg::AttentionOp>(op)) {
         total.flops += modelFlops(op);
+        total.train += 3 * modelFlops(op);
       } else if (auto layers = dyn_cast<tg::RepeatLayersOp>(op)) {
-        addCallee(total, layers.getCallee(), layers.getCountAttr().getInt());
+        std::vector<bool> mask{false}; // the activation, then the layer's parameters
+        for (StringRef name : layers.getParamNames()) {
+          mask.push_back(isFrozenParam(name));
+        }
+        addCallee(total, layers.getCallee(), layers.getCountAttr().getInt(), mask);
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
-        addCallee(total, call.getCallee(), 1);
+        std::vector<bool> mask;
+        for (Value operand : call.getOperands()) {
+          mask.push_back(frozen(operand));
+        }
+        addCallee(total, call.getCallee(), 1, mask);
       }
     });
-    return cache[func] = std::move(total);
+    return cache[key] = std::move(total);
   }
 
 private:
-  void addCallee(FunctionCost &total, StringRef name, int64_t times) {
+  bool isFrozenParam(StringRef name) {
+    auto param = SymbolTable::lookupNearestSymbolFrom<tg::ParamOp>(
+        model, StringAttr::get(model.getContext(), name));
+    return param && param.getFrozen();
+  }
+
+  /// Whether `value` is a frozen parameter, possibly converted, transposed or reshaped: a
+  /// chain of one-operand ops back to its tg.param_ref or to a frozen argument of `func`.
+  bool isFrozenWeight(Value value, func::FuncOp func, const std::vector<bool> &frozenArgs) {
+    while (Operation *def = value.getDefiningOp()) {
+      if (auto ref = dyn_cast<tg::ParamRefOp>(def)) {
+        return isFrozenParam(ref.getName());
+      }
+      if (def->getNumOperands() != 1 || def->getNumResults() != 1) {
+        return false;
+      }
+      value = def->getOperand(0);
+    }
+    auto argument = cast<BlockArgument>(value);
+    return argument.getOwner()->getParentOp() == func.getOperation() &&
+           argument.getArgNumber() < frozenArgs.size() && frozenArgs[argument.getArgNumber()];
+  }
+
+  void addCallee(FunctionCost &total, StringRef name, int64_t times,
+                 const std::vector<bool> &frozenArgs) {
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
         model, StringAttr::get(model.getContext(), name));
     if (!callee) {
       return; // The verifier rejects unknown callees; nothing to count.
     }
-    const FunctionCost &inner = cost(callee);
+    const FunctionCost &inner = cost(callee, frozenArgs);
     total.flops += static_cast<double>(times) * inner.flops;
+    total.train += static_cast<double>(times) * inner.train;
     for (const auto &[op, count] : inner.ops) {
       total.ops[op] += times * count;
     }
   }
 
   tg::ModelOp model;
-  llvm::DenseMap<Operation *, FunctionCost> cache;
+  std::map<std::pair<Operation *, std::vector<bool>>, FunctionCost> cache;
 };
 
 } // namespace
@@ -187,7 +238,7 @@ ModelSummary summarizeModel(tg::ModelOp model) {
     if (tokensPerMicroBatch > 0) {
       summary.forwardFlopsPerToken = cost.flops / tokensPerMicroBatch;
     }
-    summary.trainFlopsPerToken = 3.0 * summary.forwardFlopsPerToken;
+    summary.trainFlopsPerToken = tokensPerMicroBatch > 0 ? cost.train / tokensPerMicroBatch : 0;
     summary.trainFlopsPerStep =
         summary.trainFlopsPerToken * static_cast<double>(summary.globalBatch * summary.seqLen);
   }

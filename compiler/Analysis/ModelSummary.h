@@ -29,8 +29,10 @@ struct ModelSummary {
   /// Model FLOPs of matmuls (2·M·N·K each; causal attention matmuls at half).
   double forwardFlopsPerMicroBatch = 0;
   double forwardFlopsPerToken = 0;
-  double trainFlopsPerToken = 0; // forward + backward = 3 x forward
-  double trainFlopsPerStep = 0;  // trainFlopsPerToken x global batch x seq_len
+  /// Forward and backward: 3x forward per matmul, 2x where its weight is frozen (no weight
+  /// gradient: a LoRA base).
+  double trainFlopsPerToken = 0;
+  double trainFlopsPerStep = 0; // trainFlopsPerToken x global batch x seq_len
   /// Ops executed by one @forward call, layer stacks unrolled.
   std::map<std::string, int64_t> forwardOps;
 };
