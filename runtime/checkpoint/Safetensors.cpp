@@ -88,6 +88,12 @@ Status writeSafetensors(const std::string &path, const TensorFile &file) {
   for (const auto &[name, tensor] : file.tensors) {
     uint64_t begin = data.size();
     int64_t bytes = dtypeBytes(tensor.dtype);
+    size_t held = isFloat(tensor.dtype) ? tensor.values.size() : tensor.ints.size();
+    if (held != static_cast<size_t>(tensor.numElements()) || tensor.external) {
+      return Status(StatusCode::kInternal, "cannot write " + path + ": tensor '" + name +
+                                               "' (" + tensor.describe() + ") holds " +
+                                               std::to_string(held) + " values");
+    }
     for (int64_t i = 0; i < tensor.numElements(); ++i) {
       uint64_t bits = isFloat(tensor.dtype) ? encodeBits(tensor.dtype, tensor.values[i])
                                             : static_cast<uint64_t>(tensor.ints[i]);

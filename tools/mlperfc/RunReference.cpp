@@ -197,11 +197,19 @@ static mlir::FailureOr<BatchSource> datasetBatches(tg::ModelOp model, rt::DType 
 
 static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &nextBatch,
                       LoadedOptimizerState loaded) {
-  TrainState state = initialTrainState(std::move(params));
+  ReferenceTrainer trainer(model);
+  // As the plan starts it (@init_optimizer): masters and moments for the trained parameters
+  // only, none for a frozen one.
+  mlir::FailureOr<TrainState> initial = trainer.initialState(std::move(params));
+  if (failed(initial)) {
+    return 1;
+  }
+  TrainState state = std::move(*initial);
   state.seed = refSeed;
   if (loaded.present) {
-    // Resume: every parameter needs its f32 master and moments of the same shape.
-    for (const auto &[name, value] : state.params) {
+    // Resume: every trained parameter needs its f32 master and moments of the same shape.
+    for (const auto &[name, master] : state.masters) {
+      const rt::HostTensor &value = state.params.at(name);
       for (ParamValues *group : {&loaded.masters, &loaded.m, &loaded.v}) {
         auto it = group->find(name);
         if (it == group->end() || it->second.dtype != rt::DType::kF32 ||
@@ -216,7 +224,6 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &
     state.v = std::move(loaded.v);
     state.step = loaded.step;
   }
-  ReferenceTrainer trainer(model);
   for (int64_t step = 0; step < refTrainSteps; ++step) {
     rt::HostTensor tokens, labels;
     if (failed(nextBatch(step, tokens, labels))) {
@@ -240,6 +247,9 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &
     out.metadata = {{"format", "mlperfc train state"}, {"step", std::to_string(state.step)}};
     for (auto &[name, value] : state.params) {
       out.tensors[name] = value;
+      if (!state.masters.count(name)) {
+        continue; // frozen: its value is all the state it has, as mlperf-run saves it
+      }
       out.tensors[rt::role::stateKey(rt::role::kMaster, name)] = state.masters[name];
       out.tensors[rt::role::stateKey(rt::role::kExpAvg, name)] = state.m[name];
       out.tensors[rt::role::stateKey(rt::role::kExpAvgSq, name)] = state.v[name];
