@@ -48,6 +48,8 @@ TRAJECTORY_RTOL = 1e-4
 # noise, so f32 rounding can show in single elements. One step is lr / scale = 2e-3 / 0.125
 # = 1.6e-2 of an A matrix's largest value; the bound is 1/16 of that.
 PARAM_RTOL = 1e-3
+# The eval loss of the final parameters (each within PARAM_RTOL of their scale).
+EVAL_RTOL = 1e-4
 SEED = 5
 CFG = dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=160, vocab=256, seq=32,
            micro_batch=1, gbs=4, rank=16, alpha=32.0, dropout=0.1)
@@ -204,6 +206,20 @@ def oracle_trajectory(params, tokens, labels, cfg, seed):
     return history, {**frozen, **adapters}
 
 
+def oracle_eval_loss(params, tokens, labels, cfg):
+    """The reference's eval loss: the mean over samples of each sample's token mean over its
+    labels other than -100, dropout off (HF Trainer evaluates in eval mode)."""
+    plain = {**cfg, "dropout": 0.0}
+    ones = {(i, module): jnp.ones((1, cfg["seq"], cfg["hidden"]))
+            for i in range(cfg["layers"]) for module in ADAPTERS}
+    adapters = {k: jnp.asarray(v) for k, v in params.items() if is_adapter(k)}
+    frozen = {k: jnp.asarray(v) for k, v in params.items() if not is_adapter(k)}
+    losses = [float(loss_fn(adapters, frozen, jnp.asarray(tokens[r:r + 1]),
+                            jnp.asarray(labels[r:r + 1]), ones, plain))
+              for r in range(len(tokens))]
+    return float(np.mean(losses))
+
+
 def emit(mlperfc, path, extra=""):
     sets = ",".join(f"{k}={v}" for k, v in {
         "dtype": "f32", "gbs": CFG["gbs"], "micro_batch": CFG["micro_batch"], **TRAIN}.items())
@@ -301,7 +317,7 @@ def check_reference(mlperfc, workdir):
                   f"their scale, {len(moved)} adapters moved, base frozen"), weights
 
 
-def write_parquet_rows(workdir, tokens, labels):
+def write_parquet_rows(workdir, tokens, labels, stem="train", parts=2):
     """The samples in run order as Parquet tables the way Hugging Face datasets stores
     GovReport: per row `input_ids` and the unshifted `labels` (label i is the target of
     position i - 1), so aligned[i] = hf[i + 1] and the last position has none."""
@@ -311,16 +327,16 @@ def write_parquet_rows(workdir, tokens, labels):
     aligned = labels.reshape(-1, labels.shape[-1]).astype(np.int64)
     assert np.all(aligned[:, -1] == IGNORE)
     hf = np.concatenate([rows_tokens[:, :1], aligned[:, :-1]], axis=1)
-    half = len(rows_tokens) // 2
+    half = len(rows_tokens) // 2 if parts == 2 else len(rows_tokens)
     paths = []
-    for part, (rows, options) in enumerate((
-            (slice(0, half), dict(compression="snappy", row_group_size=3)),
-            (slice(half, None), dict(compression="zstd", use_dictionary=False,
-                                     data_page_version="2.0")))):
+    layouts = ((slice(0, half), dict(compression="snappy", row_group_size=3)),
+               (slice(half, None), dict(compression="zstd", use_dictionary=False,
+                                        data_page_version="2.0")))
+    for part, (rows, options) in enumerate(layouts[:parts]):
         table = pa.table({"input_ids": [list(r) for r in rows_tokens[rows]],
                           "labels": [list(r) for r in hf[rows]],
                           "attention_mask": [[1] * rows_tokens.shape[1]] * len(rows_tokens[rows])})
-        paths.append(os.path.join(workdir, f"train-0000{part}-of-00002.parquet"))
+        paths.append(os.path.join(workdir, f"{stem}-0000{part}-of-0000{parts}.parquet"))
         pq.write_table(table, paths[-1], **options)
     return paths
 
@@ -367,6 +383,22 @@ def check_plans(mlperfc, workdir, weights):
         print(f"mlperf-prepare-data failed: {prepare.stderr}")
         return False
     print(prepare.stdout.strip())
+    # Evaluation rows (the tiny preset's eval_samples) with prompts of -100, as GovReport's
+    # validation split masks its prompts.
+    rng = np.random.default_rng(23)
+    eval_rows = 16
+    eval_tokens = rng.integers(0, CFG["vocab"], size=(eval_rows, CFG["seq"]))
+    eval_labels = np.concatenate([eval_tokens[:, 1:], np.full((eval_rows, 1), IGNORE)], axis=1)
+    for r, prefix in enumerate(rng.integers(1, CFG["seq"] // 2, size=eval_rows)):
+        eval_labels[r, :prefix] = IGNORE
+    eval_data = os.path.join(workdir, "lora.eval")
+    prepare = subprocess.run([os.path.join(os.path.dirname(mlperfc), "mlperf-prepare-data"),
+                              "--output", eval_data] +
+                             write_parquet_rows(workdir, eval_tokens, eval_labels, "validation", 1),
+                             capture_output=True, text=True)
+    if prepare.returncode != 0:
+        print(f"mlperf-prepare-data failed: {prepare.stderr}")
+        return False
     initial = base.read_safetensors(weights)
     reference, final = oracle_trajectory(dict(initial), tokens, labels, CFG, SEED)
     mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
@@ -392,6 +424,10 @@ def check_plans(mlperfc, workdir, weights):
                    "--init-from", {None: base_only, "tp=2": hf_full}.get(parallel, weights),
                    "--seed", str(SEED), "--max-steps", str(STEPS),
                    "--print-every", "1", "--save", checkpoint]
+        if not parallel:
+            # The eval after the last step (the first three are the benchmark's skipped ones),
+            # with a target it meets so that the run exits 0.
+            command += ["--eval-data", eval_data, "--target", "100"]
         if parallel:
             command = ["mpirun", "--oversubscribe", "-np", "2"] + command
         run = subprocess.run(command, capture_output=True, text=True, env=base.mpirun_env())
@@ -407,8 +443,18 @@ def check_plans(mlperfc, workdir, weights):
                 got = {k: v for k, v in base.read_safetensors(checkpoint).items()
                        if not k.startswith("optimizer.")}
             worst_param = compare_params(got, final, failures)
+        extra = ""
+        if run.returncode == 0 and not parallel:
+            evals = [float(line.split("eval_loss ")[1].split()[0])
+                     for line in run.stdout.splitlines() if line.startswith("eval step ")]
+            expected = oracle_eval_loss(final, eval_tokens, eval_labels, CFG)
+            error = abs(evals[-1] - expected) / expected if evals else float("inf")
+            if len(evals) != 1 or not base.finite_and_within(error, EVAL_RTOL):
+                failures.append(f"eval losses {evals}, JAX {expected:.6f}")
+            extra = (f", eval loss after step {STEPS} {evals[-1] if evals else float('nan'):.6f} "
+                     f"(JAX {expected:.6f}, rel diff {error:.1e}; per-sample means)")
         ok = report(f"llama2_70b_lora_tiny mlperf-run {tag}", history or [], reference, failures,
-                    f", final parameters {worst_param:.1e} of their scale") and ok
+                    f", final parameters {worst_param:.1e} of their scale{extra}") and ok
     return ok
 
 
