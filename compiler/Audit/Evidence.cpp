@@ -1,6 +1,7 @@
 //===- Evidence.cpp - Numeric evidence that passes keep the math --*- C++ -*-===//
 
 #include "compiler/Audit/Evidence.h"
+#include "compiler/Support/StepRoles.h"
 
 #include "compiler/Interpreter/ReferenceTrainer.h"
 #include "compiler/Pipelines/DeviceFit.h"
@@ -11,6 +12,7 @@
 #include "runtime/dist/InProcessCommunicator.h"
 #include "runtime/exec/Backend.h"
 #include "runtime/exec/PlanTrainer.h"
+#include "runtime/plan/StepRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -374,13 +376,19 @@ private:
       }
       HostTensor arg = HostTensor::zeros(
           *dtype, std::vector<int64_t>(input.getShape().begin(), input.getShape().end()));
-      if (i < 2) { // the micro-batch's tokens, then its labels: rows 0..rows-1
+      std::optional<StepRole> role = argRole(fb, i);
+      if (role && role->role == rt::role::kDropoutKey) {
+        arg.ints = {static_cast<int64_t>(kEvidenceSeed), 0}; // micro-batch 0 of the run
+      } else if (i < 2) { // the micro-batch's tokens, then its labels: rows 0..rows-1
         const HostTensor &source = i == 0 ? batch.tokens : batch.labels;
         std::copy(source.ints.begin(), source.ints.begin() + rows * seq, arg.ints.begin());
       }
       args.push_back(std::move(arg));
     }
     TGInterpreter interpreter(model, params, communicator);
+    // Before tg-train-step the dropouts have no key: the one tg-train-step gives micro-batch 0
+    // of step 0, so that every snapshot draws the same masks.
+    interpreter.setKeylessDropoutKey(kEvidenceSeed, 0);
     FailureOr<std::vector<HostTensor>> results = interpreter.call(fb, std::move(args));
     if (failed(results)) {
       return failure();

@@ -276,6 +276,12 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
                 }
                 operands.push_back(&get(operand));
               }
+              HostTensor defaultKey;
+              if (isa<tg::DropoutOp>(other) && operands.size() == 1 && keylessDropoutKey) {
+                defaultKey = HostTensor::zeros(rt::DType::kI64, {2});
+                defaultKey.ints = {keylessDropoutKey->first, keylessDropoutKey->second};
+                operands.push_back(&defaultKey);
+              }
               std::vector<HostTensor> results;
               for (Value value : other->getResults()) {
                 results.push_back(emptyLike(value.getType()));

@@ -63,6 +63,12 @@ public:
   mlir::FailureOr<std::vector<rt::HostTensor>> call(mlir::func::FuncOp func,
                                                     std::vector<rt::HostTensor> args);
 
+  /// The key a `tg.dropout` declared without one (a snapshot before tg-train-step threads the
+  /// keys) draws its mask with: [seed, micro-batch counter]. Unset, such a dropout is an error.
+  void setKeylessDropoutKey(uint64_t seed, int64_t counter) {
+    keylessDropoutKey = {static_cast<int64_t>(seed), counter};
+  }
+
 private:
   /// A `dist` op, or one with `vocab_shard_axis`: results into `env`.
   mlir::LogicalResult runDistributed(mlir::Operation &op,
@@ -71,6 +77,7 @@ private:
   tg::ModelOp model;
   const ParamValues &params;
   rt::Communicator *communicator;
+  std::optional<std::pair<int64_t, int64_t>> keylessDropoutKey;
 };
 
 } // namespace mlperf

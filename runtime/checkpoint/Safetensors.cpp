@@ -90,8 +90,8 @@ Status writeSafetensors(const std::string &path, const TensorFile &file) {
     int64_t bytes = dtypeBytes(tensor.dtype);
     size_t held = isFloat(tensor.dtype) ? tensor.values.size() : tensor.ints.size();
     if (held != static_cast<size_t>(tensor.numElements()) || tensor.external) {
-      return Status(StatusCode::kInternal, "cannot write " + path + ": tensor '" + name +
-                                               "' (" + tensor.describe() + ") holds " +
+      return Status(StatusCode::kInternal, "cannot write " + path + ": tensor '" + name + "' (" +
+                                               tensor.describe() + ") holds " +
                                                std::to_string(held) + " values");
     }
     for (int64_t i = 0; i < tensor.numElements(); ++i) {
