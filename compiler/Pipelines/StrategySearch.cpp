@@ -293,6 +293,8 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
     }
     // And proxies of A1 = pp and A2 = 2 pp micro-batches per step (the 1F1B steady state is
     // reached; every further micro-batch adds the same work), unless the step has no more.
+    // (A2 = pp + 1 would compile faster but extrapolates the 405B pp=64 step 1% short of its
+    // full compile; 2 pp is within 0.01%.)
     int64_t accumulation = gbs / microBatch / checked.dp;
     int64_t a1 = checked.pp, a2 = 2 * checked.pp;
     bool allMicroBatches = accumulation <= a2;
@@ -300,10 +302,21 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
         allMicroBatches ? 0.0
                         : static_cast<double>(accumulation - a1) / static_cast<double>(a2 - a1);
     bool placed = false, compiles = true;
-    // points[k][j]: k + 1 layers per chunk, micro-batch level j (A1, A2).
-    auto compileAt = [&](const TrainStepOptions &trial, ProxyPoint(&points)[2][2]) {
-      for (int k = 0; k < (direct ? 1 : 2); ++k) {
-        for (int j = 0; j < (allMicroBatches ? 1 : 2); ++j) {
+    // points[k][j]: k + 1 layers per chunk, micro-batch level j (A1, A2). The peak is the A2
+    // proxies' (memory does not grow with micro-batches past the pipeline's window); the A1
+    // proxies, compiled first because they are the cheaper (a proxy's compile time grows with
+    // its micro-batches), hold at most that much, so a level whose A1 peak does not fit is
+    // dropped without compiling its A2 proxies.
+    auto peakOf = [&](ProxyPoint(&points)[2][2], int j) {
+      return static_cast<double>(points[0][j].peak) +
+             static_cast<double>(points[direct ? 0 : 1][j].peak - points[0][j].peak) *
+                 (chunkLayers - 1.0);
+    };
+    double capacity = static_cast<double>(options.device.capacityBytes);
+    auto compileAt = [&](const TrainStepOptions &trial, ProxyPoint(&points)[2][2], bool &fits) {
+      fits = false;
+      for (int j = 0; j < (allMicroBatches ? 1 : 2); ++j) {
+        for (int k = 0; k < (direct ? 1 : 2); ++k) {
           int64_t steps = allMicroBatches ? accumulation : (j == 0 ? a1 : a2);
           OwningOpRef<ModuleOp> proxy = resizedDeclaration(
               declaration, direct ? 0 : chunks * (k + 1), steps * microBatch * checked.dp);
@@ -319,6 +332,11 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
           points[k][j].critical = predicted->step.stages[predicted->step.criticalStage];
           points[k][j].peak = predicted->peakBytes;
         }
+        if (peakOf(points, j) > capacity) {
+          return true; // compiles, does not fit (a larger proxy would hold more)
+        }
+      }
+      for (int k = 0; k < 2; ++k) {
         if (allMicroBatches) {
           points[k][1] = points[k][0];
         }
@@ -327,6 +345,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
         points[1][0] = points[0][0];
         points[1][1] = points[0][1];
       }
+      fits = peakOf(points, 1) <= capacity;
       return true;
     };
     // ZeRO-0 holds at least what ZeRO-1 holds: it needs at least the recompute level ZeRO-1
@@ -348,17 +367,16 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
       trial.recomputeBudgets.clear();
       trial.accumulationSteps = accumulation;
       ProxyPoint points[2][2];
-      if (!compileAt(trial, points)) {
+      bool fits = false;
+      if (!compileAt(trial, points, fits)) {
         compiles = false;
         break; // more recompute does not make it compile
       }
-      // Memory does not grow with micro-batches past the pipeline's window: the A2 proxies'.
-      double peak =
-          static_cast<double>(points[0][1].peak) +
-          static_cast<double>(points[1][1].peak - points[0][1].peak) * (chunkLayers - 1.0);
-      if (peak > static_cast<double>(options.device.capacityBytes)) {
+      if (!fits) {
         continue; // recompute more
       }
+      // Memory does not grow with micro-batches past the pipeline's window: the A2 proxies'.
+      double peak = peakOf(points, 1);
       RankedStrategy ranked;
       ranked.description = describe(checked, recompute, gbs);
       ranked.options = trial;
