@@ -4,6 +4,7 @@
 
 #include "runtime/checkpoint/Json.h"
 #include "runtime/support/Checksum.h"
+#include "runtime/support/FileInput.h"
 #include "runtime/support/FileOutput.h"
 
 #include <algorithm>
@@ -270,23 +271,6 @@ HostTensor decodeTensor(const SafetensorsEntry &entry, const unsigned char *curs
     }
   }
   return tensor;
-}
-
-bool readAt(int fd, void *buffer, size_t size, uint64_t offset) {
-  auto *out = static_cast<char *>(buffer);
-  while (size > 0) {
-    ssize_t got = ::pread(fd, out, size, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return false;
-    }
-    out += got;
-    size -= static_cast<size_t>(got);
-    offset += static_cast<uint64_t>(got);
-  }
-  return true;
 }
 
 } // namespace

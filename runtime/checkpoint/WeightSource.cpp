@@ -3,6 +3,7 @@
 #include "runtime/checkpoint/WeightSource.h"
 
 #include "runtime/checkpoint/Json.h"
+#include "runtime/support/FileInput.h"
 
 #include <cerrno>
 #include <cstring>
@@ -22,11 +23,6 @@ constexpr const char *kSingleName = "model.safetensors";
 bool isDirectory(const std::string &path) {
   struct stat info{};
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-bool isFile(const std::string &path) {
-  struct stat info{};
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
 bool endsWith(const std::string &text, const std::string &suffix) {
@@ -71,9 +67,9 @@ Status CheckpointReader::open(const std::string &path, CheckpointReader &reader)
   reader.path = path;
   std::string file = path;
   if (isDirectory(path)) {
-    if (isFile(path + "/" + kIndexName)) {
+    if (isRegularFile(path + "/" + kIndexName)) {
       file = path + "/" + kIndexName;
-    } else if (isFile(path + "/" + kSingleName)) {
+    } else if (isRegularFile(path + "/" + kSingleName)) {
       file = path + "/" + kSingleName;
     } else {
       return Status(StatusCode::kNotFound, path + ": a directory without " +

@@ -2,20 +2,16 @@
 
 #include "runtime/data/GPTBatches.h"
 
+#include "runtime/support/FileInput.h"
+
 #include <algorithm>
 #include <numeric>
-#include <sys/stat.h>
 
 namespace mlperf::rt {
 namespace {
 
 // The Philox stream of the row shuffle (independent of GPTSamples' streams).
 constexpr uint32_t kRowStream = 0x726f7773; // "rows"
-
-bool isFile(const std::string &path) {
-  struct stat info{};
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
 
 } // namespace
 
@@ -31,7 +27,8 @@ Status GPTBatches::open(const std::string &prefix, int64_t seqLen, SampleOrder o
   batches.labels.reset();
   batches.dataset = std::make_unique<IndexedDataset>();
   MLPERF_RETURN_IF_ERROR(IndexedDataset::open(prefix, *batches.dataset));
-  if (isFile(labelsPrefix(prefix) + ".idx") || isFile(labelsPrefix(prefix) + ".bin")) {
+  if (isRegularFile(labelsPrefix(prefix) + ".idx") ||
+      isRegularFile(labelsPrefix(prefix) + ".bin")) {
     return batches.openRows();
   }
   Status status = GPTSamples::create(*batches.dataset, seqLen, order, seed, batches.samples);

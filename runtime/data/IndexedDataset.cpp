@@ -2,6 +2,8 @@
 
 #include "runtime/data/IndexedDataset.h"
 
+#include "runtime/support/FileInput.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -73,24 +75,6 @@ int64_t decode(TokenType type, const unsigned char *p) {
 
 Status corrupt(const std::string &file, const std::string &what) {
   return Status(StatusCode::kDataLoss, file + ": not a valid indexed dataset: " + what);
-}
-
-/// Reads exactly `size` bytes at `offset`.
-bool readAt(int fd, void *buffer, size_t size, int64_t offset) {
-  char *cursor = static_cast<char *>(buffer);
-  while (size > 0) {
-    ssize_t got = ::pread(fd, cursor, size, offset);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      return false;
-    }
-    cursor += got;
-    size -= static_cast<size_t>(got);
-    offset += got;
-  }
-  return true;
 }
 
 /// Writes `data` to `path` via a temporary file and rename.

@@ -14,6 +14,8 @@
 #include "runtime/plan/PlanLoader.h"
 
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 using namespace mlperf;
 using namespace mlperf::rt;
@@ -25,15 +27,39 @@ int fail(const Status &status) {
   return 1;
 }
 
-/// A run of the plan's benchmark that converges at its third evaluation.
-int writePlanLog(const std::string &out, const std::string &planPath) {
-  plan::Plan compiled;
-  Status status = loadPlan(planPath, compiled);
-  if (!status.isOk()) {
+/// The log of a run with `config` whose evaluations come after these sample counts with these
+/// eval accuracies, each ending a block that began at the one before; the last converges.
+int writeRun(const std::string &out, const BenchmarkConfig &config,
+             const std::vector<std::pair<int64_t, double>> &evals) {
+  MLLogger logger;
+  if (Status status = logger.open(out); !status.isOk()) {
     return fail(status);
   }
-  MLLogger logger;
-  if (!(status = logger.open(out)).isOk()) {
+  MLLOG_POINT(logger, "cache_clear", true);
+  MLLOG_START(logger, "init_start", MLLogValue{});
+  logBenchmarkConfig(logger, config);
+  MLLOG_POINT(logger, "seed", int64_t{1234});
+  MLLOG_END(logger, "init_stop", MLLogValue{});
+  MLLOG_START(logger, "run_start", MLLogValue{});
+  int64_t samples = 0;
+  for (const auto &[after, accuracy] : evals) {
+    MLLOG_START(logger, "block_start", MLLogValue{}, {"samples_count", samples});
+    samples = after;
+    MLLOG_END(logger, "block_stop", MLLogValue{}, {"samples_count", samples});
+    MLLOG_START(logger, "eval_start", MLLogValue{}, {"samples_count", samples});
+    MLLOG_POINT(logger, "eval_accuracy", accuracy, {"samples_count", samples});
+    MLLOG_END(logger, "eval_stop", MLLogValue{}, {"samples_count", samples});
+  }
+  MLLOG_END(logger, "run_stop", MLLogValue{}, {"status", std::string("success")},
+            {"samples_count", samples});
+  return logger.status().isOk() ? 0 : fail(logger.status());
+}
+
+/// A run of the plan's benchmark at its cadence (skipped evaluations included) that
+/// converges at its third evaluation.
+int writePlanLog(const std::string &out, const std::string &planPath) {
+  plan::Plan compiled;
+  if (Status status = loadPlan(planPath, compiled); !status.isOk()) {
     return fail(status);
   }
   const plan::ModelInfo &model = compiled.model();
@@ -44,26 +70,12 @@ int writePlanLog(const std::string &out, const std::string &planPath) {
   config.trainSamples = 4096;
   int64_t gbs = model.global_batch_size();
   int64_t every = (model.eval_every_samples() + gbs - 1) / gbs;
-  MLLOG_POINT(logger, "cache_clear", true);
-  MLLOG_START(logger, "init_start", MLLogValue{});
-  logBenchmarkConfig(logger, config);
-  MLLOG_POINT(logger, "seed", int64_t{1234});
-  MLLOG_END(logger, "init_stop", MLLogValue{});
-  MLLOG_START(logger, "run_start", MLLogValue{});
-  int64_t step = 0;
+  std::vector<std::pair<int64_t, double>> evals;
   for (int64_t eval = 1; eval <= 3; ++eval) {
-    int64_t next = (model.eval_skip() + eval) * every;
-    MLLOG_START(logger, "block_start", MLLogValue{}, {"samples_count", step * gbs});
-    step = next;
-    MLLOG_END(logger, "block_stop", MLLogValue{}, {"samples_count", step * gbs});
-    MLLOG_START(logger, "eval_start", MLLogValue{}, {"samples_count", step * gbs});
-    MLLOG_POINT(logger, "eval_accuracy", model.target_value() + 0.1 * (2 - eval),
-                {"samples_count", step * gbs});
-    MLLOG_END(logger, "eval_stop", MLLogValue{}, {"samples_count", step * gbs});
+    evals.emplace_back((model.eval_skip() + eval) * every * gbs,
+                       model.target_value() + 0.1 * (2 - eval));
   }
-  MLLOG_END(logger, "run_stop", MLLogValue{}, {"status", std::string("success")},
-            {"samples_count", step * gbs});
-  return logger.status().isOk() ? 0 : fail(logger.status());
+  return writeRun(out, config, evals);
 }
 
 } // namespace
@@ -75,12 +87,6 @@ int main(int argc, char **argv) {
   }
   if (argc == 3) {
     return writePlanLog(argv[1], argv[2]);
-  }
-  MLLogger logger;
-  Status status = logger.open(argv[1]);
-  if (!status.isOk()) {
-    std::fprintf(stderr, "%s\n", status.toString().c_str());
-    return 1;
   }
   BenchmarkConfig config;
   config.platform = "1xCPU (reference backend)";
@@ -102,22 +108,5 @@ int main(int argc, char **argv) {
   config.weightDecay = 0.1;
   config.gradientClipNorm = 1.0;
 
-  MLLOG_POINT(logger, "cache_clear", true);
-  MLLOG_START(logger, "init_start", MLLogValue{});
-  logBenchmarkConfig(logger, config);
-  MLLOG_POINT(logger, "seed", int64_t{1234});
-  MLLOG_END(logger, "init_stop", MLLogValue{});
-  MLLOG_START(logger, "run_start", MLLogValue{});
-  for (int64_t block = 0; block < 2; ++block) {
-    int64_t samples = block * 12288;
-    MLLOG_START(logger, "block_start", MLLogValue{}, {"samples_count", samples});
-    MLLOG_END(logger, "block_stop", MLLogValue{}, {"samples_count", samples + 12288});
-    MLLOG_START(logger, "eval_start", MLLogValue{}, {"samples_count", samples + 12288});
-    MLLOG_POINT(logger, "eval_accuracy", block == 0 ? 3.9 : 3.28,
-                {"samples_count", samples + 12288});
-    MLLOG_END(logger, "eval_stop", MLLogValue{}, {"samples_count", samples + 12288});
-  }
-  MLLOG_END(logger, "run_stop", MLLogValue{}, {"status", std::string("success")},
-            {"samples_count", int64_t{24576}});
-  return 0;
+  return writeRun(argv[1], config, {{12288, 3.9}, {24576, 3.28}});
 }

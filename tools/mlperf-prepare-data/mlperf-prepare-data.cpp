@@ -235,7 +235,6 @@ int main(int argc, char **argv) {
   std::printf("mlperf-prepare-data: %zu file(s), %lld bytes -> %zu documents, %lld tokens "
               "(%s): %s.bin, %s.idx\n",
               inputs.size(), static_cast<long long>(bytes), documents.size(),
-              static_cast<long long>(tokens), type == TokenType::kUInt8 ? "uint8" : "uint16",
-              output.c_str(), output.c_str());
+              static_cast<long long>(tokens), typeName(type), output.c_str(), output.c_str());
   return 0;
 }
