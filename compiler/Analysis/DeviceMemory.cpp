@@ -4,6 +4,7 @@
 
 #include "compiler/Analysis/MemoryPlan.h"
 #include "dialects/Plan/IR/PlanOps.h"
+#include "runtime/cuda/Reserves.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -38,7 +39,7 @@ constexpr KnownDevice kKnownDevices[] = {
 /// allocations outside the arenas (events, graph executables, scalars). A static arena has no
 /// caching-allocator fragmentation; its alignment padding is already in the arena sizes.
 constexpr int64_t kCudaContextBytes = kGiB;
-constexpr int64_t kCublasLtWorkspaceBytes = 32 * kMiB + kKiB;
+constexpr int64_t kCublasLtWorkspaceBytes = rt::cuda::kCublasLtWorkspaceBytes; // the runtime's
 constexpr int64_t kCudnnWorkspaceBytes = 64 * kMiB;
 constexpr int64_t kNcclCommunicatorBytes = 384 * kMiB;
 constexpr int64_t kRuntimeSlackBytes = 256 * kMiB;

@@ -33,6 +33,23 @@ void matmulFloat(const float *a, const float *b, float *c, const MatmulShape &s)
 
 } // namespace
 
+MatmulShape matmulShapeOf(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
+                          const std::vector<int64_t> &c, bool transposeA, bool transposeB) {
+  const size_t rank = a.size();
+  MatmulShape s;
+  s.transposeA = transposeA;
+  s.transposeB = transposeB;
+  s.batch = 1;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    s.batch *= a[d];
+  }
+  s.m = c[c.size() - 2];
+  s.n = c.back();
+  s.k = a[rank - (transposeA ? 2 : 1)];
+  s.broadcastB = b.size() == 2 && rank > 2;
+  return s;
+}
+
 template <typename T> void matmul(const T *a, const T *b, T *c, const MatmulShape &s) {
   if constexpr (std::is_same_v<T, float>) {
     return matmulFloat(a, b, c, s);

@@ -43,6 +43,10 @@ inline MatmulShape matmulShape(int64_t m, int64_t n, int64_t k, bool transposeA 
   shape.transposeB = transposeB;
   return shape;
 }
+/// The shape of a plan or tg matmul from its operand and result shapes (A [..., m, k], B [k, n]
+/// or [..., k, n], C [..., m, n], before transposes): the one reading every backend uses.
+MatmulShape matmulShapeOf(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
+                          const std::vector<int64_t> &c, bool transposeA, bool transposeB);
 template <typename T> void matmul(const T *a, const T *b, T *c, const MatmulShape &shape);
 
 /// y = x / sqrt(mean(x²) + eps) · w over rows of length `dim`.

@@ -115,15 +115,8 @@ Status invalidInput(const std::string &message) {
 Status Dispatch::run(std::string_view op) {
   if (op == "matmul" || op == "fp8_matmul") {
     const HostTensor &a = in(0), &b = in(1);
-    size_t rank = a.shape.size();
-    cpu::MatmulShape s;
-    s.transposeA = flag("transpose_lhs");
-    s.transposeB = flag("transpose_rhs");
-    s.batch = product(a.shape, 0, rank - 2);
-    s.m = out().shape[out().shape.size() - 2];
-    s.n = out().shape.back();
-    s.k = a.shape[rank - (s.transposeA ? 2 : 1)];
-    s.broadcastB = b.shape.size() == 2 && rank > 2;
+    cpu::MatmulShape s = cpu::matmulShapeOf(a.shape, b.shape, out().shape, flag("transpose_lhs"),
+                                            flag("transpose_rhs"));
     cpu::matmul(a.data(), b.data(), out().data(), s);
     if (op == "fp8_matmul") {
       // The scaled GEMM's epilogue: the f32 sum times both inverse scales, in f32.

@@ -2,6 +2,8 @@
 
 #include "runtime/cpu/ThreadPool.h"
 
+#include <cstring>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -186,5 +188,12 @@ void parallelForErased(int64_t tasks, void (*run)(const void *, int64_t), const 
   }
 }
 } // namespace detail
+
+void copyInParallel(void *to, const void *from, size_t bytes) {
+  parallelChunks(static_cast<int64_t>(bytes), int64_t{1} << 18, [&](int64_t begin, int64_t end) {
+    std::memcpy(static_cast<char *>(to) + begin, static_cast<const char *>(from) + begin,
+                end - begin);
+  });
+}
 
 } // namespace mlperf::rt::cpu

@@ -16,6 +16,7 @@
 #include "runtime/support/Status.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace mlperf::rt::cpu {
@@ -68,6 +69,10 @@ template <typename Body> void parallelChunks(int64_t count, int64_t grain, const
     }
   });
 }
+
+/// memcpy on the pool: copies between the arenas and host tensors move as much memory as an
+/// element-wise kernel.
+void copyInParallel(void *to, const void *from, size_t bytes);
 
 } // namespace mlperf::rt::cpu
 

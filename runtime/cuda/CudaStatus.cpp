@@ -16,4 +16,14 @@ Status statusFromCudaError(cudaError_t error, const char *expr, const char *file
                 file, line);
 }
 
+Status statusFromCublasStatus(cublasStatus_t status, const char *expr, const char *file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    return Status::ok();
+  }
+  return Status(StatusCode::kInternal,
+                std::string(expr) + " failed: " + cublasLtGetStatusName(status) + ": " +
+                    cublasLtGetStatusString(status),
+                file, line);
+}
+
 } // namespace mlperf::rt::cuda

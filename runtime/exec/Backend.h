@@ -11,6 +11,7 @@
 #define MLPERFC_RUNTIME_EXEC_BACKEND_H
 
 #include "runtime/cpu/HostTensor.h"
+#include "runtime/cpu/OpKernels.h"
 #include "runtime/dist/Communicator.h"
 #include "runtime/plan.pb.h"
 #include "runtime/support/Status.h"
@@ -59,14 +60,22 @@ public:
   virtual std::vector<CommandSpan> commandSpans() const { return {}; }
 };
 
+/// A command's attributes as the kernels take them (attributes without a value are left out:
+/// a missing required one is reported by the kernel).
+OpAttributes commandAttributes(const plan::Command &command);
+
 /// The runtime element type of a plan dtype.
 DType fromPlanDType(plan::DType dtype);
 
-/// "cpu" (the reference backend); "cuda" is reported as not built yet.
+/// "cpu" (the reference backend) or "cuda" (runtime/cuda, when this build has it; without a
+/// usable GPU its prepare says why).
 Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend);
 
 /// The CPU reference backend: every command through runtime/cpu/OpKernels.
 std::unique_ptr<Backend> createCpuBackend();
+
+/// Whether this build has the CUDA backend (configured with a CUDA toolkit).
+bool cudaBackendBuilt();
 
 } // namespace mlperf::rt
 

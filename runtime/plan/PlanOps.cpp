@@ -87,6 +87,14 @@ const PlanOpSignature *findPlanOp(std::string_view op) {
   return nullptr;
 }
 
+std::vector<std::string_view> planOpNames() {
+  std::vector<std::string_view> names;
+  for (const PlanOpSignature &signature : kOps) {
+    names.push_back(signature.name);
+  }
+  return names;
+}
+
 bool communicates(std::string_view op, bool vocabSplit) {
   return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "send" ||
          op == "recv" || (vocabSplit && (op == "cross_entropy" || op == "cross_entropy_grad"));

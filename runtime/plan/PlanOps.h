@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace mlperf::rt {
 
@@ -25,6 +26,9 @@ struct PlanOpSignature {
 
 /// The signature of `op`, or null for an op this runtime does not execute.
 const PlanOpSignature *findPlanOp(std::string_view op);
+
+/// Every op of the table, in its order (a backend's kernel table is checked against it).
+std::vector<std::string_view> planOpNames();
 
 /// Whether a command talks to other ranks: the collectives, send and recv, and the loss ops
 /// on a vocabulary split over ranks (`vocabSplit`: they combine maxima and sums inside). In a

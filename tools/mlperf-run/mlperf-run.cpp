@@ -277,7 +277,8 @@ int main(int argc, char **argv) {
                                 "plan.pb) on a backend; a plan for several ranks runs under "
                                 "mpirun -np N, one rank per process (docs/distributed.md)");
   cli.addString("backend", &options.session.backend, "NAME",
-                "cpu (default; the reference backend)");
+                "cpu (default; the reference backend) or cuda (GPU 0; a plan holding an op "
+                "without a CUDA kernel yet is refused before it runs)");
   cli.addString("data", &options.session.data, "PREFIX",
                 "Training data: Megatron indexed dataset PREFIX.bin/.idx (required)");
   cli.addString("eval-data", &options.session.evalData, "PREFIX",

@@ -24,7 +24,10 @@ static void printVersion(llvm::raw_ostream &os) {
   os << "mlperfc " << MLPERFC_VERSION << "\n"
      << "  MLIR/LLVM " << MLPERFC_MLIR_VERSION << ", " << MLPERFC_BUILD_TYPE << " build\n"
      << "  CUDA backend: "
-     << (MLPERFC_CUDA_ENABLED ? "built (sm_90a, sm_100a)" : "not built (no CUDA toolkit)") << "\n";
+     << (MLPERFC_CUDA_ENABLED ? "built (sm_90a, sm_100a; mlperf-run --backend cuda, ops listed by "
+                                "mlperf-opcheck)"
+                              : "not built (no CUDA toolkit)")
+     << "\n";
 }
 
 static constexpr llvm::StringLiteral kOverview =

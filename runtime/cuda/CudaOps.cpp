@@ -1,0 +1,174 @@
+//===- CudaOps.cpp - Which plan ops the CUDA backend runs -------*- C++ -*-===//
+
+#include "runtime/cuda/CudaOps.h"
+
+#include <iterator>
+#include <set>
+
+namespace mlperf::rt::cuda {
+namespace {
+
+constexpr std::string_view kPart1b = "the CUDA backend part 1b (issue 49)";
+constexpr std::string_view kPart3 = "the CUDA backend part 3 (issue 41: fp8 GEMMs, NCCL)";
+
+// In runtime/plan/PlanOps's order; CudaOpsTest checks that both list the same ops.
+constexpr CudaOpEntry kOps[] = {
+    {"matmul", true, {}},
+    {"add", true, {}},
+    {"mul", true, {}},
+    {"scale", true, {}},
+    {"silu", true, {}},
+    {"silu_grad", true, {}},
+    {"swiglu", true, {}},
+    {"swiglu_grad", true, {}},
+    {"convert", true, {}},
+    {"reshape", true, {}},
+    {"transpose", true, {}},
+    {"embedding", false, kPart1b},
+    {"embedding_grad", false, kPart1b},
+    {"rms_norm", true, {}},
+    {"rms_norm_grad", true, {}},
+    {"add_rms_norm", true, {}},
+    {"rope", true, {}},
+    {"rope_qk", true, {}},
+    {"causal_mask", true, {}},
+    {"softmax", true, {}},
+    {"attention", false, kPart1b},
+    {"attention_grad", false, kPart1b},
+    {"softmax_grad", true, {}},
+    {"repeat", true, {}},
+    {"repeat_grad", true, {}},
+    {"split", true, {}},
+    {"concat", true, {}},
+    {"cross_entropy", false, kPart1b},
+    {"cross_entropy_grad", false, kPart1b},
+    {"linear_cross_entropy", false, kPart1b},
+    {"linear_cross_entropy_grad", false, kPart1b},
+    {"fill", true, {}},
+    {"random_normal", false, kPart1b},
+    {"random_uniform", false, kPart1b},
+    {"dropout", false, kPart1b},
+    {"dropout_key", false, kPart1b},
+    {"eval_dropout_key", false, kPart1b},
+    {"local_shard", false, kPart1b},
+    {"copy", true, {}},
+    {"lr_value", false, kPart1b},
+    {"global_norm", false, kPart1b},
+    {"clip_coefficient", false, kPart1b},
+    {"adamw", false, kPart1b},
+    {"sum_squares", false, kPart1b},
+    {"sqrt", false, kPart1b},
+    {"fp8_quantize", false, kPart1b},
+    {"fp8_matmul", false, kPart3},
+    {"amax", false, kPart1b},
+    {"fp8_scale_update", false, kPart1b},
+    {"fp8_current_scale", false, kPart1b},
+    {"all_reduce", false, kPart3},
+    {"reduce_scatter", false, kPart3},
+    {"all_gather", false, kPart3},
+    {"send", false, kPart3},
+    {"recv", false, kPart3},
+    {"call", true, {}},
+    {"event_record", true, {}},
+    {"event_wait", true, {}},
+};
+
+/// Ops whose kernels compute each result element from the operand elements of the same index
+/// (or, for the row ops, read a whole row before writing it): a result may be an operand's
+/// very bytes (the memory planner's in-place reuse), but no other overlap.
+const std::set<std::string_view> kInPlaceOps = {
+    "add",         "mul",     "scale",    "silu",         "silu_grad", "swiglu",
+    "swiglu_grad", "convert", "rms_norm", "add_rms_norm", "softmax",   "softmax_grad",
+    "causal_mask", "rope",    "rope_qk",  "copy",         "reshape"};
+
+/// Ops that move elements without arithmetic: any storage type, as long as operands and
+/// results share it.
+const std::set<std::string_view> kLayoutOps = {"transpose", "repeat", "split",
+                                               "concat",    "copy",   "reshape"};
+
+bool isStoredFloat(plan::DType type) { return type == plan::F32 || type == plan::BF16; }
+
+std::string typeName(plan::DType type) { return plan::DType_Name(type); }
+
+} // namespace
+
+const CudaOpEntry *findCudaOp(std::string_view op) {
+  for (const CudaOpEntry &entry : kOps) {
+    if (entry.op == op) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<CudaOpEntry> cudaOpTable() { return {std::begin(kOps), std::end(kOps)}; }
+
+std::string unsupportedReason(const plan::Plan &plan, const plan::Command &command) {
+  const std::string &op = command.op();
+  const CudaOpEntry *entry = findCudaOp(op);
+  if (!entry) {
+    return "op '" + op + "' is unknown to the CUDA backend";
+  }
+  if (!entry->hasKernel) {
+    return "op '" + op + "' has no CUDA kernel yet (it comes with " +
+           std::string(entry->comesWith) + ")";
+  }
+  if (op == "call" || op == "event_record" || op == "event_wait") {
+    return {};
+  }
+  auto buffer = [&](uint32_t id) -> const plan::Buffer & { return plan.buffers(id); };
+  std::vector<uint32_t> ids(command.operands().begin(), command.operands().end());
+  ids.insert(ids.end(), command.results().begin(), command.results().end());
+  bool sameType = true;
+  for (uint32_t id : ids) {
+    sameType &= buffer(id).dtype() == buffer(ids[0]).dtype();
+  }
+  // Layout ops move elements of any type unchanged; a copy between types is a convert.
+  const bool moves = kLayoutOps.count(op) && sameType;
+  if (kLayoutOps.count(op) && !sameType && op != "copy" && op != "reshape") {
+    return "op '" + op +
+           "' moves elements between buffers of different types; its CUDA "
+           "kernel moves them unchanged";
+  }
+  if (!moves) {
+    for (uint32_t id : ids) {
+      if (!isStoredFloat(buffer(id).dtype())) {
+        return "op '" + op + "' on buffer '" + buffer(id).name() + "' of type " +
+               typeName(buffer(id).dtype()) +
+               ": its CUDA kernel handles F32 and BF16 buffers only (other types come with " +
+               std::string(kPart1b) + ")";
+      }
+    }
+  }
+  if (op == "matmul" &&
+      buffer(command.operands(0)).dtype() != buffer(command.operands(1)).dtype()) {
+    return "matmul of " + typeName(buffer(command.operands(0)).dtype()) + " by " +
+           typeName(buffer(command.operands(1)).dtype()) +
+           ": cuBLASLt takes both operands in one type";
+  }
+  auto overlaps = [](const plan::Buffer &a, const plan::Buffer &b) {
+    return a.memory_class() == b.memory_class() && a.offset() < b.offset() + b.size() &&
+           b.offset() < a.offset() + a.size();
+  };
+  for (int r = 0; r < command.results_size(); ++r) {
+    const plan::Buffer &result = buffer(command.results(r));
+    for (uint32_t id : command.operands()) {
+      const plan::Buffer &operand = buffer(id);
+      bool sameElements = operand.offset() == result.offset() &&
+                          operand.dtype() == result.dtype() && operand.size() == result.size();
+      if (overlaps(operand, result) && !(kInPlaceOps.count(op) && sameElements)) {
+        return "op '" + op + "': result '" + result.name() + "' shares bytes with operand '" +
+               operand.name() + "' in a way its CUDA kernel does not allow";
+      }
+    }
+    for (int other = 0; other < r; ++other) {
+      if (overlaps(result, buffer(command.results(other)))) {
+        return "op '" + op + "': results '" + result.name() + "' and '" +
+               buffer(command.results(other)).name() + "' share bytes";
+      }
+    }
+  }
+  return {};
+}
+
+} // namespace mlperf::rt::cuda

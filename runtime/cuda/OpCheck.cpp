@@ -1,0 +1,459 @@
+//===- OpCheck.cpp - Every CUDA-kernel op on both backends, compared -------===//
+
+#include "runtime/cuda/OpCheck.h"
+
+#include "runtime/cpu/Numerics.h"
+#include "runtime/dist/Communicator.h"
+#include "runtime/plan/PlanLoader.h"
+#include "runtime/plan/PlanOps.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+namespace mlperf::rt::cuda {
+namespace {
+
+constexpr uint64_t kAlignment = 256;
+
+/// Builds a one-command plan: operands in the PERSISTENT arena, results in ACTIVATIONS.
+class CaseBuilder {
+public:
+  CaseBuilder(std::string name, std::string op, Tolerance tolerance, double normBound = 0) {
+    check.name = std::move(name);
+    check.op = op;
+    check.tolerance = tolerance;
+    check.normBound = normBound;
+    check.plan.set_format_version(kPlanFormatVersion);
+    program = check.plan.add_programs();
+    program->set_name("check");
+    command = program->add_commands();
+    command->set_op(op);
+  }
+  CaseBuilder &input(plan::DType type, std::vector<int64_t> shape) {
+    uint32_t id = buffer(type, shape, plan::PERSISTENT);
+    command->add_operands(id);
+    program->add_inputs(id);
+    return *this;
+  }
+  CaseBuilder &output(plan::DType type, std::vector<int64_t> shape) {
+    uint32_t id = buffer(type, shape, plan::ACTIVATIONS);
+    command->add_results(id);
+    program->add_outputs(id);
+    return *this;
+  }
+  CaseBuilder &attribute(const char *name, int64_t value) {
+    plan::Attribute *attribute = command->add_attributes();
+    attribute->set_name(name);
+    attribute->set_i(value);
+    return *this;
+  }
+  CaseBuilder &real(const char *name, double value) {
+    plan::Attribute *attribute = command->add_attributes();
+    attribute->set_name(name);
+    attribute->set_f(value);
+    return *this;
+  }
+  CaseBuilder &integers(const char *name, std::vector<int64_t> values) {
+    plan::Attribute *attribute = command->add_attributes();
+    attribute->set_name(name);
+    for (int64_t value : values) {
+      attribute->mutable_ints()->add_values(value);
+    }
+    return *this;
+  }
+  OpCheckCase finish() {
+    for (auto memoryClass : {plan::PERSISTENT, plan::ACTIVATIONS}) {
+      if (used[memoryClass] > 0) {
+        plan::Arena *arena = check.plan.add_arenas();
+        arena->set_memory_class(memoryClass);
+        arena->set_size(used[memoryClass]);
+      }
+    }
+    return std::move(check);
+  }
+
+private:
+  uint32_t buffer(plan::DType type, const std::vector<int64_t> &shape, plan::MemoryClass cls) {
+    plan::Buffer *b = check.plan.add_buffers();
+    uint32_t id = check.plan.buffers_size() - 1;
+    b->set_id(id);
+    b->set_name((cls == plan::PERSISTENT ? "in" : "out") + std::to_string(id));
+    b->set_dtype(type);
+    int64_t count = 1;
+    for (int64_t dim : shape) {
+      b->add_shape(dim);
+      count *= dim;
+    }
+    b->set_memory_class(cls);
+    b->set_offset(used[cls]);
+    uint64_t bytes = count * planDTypeBytes(type);
+    b->set_size(bytes);
+    used[cls] += (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    return id;
+  }
+
+  OpCheckCase check;
+  plan::Program *program = nullptr;
+  plan::Command *command = nullptr;
+  uint64_t used[3] = {0, 0, 0};
+};
+
+constexpr plan::DType kF32 = plan::F32, kBF16 = plan::BF16;
+
+std::string typeName(plan::DType type) { return type == kBF16 ? "bf16" : "f32"; }
+
+/// Norm bound of a GEMM by its result type: f32 sums in another order (k ≤ a few hundred), or
+/// one bf16 rounding of the result (2^-8 relative per element at most).
+double gemmBound(plan::DType type) { return type == kBF16 ? 8e-3 : 1e-5; }
+
+/// Units in the last place of `type` between two values of that type (0 when both are the same
+/// NaN or equal, a large number when one is NaN).
+int64_t ulpDistance(DType type, float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) {
+    return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX / 2;
+  }
+  auto ordered = [&](float value) -> int64_t {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    int64_t key = type == DType::kBF16 ? (bits >> 16) & 0x7fff : bits & 0x7fffffff;
+    bool negative = bits >> 31;
+    return negative ? -key : key;
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+/// Streams, events and a call: "check" normalizes x, calls "inner" (matmul, silu), then
+/// stream 1 scales the callee's result after an event while stream 0 squares it.
+OpCheckCase programCase() {
+  OpCheckCase check;
+  check.name = "program: rms_norm, call (matmul, silu), event across two streams";
+  check.op = "call";
+  check.tolerance = Tolerance::kNorm;
+  check.normBound = gemmBound(kBF16);
+  plan::Plan &p = check.plan;
+  p.set_format_version(kPlanFormatVersion);
+  uint64_t used[3] = {0, 0, 0};
+  auto buffer = [&](const char *name, std::vector<int64_t> shape, plan::MemoryClass cls) {
+    plan::Buffer *b = p.add_buffers();
+    b->set_id(p.buffers_size() - 1);
+    b->set_name(name);
+    b->set_dtype(kBF16);
+    int64_t count = 1;
+    for (int64_t dim : shape) {
+      b->add_shape(dim);
+      count *= dim;
+    }
+    b->set_memory_class(cls);
+    b->set_offset(used[cls]);
+    b->set_size(count * 2);
+    used[cls] += (count * 2 + kAlignment - 1) / kAlignment * kAlignment;
+    return b->id();
+  };
+  uint32_t x = buffer("x", {16, 64}, plan::PERSISTENT), g = buffer("g", {64}, plan::PERSISTENT),
+           w = buffer("w", {64, 32}, plan::PERSISTENT);
+  uint32_t n = buffer("n", {16, 64}, plan::ACTIVATIONS),
+           h = buffer("h", {16, 32}, plan::ACTIVATIONS),
+           a = buffer("a", {16, 32}, plan::ACTIVATIONS),
+           c = buffer("c", {16, 32}, plan::ACTIVATIONS),
+           y = buffer("y", {16, 32}, plan::ACTIVATIONS);
+  for (auto cls : {plan::PERSISTENT, plan::ACTIVATIONS}) {
+    plan::Arena *arena = p.add_arenas();
+    arena->set_memory_class(cls);
+    arena->set_size(used[cls]);
+  }
+  auto command = [](plan::Program *program, const char *op, std::vector<uint32_t> operands,
+                    std::vector<uint32_t> results, uint32_t stream = 0) {
+    plan::Command *command = program->add_commands();
+    command->set_op(op);
+    for (uint32_t id : operands) {
+      command->add_operands(id);
+    }
+    for (uint32_t id : results) {
+      command->add_results(id);
+    }
+    command->set_stream(stream);
+    return command;
+  };
+  plan::Program *inner = p.add_programs();
+  inner->set_name("inner");
+  inner->add_inputs(n);
+  inner->add_inputs(w);
+  inner->add_outputs(a);
+  command(inner, "matmul", {n, w}, {h});
+  command(inner, "silu", {h}, {a});
+  plan::Program *outer = p.add_programs();
+  outer->set_name("check");
+  outer->set_streams(2);
+  for (uint32_t id : {x, g, w}) {
+    outer->add_inputs(id);
+  }
+  outer->add_outputs(c);
+  outer->add_outputs(y);
+  plan::Attribute *epsilon = command(outer, "rms_norm", {x, g}, {n})->add_attributes();
+  epsilon->set_name("epsilon");
+  epsilon->set_f(1e-5);
+  plan::Attribute *callee = command(outer, "call", {}, {})->add_attributes();
+  callee->set_name("program");
+  callee->set_s("inner");
+  command(outer, "event_record", {}, {})->set_event(1);
+  command(outer, "event_wait", {}, {}, 1)->set_event(1);
+  plan::Attribute *factor = command(outer, "scale", {a}, {c}, 1)->add_attributes();
+  factor->set_name("factor");
+  factor->set_f(0.5);
+  command(outer, "mul", {a, a}, {y});
+  return check;
+}
+
+} // namespace
+
+const char *toleranceName(Tolerance tolerance) {
+  switch (tolerance) {
+  case Tolerance::kExact:
+    return "exact";
+  case Tolerance::kUlps:
+    return "ulps";
+  default:
+    return "norm";
+  }
+}
+
+std::vector<OpCheckCase> opCheckCases() {
+  std::vector<OpCheckCase> cases;
+  auto add = [&](CaseBuilder &builder) { cases.push_back(builder.finish()); };
+  using T = Tolerance;
+  for (plan::DType t : {kF32, kBF16}) {
+    std::string ty = typeName(t);
+    add(CaseBuilder("matmul " + ty + " [64,96]x[96,80]", "matmul", T::kNorm, gemmBound(t))
+            .input(t, {64, 96})
+            .input(t, {96, 80})
+            .output(t, {64, 80}));
+    add(CaseBuilder("matmul " + ty + " [2,64,96]x[2,80,96]^T", "matmul", T::kNorm, gemmBound(t))
+            .input(t, {2, 64, 96})
+            .input(t, {2, 80, 96})
+            .output(t, {2, 64, 80})
+            .attribute("transpose_rhs", 1));
+    add(CaseBuilder("matmul " + ty + " [2,96,48]^Tx[2,96,40]", "matmul", T::kNorm, gemmBound(t))
+            .input(t, {2, 96, 48})
+            .input(t, {2, 96, 40})
+            .output(t, {2, 48, 40})
+            .attribute("transpose_lhs", 1));
+    add(CaseBuilder("matmul " + ty + " [2,3,32,48]x[40,48]^T shared", "matmul", T::kNorm,
+                    gemmBound(t))
+            .input(t, {2, 3, 32, 48})
+            .input(t, {40, 48})
+            .output(t, {2, 3, 32, 40})
+            .attribute("transpose_rhs", 1));
+    add(CaseBuilder("add " + ty, "add", T::kExact)
+            .input(t, {1000})
+            .input(t, {1000})
+            .output(t, {1000}));
+    add(CaseBuilder("mul " + ty, "mul", T::kExact)
+            .input(t, {1000})
+            .input(t, {1000})
+            .output(t, {1000}));
+    add(CaseBuilder("scale " + ty, "scale", T::kExact)
+            .input(t, {777})
+            .output(t, {777})
+            .real("factor", 1.0 / 3.0));
+    add(CaseBuilder("silu " + ty, "silu", T::kUlps).input(t, {1000}).output(t, {1000}));
+    add(CaseBuilder("silu_grad " + ty, "silu_grad", T::kUlps)
+            .input(t, {1000})
+            .input(t, {1000})
+            .output(t, {1000}));
+    add(CaseBuilder("swiglu " + ty, "swiglu", T::kUlps)
+            .input(t, {4, 250})
+            .input(t, {4, 250})
+            .output(t, {4, 250}));
+    add(CaseBuilder("swiglu_grad " + ty, "swiglu_grad", T::kUlps)
+            .input(t, {4, 250})
+            .input(t, {4, 250})
+            .input(t, {4, 250})
+            .output(t, {4, 250})
+            .output(t, {4, 250}));
+    add(CaseBuilder("fill " + ty, "fill", T::kExact).output(t, {300}).real("value", 0.1));
+    add(CaseBuilder("copy " + ty, "copy", T::kExact).input(t, {300}).output(t, {300}));
+    add(CaseBuilder("transpose " + ty + " [2,3,4,5] (0,2,1,3)", "transpose", T::kExact)
+            .input(t, {2, 3, 4, 5})
+            .output(t, {2, 4, 3, 5})
+            .integers("permutation", {0, 2, 1, 3}));
+    add(CaseBuilder("transpose " + ty + " [6,7,3] (2,0,1)", "transpose", T::kExact)
+            .input(t, {6, 7, 3})
+            .output(t, {3, 6, 7})
+            .integers("permutation", {2, 0, 1}));
+    add(CaseBuilder("repeat " + ty, "repeat", T::kExact)
+            .input(t, {2, 3, 4})
+            .output(t, {2, 6, 4})
+            .attribute("dim", 1)
+            .attribute("times", 2));
+    add(CaseBuilder("repeat_grad " + ty, "repeat_grad", T::kExact)
+            .input(t, {2, 12, 4})
+            .output(t, {2, 3, 4})
+            .attribute("dim", 1)
+            .attribute("times", 4));
+    add(CaseBuilder("split " + ty, "split", T::kExact)
+            .input(t, {4, 10})
+            .output(t, {4, 3})
+            .output(t, {4, 7})
+            .attribute("dim", 1));
+    add(CaseBuilder("concat " + ty, "concat", T::kExact)
+            .input(t, {4, 3})
+            .input(t, {4, 7})
+            .output(t, {4, 10})
+            .attribute("dim", 1));
+    add(CaseBuilder("rms_norm " + ty, "rms_norm", T::kExact)
+            .input(t, {16, 64})
+            .input(t, {64})
+            .output(t, {16, 64})
+            .real("epsilon", 1e-5));
+    add(CaseBuilder("rms_norm_grad " + ty, "rms_norm_grad", T::kExact)
+            .input(t, {16, 64})
+            .input(t, {64})
+            .input(t, {16, 64})
+            .output(t, {16, 64})
+            .output(t, {64})
+            .real("epsilon", 1e-5));
+    add(CaseBuilder("add_rms_norm " + ty, "add_rms_norm", T::kExact)
+            .input(t, {16, 64})
+            .input(t, {16, 64})
+            .input(t, {64})
+            .output(t, {16, 64})
+            .output(t, {16, 64})
+            .real("epsilon", 1e-5));
+    add(CaseBuilder("rope " + ty, "rope", T::kUlps)
+            .input(t, {2, 9, 4, 16})
+            .output(t, {2, 9, 4, 16})
+            .real("theta", 500000.0));
+    add(CaseBuilder("rope " + ty + " llama3.1 scaling, inverse", "rope", T::kUlps)
+            .input(t, {1, 33, 2, 32})
+            .output(t, {1, 33, 2, 32})
+            .real("theta", 500000.0)
+            .real("scaling_factor", 8.0)
+            .real("low_freq_factor", 1.0)
+            .real("high_freq_factor", 4.0)
+            .attribute("original_max_position", 16)
+            .attribute("inverse", 1));
+    add(CaseBuilder("rope_qk " + ty, "rope_qk", T::kUlps)
+            .input(t, {2, 9, 4, 16})
+            .input(t, {2, 9, 2, 16})
+            .output(t, {2, 9, 4, 16})
+            .output(t, {2, 9, 2, 16})
+            .real("theta", 10000.0));
+    add(CaseBuilder("causal_mask " + ty, "causal_mask", T::kExact)
+            .input(t, {2, 3, 8, 8})
+            .output(t, {2, 3, 8, 8}));
+    add(CaseBuilder("causal_mask " + ty + " gradient", "causal_mask", T::kExact)
+            .input(t, {3, 8, 8})
+            .output(t, {3, 8, 8})
+            .attribute("gradient", 1));
+    add(CaseBuilder("softmax " + ty + " last dim", "softmax", T::kUlps)
+            .input(t, {4, 3, 16})
+            .output(t, {4, 3, 16})
+            .attribute("dim", 2));
+    add(CaseBuilder("softmax " + ty + " middle dim", "softmax", T::kUlps)
+            .input(t, {4, 16, 3})
+            .output(t, {4, 16, 3})
+            .attribute("dim", 1));
+    add(CaseBuilder("softmax_grad " + ty, "softmax_grad", T::kExact)
+            .input(t, {4, 3, 16})
+            .input(t, {4, 3, 16})
+            .output(t, {4, 3, 16})
+            .attribute("dim", 2));
+  }
+  add(CaseBuilder("convert f32 -> bf16", "convert", T::kExact)
+          .input(kF32, {500})
+          .output(kBF16, {500}));
+  add(CaseBuilder("convert bf16 -> f32", "convert", T::kExact)
+          .input(kBF16, {500})
+          .output(kF32, {500}));
+  add(CaseBuilder("reshape f32 [4,6] -> [24]", "reshape", T::kExact)
+          .input(kF32, {4, 6})
+          .output(kF32, {24}));
+  add(CaseBuilder("matmul bf16 x bf16 -> f32", "matmul", T::kNorm, gemmBound(kF32) * 10)
+          .input(kBF16, {32, 64})
+          .input(kBF16, {64, 48})
+          .output(kF32, {32, 48}));
+  add(CaseBuilder("split i64 token ids", "split", T::kExact)
+          .input(plan::I64, {8, 5})
+          .output(plan::I64, {3, 5})
+          .output(plan::I64, {5, 5})
+          .attribute("dim", 0));
+  cases.push_back(programCase());
+  return cases;
+}
+
+Status runOpCheck(const OpCheckCase &check, Backend &reference, Backend &candidate,
+                  OpCheckResult &result) {
+  result = OpCheckResult();
+  MLPERF_RETURN_IF_ERROR(validatePlan(check.plan));
+  std::unique_ptr<Communicator> single = createSingleRankCommunicator();
+  MLPERF_RETURN_IF_ERROR(reference.prepare(check.plan, *single));
+  MLPERF_RETURN_IF_ERROR(candidate.prepare(check.plan, *single));
+  // The last program is the one to run (a call reaches earlier ones only).
+  const int index = check.plan.programs_size() - 1;
+  const plan::Program &program = check.plan.programs(index);
+  std::mt19937_64 random(std::hash<std::string>()(check.name));
+  std::uniform_real_distribution<float> values(-2.0f, 2.0f);
+  for (uint32_t id : program.inputs()) {
+    const plan::Buffer &buffer = check.plan.buffers(id);
+    std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
+    HostTensor input = HostTensor::zeros(fromPlanDType(buffer.dtype()), shape);
+    for (float &value : input.values) {
+      value = values(random);
+    }
+    for (int64_t &value : input.ints) {
+      value = static_cast<int64_t>(random() % 128000);
+    }
+    MLPERF_RETURN_IF_ERROR(reference.write(id, input));
+    MLPERF_RETURN_IF_ERROR(candidate.write(id, input));
+  }
+  MLPERF_RETURN_IF_ERROR(reference.execute(index));
+  MLPERF_RETURN_IF_ERROR(candidate.execute(index));
+  double differenceSquares = 0, referenceSquares = 0;
+  for (uint32_t id : program.outputs()) {
+    HostTensor want, got;
+    MLPERF_RETURN_IF_ERROR(reference.read(id, want));
+    MLPERF_RETURN_IF_ERROR(candidate.read(id, got));
+    if (!want.ints.empty() || !got.ints.empty()) {
+      if (want.ints != got.ints) {
+        result.detail = "integer result '" + check.plan.buffers(id).name() + "' differs";
+        return Status::ok();
+      }
+      continue;
+    }
+    for (size_t i = 0; i < want.values.size(); ++i) {
+      float a = want.values[i], b = got.values[i];
+      bool sameSpecial = (std::isinf(a) && a == b) || (std::isnan(a) && std::isnan(b));
+      double difference = sameSpecial ? 0.0 : std::fabs(static_cast<double>(a) - b);
+      if (std::isnan(difference)) {
+        difference = INFINITY;
+      }
+      result.maxAbsError = std::max(result.maxAbsError, difference);
+      result.maxUlps = std::max(result.maxUlps, ulpDistance(want.dtype, a, b));
+      if (std::isfinite(a)) {
+        referenceSquares += static_cast<double>(a) * a;
+        differenceSquares += difference * difference;
+      }
+    }
+  }
+  result.relativeError = referenceSquares > 0 ? std::sqrt(differenceSquares / referenceSquares)
+                                              : std::sqrt(differenceSquares);
+  switch (check.tolerance) {
+  case Tolerance::kExact:
+    result.passed = result.maxUlps == 0;
+    break;
+  case Tolerance::kUlps:
+    result.passed = result.maxUlps <= kMaxUlps;
+    break;
+  case Tolerance::kNorm:
+    result.passed = result.relativeError <= check.normBound;
+    break;
+  }
+  if (!result.passed && result.detail.empty()) {
+    result.detail = std::string(toleranceName(check.tolerance)) + " bound exceeded";
+  }
+  return Status::ok();
+}
+
+} // namespace mlperf::rt::cuda

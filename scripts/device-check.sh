@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The GPU check, run on a GPU node that has only the NVIDIA driver, Python with PyTorch (cu130)
+# and its nvidia-* wheels: no MLIR, protobuf or MPI. Everything it runs is built elsewhere:
+#
+#   here (any machine):  bash scripts/device-check.sh --prepare
+#                        (builds the `device` preset into build-device/ and puts its stripped
+#                         binaries, a tiny plan and its data into .device-inputs/)
+#   on the GPU node:     OUT=/some/dir bash scripts/device-check.sh
+#
+# It reports the environment (driver, GPU, library versions, ldd of mlperf-run), runs the `gpu`
+# tests, the op checker (every op with a CUDA kernel against the CPU twin), mlperf-run
+# --backend cuda on the tiny plan, and a bf16 8192^3 GEMM through the backend next to
+# torch.matmul in the same run. Results: $OUT/device-check.log and $OUT/device-check.json
+# (plus $OUT/opcheck.json); the last line is "N passed, N failed". Prepared to finish in a few
+# minutes on one H200; every step has its own timeout.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$(pwd)
+inputs=$repo/.device-inputs
+bin=$inputs/bin
+
+if [ "${1:-}" = "--prepare" ]; then
+  set -e
+  cmake --preset device >/dev/null
+  cmake --build --preset device
+  [ -x build/bin/mlperfc ] || bash scripts/build.sh
+  rm -rf "$inputs" && mkdir -p "$bin"
+  # Stripped copies of what runs there: the device tool carries at most 64 MiB.
+  for tool in mlperf-run mlperf-opcheck mlperf-cuda-device-tests mlperf-cuda-host-tests; do
+    strip -o "$bin/$tool" "build-device/bin/$tool"
+  done
+  .venv/bin/python test/tools/mlperfc/Inputs/make_text.py "$inputs/text.txt"
+  build/bin/mlperf-prepare-data --output "$inputs/text" "$inputs/text.txt" >/dev/null
+  build/bin/mlperfc emit-model llama3 --preset llama31_8b_tiny \
+    --set gbs=8,micro_batch=4,lr=3e-3,warmup_steps=1,max_steps=2,eval_every=16,eval_samples=8 -o "$inputs/tiny.mlir"
+  build/bin/mlperfc compile "$inputs/tiny.mlir" -o "$inputs/tiny.pb" >/dev/null
+  echo "[device-check] prepared .device-inputs/ ($(du -sh "$inputs" | cut -f1)): carry it to the GPU node"
+  exit 0
+fi
+
+OUT=${OUT:-$repo/out/device-check}
+mkdir -p "$OUT"
+log=$OUT/device-check.log
+: >"$log"
+passed=0
+failed=0
+json_steps=""
+
+say() { echo "$*" | tee -a "$log"; }
+# step NAME TIMEOUT COMMAND...: runs it, logs its output, counts it passed (exit 0) or failed.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  say "== $name"
+  local start=$(date +%s.%N)
+  timeout "$limit" "$@" >>"$log" 2>&1
+  local rc=$?
+  local seconds=$(python3 -c "print(round($(date +%s.%N) - $start, 2))")
+  if [ $rc -eq 0 ]; then
+    passed=$((passed + 1))
+    say "   passed (${seconds} s)"
+  else
+    failed=$((failed + 1))
+    say "   FAILED: exit $rc (${seconds} s)"
+  fi
+  json_steps+="${json_steps:+,}{\"name\": \"$name\", \"exit\": $rc, \"seconds\": $seconds}"
+}
+
+# The CUDA libraries the binaries load (cuBLASLt; later cuDNN and NCCL) come from PyTorch's
+# nvidia-* wheels on a node without a system CUDA install.
+nvidia_root=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' \
+              2>/dev/null || true)
+if [ -n "$nvidia_root" ]; then
+  for lib in "$nvidia_root"/nvidia/*/lib "$nvidia_root"/nvidia/cu*/lib; do
+    [ -d "$lib" ] && LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  done
+  export LD_LIBRARY_PATH
+fi
+
+say "== environment ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+"cudnn", torch.backends.cudnn.version(), "nccl", torch.cuda.nccl.version(),
+"device", torch.cuda.get_device_name(0))' 2>&1
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "ldd mlperf-run:"
+  ldd "$bin/mlperf-run" 2>&1
+} | tee -a "$log"
+if ldd "$bin/mlperf-run" | grep -E -q 'libprotobuf|libmpi|libLLVM|libstdc\+\+'; then
+  say "   FAILED: mlperf-run links protobuf, MPI, LLVM or libstdc++ dynamically"
+  failed=$((failed + 1))
+else
+  passed=$((passed + 1))
+fi
+
+step "gpu.device: device self-test" 60 "$bin/mlperf-cuda-device-tests"
+step "unit.cuda_host: CUDA host logic" 60 "$bin/mlperf-cuda-host-tests" --gtest_brief=1
+step "gpu.opcheck: every CUDA kernel against its CPU twin, bf16 GEMM 8192^3" 300 \
+  "$bin/mlperf-opcheck" --json "$OUT/opcheck.json" --bench-gemm 8192 --iterations 20
+# A plan holding ops of CUDA part 1b is refused at prepare, naming the command (exit 1, not a crash).
+if [ -f "$inputs/tiny.pb" ]; then
+  say "== mlperf-run --backend cuda on the tiny Llama plan (refused until part 1b)"
+  timeout 120 "$bin/mlperf-run" "$inputs/tiny.pb" --data "$inputs/text" --backend cuda \
+    --max-steps 1 >"$OUT/run.txt" 2>&1
+  rc=$?
+  cat "$OUT/run.txt" | tee -a "$log"
+  if [ $rc -eq 1 ] && grep -q "cannot run program" "$OUT/run.txt"; then
+    passed=$((passed + 1)); say "   passed (refused at prepare)"
+  elif [ $rc -eq 0 ]; then
+    passed=$((passed + 1)); say "   passed (trained)"
+  else
+    failed=$((failed + 1)); say "   FAILED: exit $rc"
+  fi
+fi
+
+say "== torch.matmul bf16 8192^3 (the peer, same run)"
+torch_tflops=$(timeout 120 python3 - 2>>"$log" <<'EOF'
+import torch
+n = 8192
+a = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+b = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+for _ in range(3):
+    torch.matmul(a, b)
+torch.cuda.synchronize()
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+start.record()
+for _ in range(20):
+    torch.matmul(a, b)
+end.record()
+torch.cuda.synchronize()
+seconds = start.elapsed_time(end) / 1e3 / 20
+print(f"{2 * n**3 / seconds / 1e12:.1f}")
+EOF
+)
+say "   torch.matmul: ${torch_tflops:-?} TFLOP/s"
+ours=$(python3 -c "import json; print(json.load(open('$OUT/opcheck.json')).get('gemm', {}).get('tflops', 'null'))" 2>/dev/null || echo null)
+say "   mlperfc cuBLASLt GEMM: ${ours} TFLOP/s"
+
+cat >"$OUT/device-check.json" <<EOF
+{"steps": [$json_steps], "gemm_8192_bf16_tflops": {"mlperfc": ${ours:-null}, "torch": ${torch_tflops:-null}},
+ "passed": $passed, "failed": $failed}
+EOF
+say "$passed passed, $failed failed"

@@ -1,0 +1,154 @@
+//===- mlperf-opcheck.cpp - The CUDA kernels against their CPU twins ------===//
+//
+// Runs every op the CUDA backend has a kernel for on random inputs on both backends and
+// compares by tolerance class (runtime/cuda/OpCheck.h); with --bench-gemm N also times the
+// backend's bf16 GEMM at N³. Exits 0 when every case passes, 1 when one fails or on an error,
+// and 77 (ctest's "skipped") without a usable GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/OpCheck.h"
+#include "runtime/dist/Communicator.h"
+#include "runtime/plan/PlanLoader.h"
+#include "runtime/plan/PlanOps.h"
+#include "runtime/support/CommandLine.h"
+#include "runtime/support/FileOutput.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+using namespace mlperf;
+using namespace mlperf::rt;
+
+namespace {
+
+constexpr int kSkipped = 77;
+
+/// bf16 C [n, n] = A [n, n] · B [n, n] on the CUDA backend: mean seconds per GEMM over
+/// `iterations` programs after `warmup` untimed ones (each program ends with a device sync).
+Status benchGemm(int64_t n, int64_t iterations, double &seconds) {
+  plan::Plan p;
+  p.set_format_version(kPlanFormatVersion);
+  const uint64_t bytes = n * n * 2;
+  for (int i = 0; i < 3; ++i) {
+    plan::Buffer *b = p.add_buffers();
+    b->set_id(i);
+    b->set_name(i == 0 ? "a" : i == 1 ? "b" : "c");
+    b->set_dtype(plan::BF16);
+    b->add_shape(n);
+    b->add_shape(n);
+    b->set_memory_class(plan::PERSISTENT);
+    b->set_offset(i * bytes);
+    b->set_size(bytes);
+  }
+  plan::Arena *arena = p.add_arenas();
+  arena->set_memory_class(plan::PERSISTENT);
+  arena->set_size(3 * bytes);
+  plan::Program *program = p.add_programs();
+  program->set_name("gemm");
+  plan::Command *command = program->add_commands();
+  command->set_op("matmul");
+  command->add_operands(0);
+  command->add_operands(1);
+  command->add_results(2);
+  MLPERF_RETURN_IF_ERROR(validatePlan(p));
+  std::unique_ptr<Communicator> single = createSingleRankCommunicator();
+  std::unique_ptr<Backend> backend = cuda::createCudaBackend();
+  MLPERF_RETURN_IF_ERROR(backend->prepare(p, *single));
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> values(-1.0f, 1.0f);
+  for (uint32_t id : {0u, 1u}) {
+    HostTensor input = HostTensor::zeros(DType::kBF16, {n, n});
+    for (float &value : input.values) {
+      value = values(random);
+    }
+    MLPERF_RETURN_IF_ERROR(backend->write(id, input));
+  }
+  for (int i = 0; i < 3; ++i) {
+    MLPERF_RETURN_IF_ERROR(backend->execute(0));
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iterations; ++i) {
+    MLPERF_RETURN_IF_ERROR(backend->execute(0));
+  }
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+            static_cast<double>(iterations);
+  return Status::ok();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string jsonPath;
+  int64_t gemmSize = 0, iterations = 20;
+  CommandLine cli("mlperf-opcheck",
+                  "mlperf-opcheck: every op with a CUDA kernel on random inputs, on the CUDA and "
+                  "the CPU backend, compared by tolerance class (exact, ulps, norm); exits 77 "
+                  "without a usable GPU");
+  cli.addString("json", &jsonPath, "PATH", "Also write the results as JSON (atomically)");
+  cli.addInt("bench-gemm", &gemmSize, "Also time a bf16 N x N x N GEMM on the CUDA backend");
+  cli.addInt("iterations", &iterations, "Timed GEMMs for --bench-gemm (default 20)");
+  if (std::optional<int> exit = cli.parse(argc, argv)) {
+    return *exit;
+  }
+  if (gemmSize < 0 || iterations <= 0) {
+    return cli.error("--bench-gemm must be positive and --iterations at least 1");
+  }
+  Status usable = cuda::checkUsableDevice();
+  if (!usable.isOk()) {
+    std::printf("skipped: no usable GPU: %s\n", usable.message().c_str());
+    return kSkipped;
+  }
+  int passed = 0, failed = 0;
+  std::string json = "{\n  \"cases\": [";
+  for (const cuda::OpCheckCase &check : cuda::opCheckCases()) {
+    std::unique_ptr<Backend> reference = createCpuBackend();
+    std::unique_ptr<Backend> candidate = cuda::createCudaBackend();
+    cuda::OpCheckResult result;
+    Status status = cuda::runOpCheck(check, *reference, *candidate, result);
+    if (!status.isOk()) {
+      result.passed = false;
+      result.detail = status.toString();
+    }
+    (result.passed ? passed : failed)++;
+    std::printf("%s %-50s %-5s max_ulps %lld rel_err %.3g%s%s\n", result.passed ? "PASS" : "FAIL",
+                check.name.c_str(), cuda::toleranceName(check.tolerance),
+                static_cast<long long>(result.maxUlps), result.relativeError,
+                result.detail.empty() ? "" : ": ", result.detail.c_str());
+    json += std::string(passed + failed > 1 ? "," : "") +
+            "\n    {\"name\": " + jsonQuote(check.name) + ", \"op\": " + jsonQuote(check.op) +
+            ", \"tolerance\": " + jsonQuote(cuda::toleranceName(check.tolerance)) +
+            ", \"passed\": " + (result.passed ? "true" : "false") +
+            ", \"max_ulps\": " + std::to_string(result.maxUlps) +
+            ", \"relative_error\": " + jsonNumber(result.relativeError) +
+            ", \"detail\": " + jsonQuote(result.detail) + "}";
+  }
+  json += "\n  ]";
+  if (gemmSize > 0) {
+    double seconds = 0;
+    Status status = benchGemm(gemmSize, iterations, seconds);
+    if (!status.isOk()) {
+      std::printf("FAIL gemm bench bf16 %lld^3: %s\n", static_cast<long long>(gemmSize),
+                  status.toString().c_str());
+      ++failed;
+    } else {
+      double tflops = 2.0 * gemmSize * gemmSize * gemmSize / seconds / 1e12;
+      std::printf("gemm bf16 %lld^3 (cuBLASLt via the CUDA backend): %.3f ms, %.1f TFLOP/s\n",
+                  static_cast<long long>(gemmSize), seconds * 1e3, tflops);
+      json += ",\n  \"gemm\": {\"n\": " + std::to_string(gemmSize) +
+              ", \"seconds\": " + jsonNumber(seconds) + ", \"tflops\": " + jsonNumber(tflops) + "}";
+    }
+  }
+  json += ",\n  \"passed\": " + std::to_string(passed) + ", \"failed\": " + std::to_string(failed) +
+          "\n}\n";
+  if (!jsonPath.empty()) {
+    Status written = writeFileAtomically(jsonPath, {json});
+    if (!written.isOk()) {
+      return cli.error(written.toString());
+    }
+  }
+  std::printf("opcheck: %d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
