@@ -8,9 +8,10 @@
 #   on the GPU node:     OUT=/some/dir bash scripts/device-check.sh
 #
 # It reports the environment (driver, GPU, library versions, ldd of mlperf-run), runs the `gpu`
-# tests, the op checker (every op with a CUDA kernel against the CPU twin), mlperf-run
-# --backend cuda on the tiny plan, and a bf16 8192^3 GEMM through the backend next to
-# torch.matmul in the same run. Results: $OUT/device-check.log and $OUT/device-check.json
+# tests, the op checker (every op with a CUDA kernel against the CPU twin), the tiny Llama 3.1
+# for 20 steps on the GPU against the CPU backend in fp32 and bf16, the same GPU run twice
+# (bit-identical) and a resume (bit-identical), and a bf16 8192^3 GEMM through the backend next
+# to torch.matmul in the same run. Results: $OUT/device-check.log and $OUT/device-check.json
 # (plus $OUT/opcheck.json); the last line is "N passed, N failed". Prepared to finish in a few
 # minutes on one H200; every step has its own timeout.
 set -uo pipefail
@@ -32,14 +33,18 @@ if [ "${1:-}" = "--prepare" ]; then
   .venv/bin/python test/tools/mlperfc/Inputs/make_text.py "$inputs/text.txt"
   build/bin/mlperf-prepare-data --output "$inputs/text" "$inputs/text.txt" >/dev/null
   build/bin/mlperfc emit-model llama3 --preset llama31_8b_tiny \
-    --set gbs=8,micro_batch=4,lr=3e-3,warmup_steps=1,max_steps=2,eval_every=16,eval_samples=8 -o "$inputs/tiny.mlir"
+    --set gbs=8,micro_batch=4,lr=3e-3,warmup_steps=2,max_steps=20,eval_every=16,eval_samples=8 -o "$inputs/tiny.mlir"
   build/bin/mlperfc compile "$inputs/tiny.mlir" -o "$inputs/tiny.pb" >/dev/null
+  build/bin/mlperfc compile "$inputs/tiny.mlir" --precision fp32 -o "$inputs/tiny-fp32.pb" >/dev/null
   echo "[device-check] prepared .device-inputs/ ($(du -sh "$inputs" | cut -f1)): carry it to the GPU node"
   exit 0
 fi
 
 OUT=${OUT:-$repo/out/device-check}
 mkdir -p "$OUT"
+# Training metrics and checkpoints stay out of $OUT: the device tool brings back 8 files at most.
+runs=$(mktemp -d)
+trap 'rm -rf "$runs"' EXIT
 log=$OUT/device-check.log
 : >"$log"
 passed=0
@@ -98,20 +103,71 @@ step "gpu.device: device self-test" 60 "$bin/mlperf-cuda-device-tests"
 step "unit.cuda_host: CUDA host logic" 60 "$bin/mlperf-cuda-host-tests" --gtest_brief=1
 step "gpu.opcheck: every CUDA kernel against its CPU twin, bf16 GEMM 8192^3" 300 \
   "$bin/mlperf-opcheck" --json "$OUT/opcheck.json" --bench-gemm 8192 --iterations 20
-# A plan holding ops of CUDA part 1b is refused at prepare, naming the command (exit 1, not a crash).
+# The tiny Llama 3.1 on the GPU against the CPU backend from the same seed (the CPU is the twin),
+# 20 steps in fp32 and bf16; the CUDA run twice (bit-identical); a resume (bit-identical).
+compare() { # compare A.jsonl B.jsonl TOLERANCE: the largest relative loss difference over the steps
+  python3 - "$@" <<'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+tolerance = float(sys.argv[3])
+assert len(a) == len(b) and a, f"{len(a)} and {len(b)} steps"
+worst = max(abs(x["loss"] - y["loss"]) / abs(y["loss"]) for x, y in zip(a, b))
+norms = max(abs(x["grad_norm"] - y["grad_norm"]) / abs(y["grad_norm"]) for x, y in zip(a, b))
+print(f"   {len(a)} steps: largest relative loss difference {worst:.3g}, grad norm {norms:.3g} "
+      f"(bound {tolerance:g}); losses {a[0]['loss']:.6f} -> {a[-1]['loss']:.6f}")
+sys.exit(0 if worst <= tolerance else 1)
+PY
+}
+identical() { # identical A.jsonl B.jsonl SKIP: B's steps equal A's from step SKIP on, bit for bit
+  python3 - "$@" <<'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[3]):]
+b = [json.loads(l) for l in open(sys.argv[2])]
+key = lambda r: (r["step"], r["loss"], r["grad_norm"])
+if not a or list(map(key, a)) != list(map(key, b)):
+    print(f"differ: {len(a)} and {len(b)} steps; first {a[:1]} vs {b[:1]}")
+    sys.exit(1)
+print(f"{len(a)} steps identical")
+PY
+}
 if [ -f "$inputs/tiny.pb" ]; then
-  say "== mlperf-run --backend cuda on the tiny Llama plan (refused until part 1b)"
-  timeout 120 "$bin/mlperf-run" "$inputs/tiny.pb" --data "$inputs/text" --backend cuda \
-    --max-steps 1 >"$OUT/run.txt" 2>&1
-  rc=$?
-  cat "$OUT/run.txt" | tee -a "$log"
-  if [ $rc -eq 1 ] && grep -q "cannot run program" "$OUT/run.txt"; then
-    passed=$((passed + 1)); say "   passed (refused at prepare)"
-  elif [ $rc -eq 0 ]; then
-    passed=$((passed + 1)); say "   passed (trained)"
+  for precision in fp32 bf16; do
+    plan=$inputs/tiny.pb; bound=2e-2
+    [ $precision = fp32 ] && plan=$inputs/tiny-fp32.pb && bound=1e-5
+    timeout 120 "$bin/mlperf-run" "$plan" --data "$inputs/text" --backend cpu --seed 5 \
+      --max-steps 20 --metrics-out "$runs/cpu-$precision.jsonl" >>"$log" 2>&1
+    step "tiny Llama $precision on the GPU, 20 steps" 180 "$bin/mlperf-run" "$plan" \
+      --data "$inputs/text" --backend cuda --seed 5 --max-steps 20 \
+      --metrics-out "$runs/cuda-$precision.jsonl"
+    say "== tiny Llama $precision: cuda against cpu (relative loss difference at most $bound)"
+    if compare "$runs/cuda-$precision.jsonl" "$runs/cpu-$precision.jsonl" $bound >>"$log" 2>&1; then
+      passed=$((passed + 1)); say "$(tail -1 "$log")"; say "   passed"
+    else
+      failed=$((failed + 1)); say "$(tail -1 "$log")"; say "   FAILED"
+    fi
+  done
+  step "tiny Llama bf16: the same CUDA run again" 180 "$bin/mlperf-run" "$inputs/tiny.pb" \
+    --data "$inputs/text" --backend cuda --seed 5 --max-steps 20 --metrics-out "$runs/cuda-again.jsonl"
+  say "== the two CUDA runs: bit-identical"
+  if identical "$runs/cuda-bf16.jsonl" "$runs/cuda-again.jsonl" 0 >>"$log" 2>&1; then
+    passed=$((passed + 1)); say "   passed: loss and grad norm of every step identical"
   else
-    failed=$((failed + 1)); say "   FAILED: exit $rc"
+    failed=$((failed + 1)); say "   FAILED: $(tail -1 "$log")"
   fi
+  step "tiny Llama bf16: 10 CUDA steps, save" 120 "$bin/mlperf-run" "$inputs/tiny.pb" \
+    --data "$inputs/text" --backend cuda --seed 5 --max-steps 10 --save "$runs/ckpt.safetensors" \
+    --metrics-out "$runs/cuda-first.jsonl"
+  step "tiny Llama bf16: resume to step 20" 120 "$bin/mlperf-run" "$inputs/tiny.pb" \
+    --data "$inputs/text" --backend cuda --resume "$runs/ckpt.safetensors" --max-steps 20 \
+    --metrics-out "$runs/cuda-resumed.jsonl"
+  say "== the resumed run: bit-identical to the uninterrupted one"
+  if identical "$runs/cuda-bf16.jsonl" "$runs/cuda-resumed.jsonl" 10 >>"$log" 2>&1; then
+    passed=$((passed + 1)); say "   passed: steps 10-19 identical"
+  else
+    failed=$((failed + 1)); say "   FAILED: $(tail -1 "$log")"
+  fi
+  rm -f "$runs/ckpt.safetensors"
 fi
 
 say "== torch.matmul bf16 8192^3 (the peer, same run)"

@@ -2,6 +2,9 @@
 
 #include "runtime/cpu/Numerics.h"
 
+#include "runtime/cpu/Philox.h"
+#include "runtime/cpu/Rounding.h"
+
 #include "runtime/cpu/ThreadPool.h"
 
 #include <cmath>
@@ -57,49 +60,6 @@ int64_t dtypeBytes(DType type) {
 
 bool isFloat(DType type) { return type != DType::kI32 && type != DType::kI64; }
 
-namespace {
-
-/// A binary floating-point format: `mantissaBits` explicit fraction bits, exponent bias,
-/// largest finite value, and whether overflow gives infinity (else NaN).
-struct Format {
-  int mantissaBits;
-  int minNormalExponent; // exponent of the smallest normal, unbiased
-  double maxFinite;
-  bool overflowToInfinity;
-};
-
-/// Rounds to a format with the given precision by scaling to an integer grid: exact in double
-/// for every format narrower than float (at most 24 significant bits, exponents in range).
-double roundToFormat(double value, const Format &format) {
-  if (std::isnan(value) || value == 0.0 || std::isinf(value)) {
-    if (std::isinf(value) && !format.overflowToInfinity) {
-      return std::numeric_limits<double>::quiet_NaN();
-    }
-    return value;
-  }
-  int exponent;
-  std::frexp(value, &exponent); // value = m * 2^exponent, 0.5 <= |m| < 1
-  int unbiased = exponent - 1;  // value = 1.f * 2^unbiased
-  if (unbiased < format.minNormalExponent) {
-    unbiased = format.minNormalExponent; // subnormal: fixed quantum
-  }
-  double quantum = std::ldexp(1.0, unbiased - format.mantissaBits);
-  double rounded = std::nearbyint(value / quantum) * quantum; // default mode: ties to even
-  if (std::fabs(rounded) > format.maxFinite) {
-    if (!format.overflowToInfinity) {
-      return std::numeric_limits<double>::quiet_NaN();
-    }
-    return std::copysign(std::numeric_limits<double>::infinity(), value);
-  }
-  return rounded;
-}
-
-constexpr Format kBF16{7, -126, 3.38953138925153547590470800371487866880e+38, true};
-constexpr Format kE4M3FN{3, -6, 448.0, false};
-constexpr Format kE5M2{2, -14, 57344.0, true};
-
-} // namespace
-
 double roundTo(DType type, double value) {
   switch (type) {
   case DType::kF32:
@@ -107,11 +67,11 @@ double roundTo(DType type, double value) {
   case DType::kBF16:
     // Round to float first only if exact; rounding twice (double -> float -> bf16) could
     // double-round, so round the double directly.
-    return roundToFormat(value, kBF16);
+    return roundToFormat(value, bf16Format());
   case DType::kF8E4M3FN:
-    return roundToFormat(value, kE4M3FN);
+    return roundToFormat(value, e4m3fnFormat());
   case DType::kF8E5M2:
-    return roundToFormat(value, kE5M2);
+    return roundToFormat(value, e5m2Format());
   case DType::kI32:
   case DType::kI64:
     return value;
@@ -122,9 +82,9 @@ double roundTo(DType type, double value) {
 double fp8MaxFinite(DType type) {
   switch (type) {
   case DType::kF8E4M3FN:
-    return kE4M3FN.maxFinite;
+    return e4m3fnFormat().maxFinite;
   case DType::kF8E5M2:
-    return kE5M2.maxFinite;
+    return e5m2Format().maxFinite;
   default:
     return 0.0;
   }
@@ -321,43 +281,22 @@ void roundBuffer(DType type, float *data, int64_t count) {
 }
 
 std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  for (int round = 0; round < 10; ++round) {
-    uint64_t product0 = static_cast<uint64_t>(kMul0) * counter[0];
-    uint64_t product1 = static_cast<uint64_t>(kMul1) * counter[2];
-    uint32_t hi0 = static_cast<uint32_t>(product0 >> 32), lo0 = static_cast<uint32_t>(product0);
-    uint32_t hi1 = static_cast<uint32_t>(product1 >> 32), lo1 = static_cast<uint32_t>(product1);
-    counter = {hi1 ^ counter[1] ^ key[0], lo1, hi0 ^ counter[3] ^ key[1], lo0};
-    key[0] += kWeyl0;
-    key[1] += kWeyl1;
-  }
-  return counter;
+  PhiloxWords words =
+      philox4x32Rounds({{counter[0], counter[1], counter[2], counter[3]}}, key[0], key[1]);
+  return {words.w[0], words.w[1], words.w[2], words.w[3]};
 }
 
 double philoxNormal(uint64_t seed, uint32_t streamId, uint64_t index) {
-  std::array<uint32_t, 4> bits =
-      philox4x32({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), streamId, 0},
-                 {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
-  // Uniforms in (0, 1): never 0, so the logarithm is finite.
-  double u1 = (static_cast<double>(bits[0]) + 0.5) / 4294967296.0;
-  double u2 = (static_cast<double>(bits[1]) + 0.5) / 4294967296.0;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  return philoxNormalDraw(seed, streamId, index);
 }
 
 double philoxUniform(uint64_t seed, uint32_t streamId, uint64_t index) {
-  std::array<uint32_t, 4> bits =
-      philox4x32({static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), streamId, 0},
-                 {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
-  return (static_cast<double>(bits[0]) + 0.5) / 4294967296.0;
+  return philoxUnit(philoxDraw(seed, streamId, index, 0).w[0]);
 }
 
 bool dropoutKeeps(uint64_t seed, uint32_t counter, uint32_t streamId, uint64_t index,
                   uint64_t threshold) {
-  std::array<uint32_t, 4> bits = philox4x32(
-      {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), streamId, counter},
-      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
-  return bits[0] >= threshold;
+  return philoxDraw(seed, streamId, index, counter).w[0] >= threshold;
 }
 
 uint64_t dropoutThreshold(double rate) {

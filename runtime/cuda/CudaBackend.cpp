@@ -12,12 +12,14 @@
 #include "runtime/cuda/CudaBackend.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Numerics.h"
 #include "runtime/cuda/CudaOps.h"
 #include "runtime/cuda/CudaStatus.h"
 #include "runtime/cuda/Device.h"
 #include "runtime/cuda/GemmLayout.h"
 #include "runtime/cuda/Kernels.h"
 #include "runtime/cuda/Reserves.h"
+#include "runtime/dist/Mesh.h"
 #include "runtime/exec/BufferCodec.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/support/NumberFormat.h"
@@ -41,11 +43,17 @@ struct PreparedMatmul {
   cublasLtMatmulAlgo_t algorithm{};
 };
 
+/// A GEMM a command runs: its shape and the storage types of A, B and C.
+struct GemmSpec {
+  cpu::MatmulShape shape;
+  plan::DType a, b, c;
+};
+
 /// What prepare worked out for one command.
 struct PreparedCommand {
-  int matmul = -1;          // index into matmuls
+  std::vector<int> gemms;   // indices into matmuls, in the order the command's layout lists them
   int64_t frequencies = -1; // rope: offset of its headDim/2 frequencies in the constants
-  int64_t errorWord = -1;   // softmax: index of its bad-row word
+  int64_t errorWord = -1;   // ops that check their inputs on the device: index of their word
 };
 
 cudaDataType_t cudaTypeOf(plan::DType type) {
@@ -76,6 +84,146 @@ std::string bytesText(uint64_t bytes) {
   return humanBytes(bytes) + " (" + std::to_string(bytes) + " bytes)";
 }
 
+size_t alignedBytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// Attention on the GPU, until cuDNN (part 2): per (batch, KV head) the unfused graph's steps
+/// over its group of query heads, in scratch: scores = Q·Kᵀ (f32), scale, causal mask,
+/// softmax, P rounded to V's type, out = P·V; the backward as the CPU's attentionBackward.
+struct AttentionLayout {
+  int64_t batch = 0, heads = 0, kvHeads = 0, queries = 0, keys = 0, headDim = 0, group = 0;
+  int64_t rows = 0;   // group · queries: one GEMM's rows
+  int64_t scores = 0; // rows · keys
+  size_t scoresAt = 0, probabilitiesAt = 0, dpAt = 0, dsAt = 0, keyHeadsAt = 0, valueHeadsAt = 0,
+         bytes = 0;
+  std::vector<GemmSpec> gemms; // forward: scores, pv; backward: scores, dp, dq, dk, dv
+};
+
+AttentionLayout attentionLayout(const plan::Plan &plan, const plan::Command &command) {
+  const bool backward = command.op() == "attention_grad";
+  const plan::Buffer &q = plan.buffers(command.operands(0)), &k = plan.buffers(command.operands(1)),
+                     &v = plan.buffers(command.operands(2));
+  AttentionLayout l;
+  l.batch = q.shape(0);
+  l.heads = q.shape(1);
+  l.queries = q.shape(2);
+  l.headDim = q.shape(3);
+  l.kvHeads = k.shape(1);
+  l.keys = k.shape(2);
+  l.group = l.heads / l.kvHeads;
+  l.rows = l.group * l.queries;
+  l.scores = l.rows * l.keys;
+  const size_t valueBytes = planDTypeBytes(v.dtype()), queryBytes = planDTypeBytes(q.dtype());
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    size_t offset = at;
+    at += alignedBytes(bytes);
+    return offset;
+  };
+  l.scoresAt = take(l.scores * 4);
+  l.probabilitiesAt = take(l.scores * valueBytes);
+  const plan::DType out = plan.buffers(command.results(0)).dtype();
+  l.gemms.push_back(
+      {cpu::matmulShape(l.rows, l.keys, l.headDim, false, true), q.dtype(), k.dtype(), plan::F32});
+  if (!backward) {
+    l.gemms.push_back({cpu::matmulShape(l.rows, l.headDim, l.keys), v.dtype(), v.dtype(), out});
+  } else {
+    l.dpAt = take(l.scores * 4);
+    l.dsAt = take(l.scores * queryBytes);
+    l.keyHeadsAt = take(l.group * l.keys * l.headDim * 4);
+    l.valueHeadsAt = take(l.group * l.keys * l.headDim * 4);
+    const plan::DType dout = plan.buffers(command.operands(4)).dtype();
+    l.gemms.push_back(
+        {cpu::matmulShape(l.rows, l.keys, l.headDim, false, true), dout, v.dtype(), plan::F32});
+    l.gemms.push_back({cpu::matmulShape(l.rows, l.headDim, l.keys), q.dtype(), k.dtype(), out});
+    l.gemms.push_back({cpu::matmulShape(l.keys, l.headDim, l.queries, true, false, l.group),
+                       q.dtype(), q.dtype(), plan::F32});
+    l.gemms.push_back({cpu::matmulShape(l.keys, l.headDim, l.queries, true, false, l.group),
+                       v.dtype(), dout, plan::F32});
+  }
+  l.bytes = at;
+  return l;
+}
+
+/// The fused output layer and loss on the GPU: tokens in chunks of at most kChunkTokens, each
+/// chunk's logits (rounded to logits_type) by one GEMM, the loss terms per token in f64 and
+/// added in token order; the backward's weight gradient summed over chunks in f32 scratch.
+constexpr int64_t kChunkTokens = 4096;
+struct LinearCrossEntropyLayout {
+  int64_t tokens = 0, hidden = 0, vocab = 0, chunk = 0;
+  plan::DType logitsType = plan::F32;
+  size_t logitsAt = 0, dlogitsAt = 0, lossesAt = 0, weightsAt = 0, statsAt = 0, normalizerAt = 0,
+         weightSumsAt = 0, bytes = 0;
+  /// forward: logits (full chunk, last chunk); backward also hidden grad and weight grad.
+  std::vector<GemmSpec> gemms;
+  int64_t lastChunk() const { return tokens - (tokens - 1) / chunk * chunk; }
+};
+
+LinearCrossEntropyLayout linearCrossEntropyLayout(const plan::Plan &plan,
+                                                  const plan::Command &command) {
+  const bool backward = command.op() == "linear_cross_entropy_grad";
+  const plan::Buffer &hidden = plan.buffers(command.operands(0)),
+                     &weight = plan.buffers(command.operands(1));
+  LinearCrossEntropyLayout l;
+  l.hidden = hidden.shape(hidden.shape_size() - 1);
+  l.tokens = elementsOf(hidden) / std::max<int64_t>(l.hidden, 1);
+  l.vocab = weight.shape(0);
+  l.chunk = std::max<int64_t>(1, std::min(l.tokens, kChunkTokens));
+  const plan::Attribute *logitsType = findAttribute(command, "logits_type");
+  l.logitsType = logitsType && logitsType->s() == "bf16" ? plan::BF16 : plan::F32;
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    size_t offset = at;
+    at += alignedBytes(bytes);
+    return offset;
+  };
+  const size_t logitBytes = planDTypeBytes(l.logitsType);
+  l.logitsAt = take(l.chunk * l.vocab * logitBytes);
+  l.lossesAt = take(l.tokens * sizeof(double));
+  l.weightsAt = take(l.tokens * sizeof(double));
+  for (int64_t rows : {l.chunk, l.lastChunk()}) {
+    l.gemms.push_back({cpu::matmulShape(rows, l.vocab, l.hidden, false, true), hidden.dtype(),
+                       weight.dtype(), l.logitsType});
+  }
+  if (backward) {
+    l.dlogitsAt = take(l.chunk * l.vocab * logitBytes);
+    l.statsAt = take(l.chunk * sizeof(cuda::RowStats));
+    l.normalizerAt = take(sizeof(double));
+    l.weightSumsAt = take(l.vocab * l.hidden * sizeof(float));
+    const plan::DType hiddenGrad = plan.buffers(command.results(0)).dtype();
+    for (int64_t rows : {l.chunk, l.lastChunk()}) {
+      l.gemms.push_back(
+          {cpu::matmulShape(rows, l.hidden, l.vocab), l.logitsType, weight.dtype(), hiddenGrad});
+    }
+    for (int64_t rows : {l.chunk, l.lastChunk()}) {
+      l.gemms.push_back({cpu::matmulShape(l.vocab, l.hidden, rows, true, false), l.logitsType,
+                         hidden.dtype(), plan::F32});
+    }
+  }
+  l.bytes = at;
+  return l;
+}
+
+/// The labels operand and mask of a loss op (OpKernels' lossInputs).
+LossLabels lossLabelsOf(const plan::Plan &plan, const plan::Command &command, void *const *arenas,
+                        int labelsIndex, int maskIndex) {
+  auto address = [&](uint32_t id) {
+    const plan::Buffer &b = plan.buffers(id);
+    return static_cast<uint8_t *>(arenas[b.memory_class()]) + b.offset();
+  };
+  LossLabels labels;
+  const plan::Buffer &l = plan.buffers(command.operands(labelsIndex));
+  labels.labels = {address(l.id()), l.dtype() == plan::I64};
+  if (command.operands_size() > maskIndex) {
+    const plan::Buffer &m = plan.buffers(command.operands(maskIndex));
+    labels.mask = {address(m.id()), fromPlanDType(m.dtype())};
+  }
+  if (const plan::Attribute *ignore = findAttribute(command, "ignore_index")) {
+    labels.hasIgnore = true;
+    labels.ignoreIndex = ignore->i();
+  }
+  return labels;
+}
+
 class CudaBackend final : public Backend {
 public:
   const char *name() const override { return "cuda"; }
@@ -84,6 +232,7 @@ public:
 
   Status prepare(const plan::Plan &plan, Communicator &communicator) override {
     this->plan = &plan;
+    this->communicator = &communicator;
     MLPERF_RETURN_IF_ERROR(checkUsableDevice());
     MLPERF_CUDA_RETURN_IF_ERROR(cudaSetDevice(0));
     // Refuse what cannot run before taking any memory.
@@ -107,9 +256,8 @@ public:
     for (const plan::Arena &arena : plan.arenas()) {
       arenaBytes += arena.size();
     }
-    uint64_t reserveBytes = workspaceBytes + constants.size() * sizeof(float) +
-                            inverseRmsRows * sizeof(double) +
-                            errorWordCount * sizeof(unsigned long long);
+    uint64_t reserveBytes = workspaceBytes + constants.size() * sizeof(float) + scratchBytes +
+                            errorWordCount * sizeof(BadIdWords);
     if (arenaBytes + reserveBytes > freeBytes) {
       return Status(StatusCode::kUnavailable,
                     "the plan does not fit GPU 0: it needs " +
@@ -140,20 +288,19 @@ public:
                                              constants.size() * sizeof(float),
                                              cudaMemcpyHostToDevice));
     }
-    if (inverseRmsRows > 0) {
-      MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&inverseRms, inverseRmsRows * sizeof(double)));
+    if (scratchBytes > 0) {
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&scratch, scratchBytes));
     }
     if (errorWordCount > 0) {
-      MLPERF_CUDA_RETURN_IF_ERROR(
-          cudaMalloc(&errorWords, errorWordCount * sizeof(unsigned long long)));
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&errorWords, errorWordCount * sizeof(BadIdWords)));
     }
     return prepareMatmuls();
   }
 
   Status execute(int index) override {
     if (errorWordCount > 0) {
-      MLPERF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
-          errorWords, 0xff, errorWordCount * sizeof(unsigned long long), streams[0]));
+      MLPERF_CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(errorWords, 0xff, errorWordCount * sizeof(BadIdWords), streams[0]));
     }
     Status status = run(index);
     // The program boundary: both streams drained, any kernel fault reported here.
@@ -189,7 +336,8 @@ public:
   }
 
 private:
-  /// Sizes what the backend holds besides the arenas and indexes the commands that use it.
+  /// Sizes what the backend holds besides the arenas (workspace, scratch, RoPE tables, error
+  /// words) and lists the GEMMs of every command.
   Status planReserves() {
     prepared.assign(plan->programs_size(), {});
     for (int p = 0; p < plan->programs_size(); ++p) {
@@ -199,12 +347,45 @@ private:
         const plan::Command &command = program.commands(c);
         const std::string &op = command.op();
         PreparedCommand &entry = prepared[p][c];
+        std::vector<GemmSpec> gemms;
+        size_t scratchNeeded = 0;
         if (op == "event_record" || op == "event_wait") {
           events.emplace(command.event(), nullptr);
         } else if (op == "matmul") {
-          workspaceBytes = kCublasLtWorkspaceBytes;
-          entry.matmul = static_cast<int>(matmulCommands.size());
-          matmulCommands.push_back({p, c});
+          const plan::Buffer &a = plan->buffers(command.operands(0)),
+                             &b = plan->buffers(command.operands(1)),
+                             &result = plan->buffers(command.results(0));
+          auto flag = [&](const char *name) {
+            const plan::Attribute *attribute = findAttribute(command, name);
+            return attribute && attribute->i() != 0;
+          };
+          gemms.push_back({cpu::matmulShapeOf(shapeOf(a), shapeOf(b), shapeOf(result),
+                                              flag("transpose_lhs"), flag("transpose_rhs")),
+                           a.dtype(), b.dtype(), result.dtype()});
+        } else if (op == "attention" || op == "attention_grad") {
+          AttentionLayout layout = attentionLayout(*plan, command);
+          gemms = layout.gemms;
+          scratchNeeded = layout.bytes;
+        } else if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
+          LinearCrossEntropyLayout layout = linearCrossEntropyLayout(*plan, command);
+          gemms = layout.gemms;
+          scratchNeeded = layout.bytes;
+        } else if (op == "cross_entropy") {
+          scratchNeeded = 2 * alignedBytes(elementsOf(plan->buffers(command.operands(1))) * 8);
+        } else if (op == "cross_entropy_grad") {
+          scratchNeeded = alignedBytes(sizeof(double)) +
+                          elementsOf(plan->buffers(command.operands(1))) * sizeof(RowStats);
+        } else if (op == "embedding_grad") {
+          const plan::Buffer &table = plan->buffers(command.results(0));
+          scratchNeeded = embeddingGradScratchBytes(elementsOf(plan->buffers(command.operands(0))),
+                                                    table.shape(0));
+        } else if (op == "global_norm" || op == "sum_squares") {
+          for (uint32_t id : command.operands()) {
+            scratchNeeded += sumSquaresPartials(elementsOf(plan->buffers(id))) * sizeof(double);
+          }
+        } else if (op == "rms_norm_grad") {
+          const plan::Buffer &x = plan->buffers(command.operands(0));
+          scratchNeeded = elementsOf(x) / x.shape(x.shape_size() - 1) * sizeof(double);
         } else if (op == "rope" || op == "rope_qk") {
           OpAttributes attributes = commandAttributes(command);
           auto real = [&](const char *name) -> double {
@@ -224,51 +405,50 @@ private:
           for (double frequency : frequencies) {
             constants.push_back(static_cast<float>(frequency)); // f32 values held in f64
           }
-        } else if (op == "rms_norm_grad") {
-          const plan::Buffer &x = plan->buffers(command.operands(0));
-          inverseRmsRows = std::max(inverseRmsRows, elementsOf(x) / x.shape(x.shape_size() - 1));
-        } else if (op == "softmax") {
+        }
+        if (op == "softmax" || op == "attention" || op == "attention_grad" || op == "embedding" ||
+            op == "embedding_grad" || op == "cross_entropy" || op == "linear_cross_entropy" ||
+            op == "dropout" || op == "dropout_key") {
           entry.errorWord = errorWordCount++;
         }
+        if ((!gemms.empty() || scratchNeeded > 0) && command.stream() == 1) {
+          // One workspace and one scratch, both the compute stream's.
+          return invalidCommand(
+              program, c, "the cuda backend runs GEMMs and ops with scratch on stream 0 only");
+        }
+        scratchBytes = std::max(scratchBytes, alignedBytes(scratchNeeded));
+        for (const GemmSpec &gemm : gemms) {
+          entry.gemms.push_back(static_cast<int>(gemmSpecs.size()));
+          gemmSpecs.push_back(gemm);
+        }
       }
+    }
+    if (!gemmSpecs.empty()) {
+      workspaceBytes = kCublasLtWorkspaceBytes;
     }
     return Status::ok();
   }
 
   Status prepareMatmuls() {
-    if (matmulCommands.empty()) {
+    if (gemmSpecs.empty()) {
       return Status::ok();
     }
     MLPERF_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&lt));
-    cublasLtMatmulPreference_t preference = nullptr;
     MLPERF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&preference));
     uint64_t limit = workspaceBytes;
-    Status status = statusFromCublasStatus(
-        cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                             &limit, sizeof(limit)),
-        "cublasLtMatmulPreferenceSetAttribute", __FILE__, __LINE__);
-    for (size_t i = 0; status.isOk() && i < matmulCommands.size(); ++i) {
-      matmuls.emplace_back();
-      status = prepareMatmul(matmulCommands[i].first, matmulCommands[i].second, preference,
-                             matmuls.back());
+    MLPERF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof(limit)));
+    matmuls.resize(gemmSpecs.size());
+    for (size_t i = 0; i < gemmSpecs.size(); ++i) {
+      MLPERF_RETURN_IF_ERROR(prepareGemm(gemmSpecs[i], matmuls[i]));
     }
-    cublasLtMatmulPreferenceDestroy(preference);
-    return status;
+    return Status::ok();
   }
 
-  /// cuBLASLt descriptors and the heuristic's first algorithm for one matmul command: f32
-  /// compute and scale (no TF32), one rounding into the result type.
-  Status prepareMatmul(int p, int c, cublasLtMatmulPreference_t preference, PreparedMatmul &out) {
-    const plan::Command &command = plan->programs(p).commands(c);
-    const plan::Buffer &a = plan->buffers(command.operands(0));
-    const plan::Buffer &b = plan->buffers(command.operands(1));
-    const plan::Buffer &result = plan->buffers(command.results(0));
-    auto flag = [&](const char *name) {
-      const plan::Attribute *attribute = findAttribute(command, name);
-      return attribute && attribute->i() != 0;
-    };
-    out.layout = gemmLayoutFor(cpu::matmulShapeOf(shapeOf(a), shapeOf(b), shapeOf(result),
-                                                  flag("transpose_lhs"), flag("transpose_rhs")));
+  /// cuBLASLt descriptors and the heuristic's first algorithm for one GEMM: f32 compute and
+  /// scale (no TF32), one rounding into the result type.
+  Status prepareGemm(const GemmSpec &spec, PreparedMatmul &out) {
+    out.layout = gemmLayoutFor(spec.shape);
     const GemmLayout &g = out.layout;
     MLPERF_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescCreate(&out.description, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -292,20 +472,31 @@ private:
       }
       return Status::ok();
     };
-    MLPERF_RETURN_IF_ERROR(makeLayout(out.x, g.x, b.dtype()));
-    MLPERF_RETURN_IF_ERROR(makeLayout(out.y, g.y, a.dtype()));
-    MLPERF_RETURN_IF_ERROR(makeLayout(out.d, g.d, result.dtype()));
+    MLPERF_RETURN_IF_ERROR(makeLayout(out.x, g.x, spec.b));
+    MLPERF_RETURN_IF_ERROR(makeLayout(out.y, g.y, spec.a));
+    MLPERF_RETURN_IF_ERROR(makeLayout(out.d, g.d, spec.c));
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
     MLPERF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(
         lt, out.description, out.x, out.y, out.d, out.d, preference, 1, &heuristic, &found));
     if (found == 0) {
-      return invalidCommand(plan->programs(p), c,
-                            "cuBLASLt has no algorithm for this matmul (m " + std::to_string(g.m) +
-                                ", n " + std::to_string(g.n) + ", k " + std::to_string(g.k) +
-                                ", batch " + std::to_string(g.batch) + ")");
+      return Status(StatusCode::kInvalidArgument,
+                    "cuBLASLt has no algorithm for a GEMM of m " + std::to_string(g.m) + ", n " +
+                        std::to_string(g.n) + ", k " + std::to_string(g.k) + ", batch " +
+                        std::to_string(g.batch));
     }
     out.algorithm = heuristic.algo;
+    return Status::ok();
+  }
+
+  /// C = A · B (+ β C) with prepared GEMM `index`; A and B as the plan's matmul reads them.
+  Status runGemm(int index, const void *a, const void *b, void *c, float beta,
+                 cudaStream_t stream) {
+    const PreparedMatmul &m = matmuls[index];
+    const float alpha = 1.0f;
+    MLPERF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(lt, m.description, &alpha, b, m.x, a, m.y, &beta,
+                                                 c, m.d, c, m.d, &m.algorithm, workspace,
+                                                 workspaceBytes, stream));
     return Status::ok();
   }
 
@@ -396,14 +587,119 @@ private:
       return Status::ok();
     }
     if (op == "matmul") {
-      const PreparedMatmul &m = matmuls[entry.matmul];
-      const float alpha = 1.0f, beta = 0.0f;
-      void *d = address(out);
-      MLPERF_CUBLAS_RETURN_IF_ERROR(
-          cublasLtMatmul(lt, m.description, &alpha, address(buffer(command.operands(1))), m.x,
-                         address(buffer(command.operands(0))), m.y, &beta, d, m.d, d, m.d,
-                         &m.algorithm, workspace, workspaceBytes, stream));
+      return runGemm(entry.gemms[0], address(buffer(command.operands(0))),
+                     address(buffer(command.operands(1))), address(out), 0.0f, stream);
+    }
+    BadIdWords *word = entry.errorWord >= 0 ? errorWords + entry.errorWord : nullptr;
+    if (op == "attention" || op == "attention_grad") {
+      return enqueueAttention(command, entry, word, stream);
+    }
+    if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
+      return enqueueLinearCrossEntropy(command, entry, word, stream);
+    }
+    auto integers = [&](int i) -> IntPointer {
+      const plan::Buffer &b = buffer(command.operands(i));
+      return {address(b), b.dtype() == plan::I64};
+    };
+    auto lastDim = [](const plan::Buffer &b) { return b.shape(b.shape_size() - 1); };
+    if (op == "random_normal" || op == "random_uniform") {
+      MLPERF_RETURN_IF_ERROR(need({"stream", op == "random_normal" ? "std" : "bound"}));
+      auto streamId = static_cast<uint32_t>(integer("stream"));
+      return op == "random_normal"
+                 ? launchRandomNormal(result(0), count, integers(0), streamId, real("std"), stream)
+                 : launchRandomUniform(result(0), count, integers(0), streamId, real("bound"),
+                                       stream);
+    }
+    if (op == "lr_value") {
+      MLPERF_RETURN_IF_ERROR(need({"base_lr", "end_lr", "warmup_steps", "max_steps"}));
+      return launchLrValue(integers(0), result(0), real("base_lr"), real("end_lr"),
+                           integer("warmup_steps"), integer("max_steps"), stream);
+    }
+    if (op == "clip_coefficient") {
+      MLPERF_RETURN_IF_ERROR(need({"max_norm"}));
+      return launchClipCoefficient(operand(0), result(0), real("max_norm"), stream);
+    }
+    if (op == "sqrt") {
+      return launchScalarSqrt(operand(0), result(0), stream);
+    }
+    if (op == "global_norm" || op == "sum_squares") {
+      auto *partials = static_cast<double *>(scratch);
+      int64_t total = 0;
+      for (int i = 0; i < command.operands_size(); ++i) {
+        int64_t elements = elementsOf(buffer(command.operands(i)));
+        MLPERF_RETURN_IF_ERROR(
+            launchSumSquaresPartials(operand(i), elements, partials + total, stream));
+        total += sumSquaresPartials(elements);
+      }
+      return launchFinishSum(partials, total, op == "global_norm", result(0), stream);
+    }
+    if (op == "adamw") {
+      MLPERF_RETURN_IF_ERROR(need({"beta1", "beta2", "epsilon", "weight_decay"}));
+      return launchAdamw(operand(0), operand(1), operand(2), operand(3), operand(4), operand(5),
+                         integers(6), result(0), result(1), result(2), count, real("beta1"),
+                         real("beta2"), real("epsilon"), real("weight_decay"), stream);
+    }
+    if (op == "embedding") {
+      const plan::Buffer &table = buffer(command.operands(0));
+      return launchEmbedding(operand(0), integers(1), result(0),
+                             elementsOf(buffer(command.operands(1))), table.shape(0),
+                             table.shape(1), word, stream);
+    }
+    if (op == "embedding_grad") {
+      return launchEmbeddingGrad(integers(0), operand(1), result(0),
+                                 elementsOf(buffer(command.operands(0))), out.shape(0),
+                                 out.shape(1), scratch, scratchBytes, word, stream);
+    }
+    if (op == "cross_entropy") {
+      int64_t tokens = elementsOf(buffer(command.operands(1)));
+      int64_t vocab = lastDim(buffer(command.operands(0)));
+      auto *losses = static_cast<double *>(scratch);
+      auto *weights =
+          reinterpret_cast<double *>(static_cast<uint8_t *>(scratch) + alignedBytes(tokens * 8));
+      LossLabels labels = lossLabelsOf(*plan, command, arenas, 1, 2);
+      MLPERF_RETURN_IF_ERROR(launchCrossEntropyRows(operand(0), labels, 0, tokens, vocab, losses,
+                                                    weights, word, stream));
+      return launchFinishCrossEntropy(losses, weights, tokens, result(0), stream);
+    }
+    if (op == "dropout") {
+      MLPERF_RETURN_IF_ERROR(need({"rate", "name"}));
+      const double rate = real("rate");
+      return launchDropout(operand(0), integers(1), result(0), count,
+                           parameterStreamId(*attributes.getString("name")), dropoutThreshold(rate),
+                           static_cast<float>(1.0 / (1.0 - rate)), word, stream);
+    }
+    if (op == "dropout_key" || op == "eval_dropout_key") {
+      IntPointer key{address(out), out.dtype() == plan::I64};
+      if (op == "eval_dropout_key") {
+        return launchDropoutKey({}, {}, key, 0, 0, 1, 0, word, stream);
+      }
+      MLPERF_RETURN_IF_ERROR(need({"micro_batches", "micro_batch", "data_parallel"}));
+      return launchDropoutKey(integers(0), integers(1), key, integer("micro_batches"),
+                              integer("micro_batch"), integer("data_parallel"), 0, word, stream);
+    }
+    if (op == "local_shard") {
+      // This rank's 1/parts of a 1-D tensor: its index along the mesh axis, as on the CPU.
+      const plan::Attribute *axisName = findAttribute(command, "axis");
+      MeshAxis axis = MeshAxis::kDP;
+      if (!axisName || !parseMeshAxis(axisName->s(), axis)) {
+        return Status(StatusCode::kInvalidArgument, "missing or unknown attribute 'axis'");
+      }
+      const int64_t part = communicator->coordinates().along(axis);
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+          address(out),
+          static_cast<uint8_t *>(address(buffer(command.operands(0)))) + part * out.size(),
+          out.size(), cudaMemcpyDeviceToDevice, stream));
       return Status::ok();
+    }
+    if (op == "cross_entropy_grad") {
+      int64_t tokens = elementsOf(buffer(command.operands(1)));
+      auto *normalizer = static_cast<double *>(scratch);
+      auto *stats = reinterpret_cast<RowStats *>(static_cast<uint8_t *>(scratch) +
+                                                 alignedBytes(sizeof(double)));
+      LossLabels labels = lossLabelsOf(*plan, command, arenas, 1, 3);
+      MLPERF_RETURN_IF_ERROR(launchLossNormalizer(labels, tokens, normalizer, stream));
+      return launchCrossEntropyGradRows(operand(0), labels, 0, tokens, lastDim(out), operand(2),
+                                        normalizer, result(0), stats, stream);
     }
     if (op == "copy" || op == "reshape" || op == "convert") {
       const plan::Buffer &from = buffer(command.operands(0));
@@ -513,7 +809,7 @@ private:
                                 real("epsilon"), stream);
       }
       return launchRmsNormGrad(operand(0), operand(1), operand(2), result(0), result(1), rows, dim,
-                               real("epsilon"), inverseRms, stream);
+                               real("epsilon"), static_cast<double *>(scratch), stream);
     }
     if (op == "rope" || op == "rope_qk") {
       for (int i = 0; i < command.results_size(); ++i) {
@@ -535,8 +831,8 @@ private:
       int64_t outer = product(outShape, 0, dim),
               inner = product(outShape, dim + 1, outShape.size());
       if (op == "softmax") {
-        return launchSoftmax(operand(0), result(0), outer, outShape[dim], inner,
-                             errorWords + entry.errorWord, stream);
+        return launchSoftmax(operand(0), result(0), outer, outShape[dim], inner, &word->position,
+                             stream);
       }
       return launchSoftmaxGrad(operand(0), operand(1), result(0), outer, outShape[dim], inner,
                                stream);
@@ -544,25 +840,222 @@ private:
     return Status(StatusCode::kInternal, "no CUDA launch for op '" + op + "'"); // CudaOps admits it
   }
 
-  /// Errors the kernels recorded on the device (softmax rows with no finite entry), reported
-  /// as the CPU backend reports them.
+  /// tg.attention and its VJP as the CPU computes them (runtime/cpu/Attention.cpp), one
+  /// (batch, KV head) at a time over its group of query heads (AttentionLayout).
+  Status enqueueAttention(const plan::Command &command, const PreparedCommand &entry,
+                          BadIdWords *word, cudaStream_t stream) {
+    const AttentionLayout l = attentionLayout(*plan, command);
+    const bool backward = command.op() == "attention_grad";
+    const plan::Attribute *causalAttribute = findAttribute(command, "causal");
+    const plan::Attribute *scaleAttribute = findAttribute(command, "scale");
+    if (!scaleAttribute) {
+      return Status(StatusCode::kInvalidArgument, "missing attribute 'scale'");
+    }
+    const bool causal = causalAttribute && causalAttribute->i() != 0;
+    const double scale = scaleAttribute->f();
+    const plan::Buffer &q = plan->buffers(command.operands(0)),
+                       &k = plan->buffers(command.operands(1)),
+                       &v = plan->buffers(command.operands(2));
+    const DType queryType = fromPlanDType(q.dtype()), valueType = fromPlanDType(v.dtype());
+    const size_t qBytes = planDTypeBytes(q.dtype()), kBytes = planDTypeBytes(k.dtype()),
+                 vBytes = planDTypeBytes(v.dtype());
+    auto *base = static_cast<uint8_t *>(scratch);
+    auto *scores = reinterpret_cast<float *>(base + l.scoresAt);
+    TypedPointer scoresTyped{scores, DType::kF32};
+    TypedPointer probabilities{base + l.probabilitiesAt, valueType};
+    const int64_t headElements = l.keys * l.headDim;
+    for (int64_t b = 0; b < l.batch; ++b) {
+      for (int64_t kv = 0; kv < l.kvHeads; ++kv) {
+        const int64_t firstHead = b * l.heads + kv * l.group;          // of the query heads
+        const int64_t queryOffset = firstHead * l.queries * l.headDim; // elements
+        const int64_t keyOffset = (b * l.kvHeads + kv) * headElements;
+        const uint8_t *qg = static_cast<uint8_t *>(address(q)) + queryOffset * qBytes;
+        const uint8_t *kh = static_cast<uint8_t *>(address(k)) + keyOffset * kBytes;
+        const uint8_t *vh = static_cast<uint8_t *>(address(v)) + keyOffset * vBytes;
+        // P = softmax(mask(scale · Q·Kᵀ)) in f32, as the unfused graph.
+        MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[0], qg, kh, scores, 0.0f, stream));
+        MLPERF_RETURN_IF_ERROR(launchElementwise(ElementOp::kScale, scoresTyped, {}, scoresTyped,
+                                                 l.scores, scale, stream));
+        if (causal) {
+          MLPERF_RETURN_IF_ERROR(
+              launchCausalMask(scoresTyped, scoresTyped, l.group, l.queries, false, stream));
+        }
+        TypedPointer lse{};
+        if (!backward) {
+          const plan::Buffer &lseBuffer = plan->buffers(command.results(1));
+          lse = {static_cast<uint8_t *>(address(lseBuffer)) +
+                     firstHead * l.queries * planDTypeBytes(lseBuffer.dtype()),
+                 fromPlanDType(lseBuffer.dtype())};
+        }
+        MLPERF_RETURN_IF_ERROR(launchSoftmax(scoresTyped, scoresTyped, l.rows, l.keys, 1,
+                                             &word->position, stream, lse, firstHead * l.queries));
+        // The probabilities rounded to the value's type (tg.convert).
+        MLPERF_RETURN_IF_ERROR(launchElementwise(ElementOp::kConvert, scoresTyped, {},
+                                                 probabilities, l.scores, 0.0, stream));
+        if (!backward) {
+          const plan::Buffer &out = plan->buffers(command.results(0));
+          uint8_t *og =
+              static_cast<uint8_t *>(address(out)) + queryOffset * planDTypeBytes(out.dtype());
+          MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[1], probabilities.data, vh, og, 0.0f, stream));
+          continue;
+        }
+        const plan::Buffer &dout = plan->buffers(command.operands(4));
+        const uint8_t *dg =
+            static_cast<uint8_t *>(address(dout)) + queryOffset * planDTypeBytes(dout.dtype());
+        auto *dp = reinterpret_cast<float *>(base + l.dpAt);
+        TypedPointer dpTyped{dp, DType::kF32}, ds{base + l.dsAt, queryType};
+        // dp = dout · Vᵀ of the probabilities' type; ds = softmax_grad, masked, scaled, of the
+        // query's type.
+        MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[1], dg, vh, dp, 0.0f, stream));
+        MLPERF_RETURN_IF_ERROR(launchRoundTo(dp, l.scores, valueType, stream));
+        MLPERF_RETURN_IF_ERROR(
+            launchSoftmaxGrad(scoresTyped, dpTyped, dpTyped, l.rows, l.keys, 1, stream));
+        if (causal) {
+          MLPERF_RETURN_IF_ERROR(
+              launchCausalMask(dpTyped, dpTyped, l.group, l.queries, true, stream));
+        }
+        MLPERF_RETURN_IF_ERROR(
+            launchElementwise(ElementOp::kScale, dpTyped, {}, ds, l.scores, scale, stream));
+        // dq = ds · K.
+        const plan::Buffer &dq = plan->buffers(command.results(0));
+        MLPERF_RETURN_IF_ERROR(
+            runGemm(entry.gemms[2], ds.data, kh,
+                    static_cast<uint8_t *>(address(dq)) + queryOffset * planDTypeBytes(dq.dtype()),
+                    0.0f, stream));
+        // Per query head dk = dsᵀ · Q and dv = pᵀ · dout, rounded to the key's and value's
+        // types, then summed over the group into the KV head (tg.repeat_grad).
+        auto *keyHeads = reinterpret_cast<float *>(base + l.keyHeadsAt);
+        auto *valueHeads = reinterpret_cast<float *>(base + l.valueHeadsAt);
+        MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[3], ds.data, qg, keyHeads, 0.0f, stream));
+        MLPERF_RETURN_IF_ERROR(
+            runGemm(entry.gemms[4], probabilities.data, dg, valueHeads, 0.0f, stream));
+        MLPERF_RETURN_IF_ERROR(launchRoundTo(keyHeads, l.group * headElements, queryType, stream));
+        MLPERF_RETURN_IF_ERROR(
+            launchRoundTo(valueHeads, l.group * headElements, valueType, stream));
+        const plan::Buffer &dk = plan->buffers(command.results(1)),
+                           &dv = plan->buffers(command.results(2));
+        TypedPointer dkHead{static_cast<uint8_t *>(address(dk)) +
+                                keyOffset * planDTypeBytes(dk.dtype()),
+                            fromPlanDType(dk.dtype())};
+        TypedPointer dvHead{static_cast<uint8_t *>(address(dv)) +
+                                keyOffset * planDTypeBytes(dv.dtype()),
+                            fromPlanDType(dv.dtype())};
+        MLPERF_RETURN_IF_ERROR(
+            launchRepeatGrad({keyHeads, DType::kF32}, dkHead, 1, 1, headElements, l.group, stream));
+        MLPERF_RETURN_IF_ERROR(launchRepeatGrad({valueHeads, DType::kF32}, dvHead, 1, 1,
+                                                headElements, l.group, stream));
+      }
+    }
+    return Status::ok();
+  }
+
+  /// tg.linear_cross_entropy and its VJP (runtime/cpu/LinearCrossEntropy.cpp) in token chunks
+  /// (LinearCrossEntropyLayout).
+  Status enqueueLinearCrossEntropy(const plan::Command &command, const PreparedCommand &entry,
+                                   BadIdWords *word, cudaStream_t stream) {
+    const LinearCrossEntropyLayout l = linearCrossEntropyLayout(*plan, command);
+    const bool backward = command.op() == "linear_cross_entropy_grad";
+    const plan::Buffer &hidden = plan->buffers(command.operands(0)),
+                       &weight = plan->buffers(command.operands(1));
+    LossLabels labels = lossLabelsOf(*plan, command, arenas, 2, backward ? 4 : 3);
+    auto *base = static_cast<uint8_t *>(scratch);
+    TypedPointer logits{base + l.logitsAt, fromPlanDType(l.logitsType)};
+    auto *losses = reinterpret_cast<double *>(base + l.lossesAt);
+    auto *weights = reinterpret_cast<double *>(base + l.weightsAt);
+    const size_t hiddenBytes = planDTypeBytes(hidden.dtype());
+    auto *normalizer = reinterpret_cast<double *>(base + l.normalizerAt);
+    if (backward) {
+      MLPERF_RETURN_IF_ERROR(launchLossNormalizer(labels, l.tokens, normalizer, stream));
+    }
+    const int64_t chunks = (l.tokens + l.chunk - 1) / l.chunk;
+    for (int64_t index = 0; index < chunks; ++index) {
+      const int64_t first = index * l.chunk, count = std::min(l.chunk, l.tokens - first);
+      const int last = count == l.chunk ? 0 : 1; // which of the two GEMM shapes
+      const uint8_t *rows =
+          static_cast<uint8_t *>(address(hidden)) + first * l.hidden * hiddenBytes;
+      MLPERF_RETURN_IF_ERROR(
+          runGemm(entry.gemms[last], rows, address(weight), logits.data, 0.0f, stream));
+      if (!backward) {
+        MLPERF_RETURN_IF_ERROR(launchCrossEntropyRows(logits, labels, first, count, l.vocab, losses,
+                                                      weights, word, stream));
+        continue;
+      }
+      TypedPointer dlogits{base + l.dlogitsAt, fromPlanDType(l.logitsType)};
+      MLPERF_RETURN_IF_ERROR(launchCrossEntropyGradRows(
+          logits, labels, first, count, l.vocab, typed(command.operands(3)), normalizer, dlogits,
+          reinterpret_cast<RowStats *>(base + l.statsAt), stream));
+      const plan::Buffer &hiddenGrad = plan->buffers(command.results(0));
+      MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[2 + last], dlogits.data, address(weight),
+                                     static_cast<uint8_t *>(address(hiddenGrad)) +
+                                         first * l.hidden * planDTypeBytes(hiddenGrad.dtype()),
+                                     0.0f, stream));
+      // The weight gradient, summed over chunks in f32 (β = 1 after the first).
+      MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[4 + last], dlogits.data, rows,
+                                     base + l.weightSumsAt, index == 0 ? 0.0f : 1.0f, stream));
+    }
+    if (!backward) {
+      return launchFinishCrossEntropy(losses, weights, l.tokens, typed(command.results(0)), stream);
+    }
+    return launchElementwise(ElementOp::kConvert, {base + l.weightSumsAt, DType::kF32}, {},
+                             typed(command.results(1)), l.vocab * l.hidden, 0.0, stream);
+  }
+
+  /// Errors the kernels recorded on the device (a softmax or attention row with no finite
+  /// entry, a token id or label outside the vocabulary), reported as the CPU backend reports
+  /// them, for the first command that recorded one.
   Status checkErrorWords() {
     if (errorWordCount == 0) {
       return Status::ok();
     }
-    std::vector<unsigned long long> words(errorWordCount);
-    MLPERF_CUDA_RETURN_IF_ERROR(cudaMemcpy(words.data(), errorWords,
-                                           words.size() * sizeof(unsigned long long),
-                                           cudaMemcpyDeviceToHost));
+    std::vector<BadIdWords> words(errorWordCount);
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaMemcpy(
+        words.data(), errorWords, words.size() * sizeof(BadIdWords), cudaMemcpyDeviceToHost));
     for (int p = 0; p < plan->programs_size(); ++p) {
-      for (int c = 0; c < plan->programs(p).commands_size(); ++c) {
-        int64_t word = prepared[p][c].errorWord;
-        if (word >= 0 && words[word] != ULLONG_MAX) {
-          return invalidCommand(plan->programs(p), c,
-                                "softmax row " + std::to_string(words[word]) +
-                                    " has no finite entry (every score masked or infinite/NaN "
-                                    "inputs)");
+      const plan::Program &program = plan->programs(p);
+      for (int c = 0; c < program.commands_size(); ++c) {
+        int64_t index = prepared[p][c].errorWord;
+        if (index < 0 || words[index].position == ULLONG_MAX) {
+          continue;
         }
+        const BadIdWords &word = words[index];
+        const plan::Command &command = program.commands(c);
+        const std::string &op = command.op();
+        const std::string position = std::to_string(word.position);
+        if (op == "softmax") {
+          return invalidCommand(program, c,
+                                "softmax row " + position +
+                                    " has no finite entry (every score masked or "
+                                    "infinite/NaN inputs)");
+        }
+        if (op == "attention" || op == "attention_grad") {
+          return invalidCommand(program, c,
+                                "attention row " + position +
+                                    " has no finite score (infinite or NaN inputs)");
+        }
+        if (op == "dropout") {
+          return invalidCommand(program, c,
+                                "dropout micro-batch counter " + std::to_string(word.value) +
+                                    " exceeds 2^32 - 1");
+        }
+        if (op == "dropout_key") {
+          return invalidCommand(program, c,
+                                "dropout_key of a negative step " + std::to_string(word.value));
+        }
+        int64_t vocab = 0;
+        if (op == "embedding") {
+          vocab = plan->buffers(command.operands(0)).shape(0);
+        } else if (op == "embedding_grad") {
+          vocab = plan->buffers(command.results(0)).shape(0);
+        } else if (op == "cross_entropy") {
+          const plan::Buffer &logits = plan->buffers(command.operands(0));
+          vocab = logits.shape(logits.shape_size() - 1);
+        } else {
+          vocab = plan->buffers(command.operands(1)).shape(0);
+        }
+        const char *what = op == "embedding" || op == "embedding_grad" ? "token id " : "label ";
+        return invalidCommand(program, c,
+                              what + std::to_string(word.value) + " at position " + position +
+                                  " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
       }
     }
     return Status::ok();
@@ -601,9 +1094,12 @@ private:
         cudaStreamDestroy(stream);
       }
     }
+    if (preference) {
+      cublasLtMatmulPreferenceDestroy(preference);
+    }
     for (void *pointer :
-         {arenas[0], arenas[1], arenas[2], workspace, static_cast<void *>(deviceConstants),
-          static_cast<void *>(inverseRms), static_cast<void *>(errorWords)}) {
+         {arenas[0], arenas[1], arenas[2], workspace, static_cast<void *>(deviceConstants), scratch,
+          static_cast<void *>(errorWords)}) {
       if (pointer) {
         cudaFree(pointer);
       }
@@ -611,6 +1107,7 @@ private:
   }
 
   const plan::Plan *plan = nullptr;
+  Communicator *communicator = nullptr;
   std::map<std::string, int> programIndex;
   std::vector<std::vector<PreparedCommand>> prepared; // [program][command]
   void *arenas[3] = {nullptr, nullptr, nullptr};      // by plan::MemoryClass
@@ -618,16 +1115,17 @@ private:
   cudaEvent_t barrierEvents[2] = {nullptr, nullptr};
   std::map<int64_t, cudaEvent_t> events; // the plan's, by id
   cublasLtHandle_t lt = nullptr;
-  std::vector<std::pair<int, int>> matmulCommands; // (program, command)
-  std::vector<PreparedMatmul> matmuls;
+  cublasLtMatmulPreference_t preference = nullptr;
+  std::vector<GemmSpec> gemmSpecs;     // every command's GEMMs, found at prepare
+  std::vector<PreparedMatmul> matmuls; // their descriptors and algorithms, by the same index
   int64_t workspaceBytes = 0;
   void *workspace = nullptr;
   std::vector<float> constants; // rope frequency tables, uploaded at prepare
   float *deviceConstants = nullptr;
-  int64_t inverseRmsRows = 0;
-  double *inverseRms = nullptr;
+  size_t scratchBytes = 0; // the most any command needs; commands on stream 0 take turns
+  void *scratch = nullptr;
   int64_t errorWordCount = 0;
-  unsigned long long *errorWords = nullptr;
+  BadIdWords *errorWords = nullptr;
 };
 
 } // namespace

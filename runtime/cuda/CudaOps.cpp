@@ -2,6 +2,8 @@
 
 #include "runtime/cuda/CudaOps.h"
 
+#include "runtime/plan/PlanLoader.h"
+
 #include <iterator>
 #include <set>
 
@@ -24,8 +26,8 @@ constexpr CudaOpEntry kOps[] = {
     {"convert", true, {}},
     {"reshape", true, {}},
     {"transpose", true, {}},
-    {"embedding", false, kPart1b},
-    {"embedding_grad", false, kPart1b},
+    {"embedding", true, {}},
+    {"embedding_grad", true, {}},
     {"rms_norm", true, {}},
     {"rms_norm_grad", true, {}},
     {"add_rms_norm", true, {}},
@@ -33,31 +35,31 @@ constexpr CudaOpEntry kOps[] = {
     {"rope_qk", true, {}},
     {"causal_mask", true, {}},
     {"softmax", true, {}},
-    {"attention", false, kPart1b},
-    {"attention_grad", false, kPart1b},
+    {"attention", true, {}},
+    {"attention_grad", true, {}},
     {"softmax_grad", true, {}},
     {"repeat", true, {}},
     {"repeat_grad", true, {}},
     {"split", true, {}},
     {"concat", true, {}},
-    {"cross_entropy", false, kPart1b},
-    {"cross_entropy_grad", false, kPart1b},
-    {"linear_cross_entropy", false, kPart1b},
-    {"linear_cross_entropy_grad", false, kPart1b},
+    {"cross_entropy", true, {}},
+    {"cross_entropy_grad", true, {}},
+    {"linear_cross_entropy", true, {}},
+    {"linear_cross_entropy_grad", true, {}},
     {"fill", true, {}},
-    {"random_normal", false, kPart1b},
-    {"random_uniform", false, kPart1b},
-    {"dropout", false, kPart1b},
-    {"dropout_key", false, kPart1b},
-    {"eval_dropout_key", false, kPart1b},
-    {"local_shard", false, kPart1b},
+    {"random_normal", true, {}},
+    {"random_uniform", true, {}},
+    {"dropout", true, {}},
+    {"dropout_key", true, {}},
+    {"eval_dropout_key", true, {}},
+    {"local_shard", true, {}},
     {"copy", true, {}},
-    {"lr_value", false, kPart1b},
-    {"global_norm", false, kPart1b},
-    {"clip_coefficient", false, kPart1b},
-    {"adamw", false, kPart1b},
-    {"sum_squares", false, kPart1b},
-    {"sqrt", false, kPart1b},
+    {"lr_value", true, {}},
+    {"global_norm", true, {}},
+    {"clip_coefficient", true, {}},
+    {"adamw", true, {}},
+    {"sum_squares", true, {}},
+    {"sqrt", true, {}},
     {"fp8_quantize", false, kPart1b},
     {"fp8_matmul", false, kPart3},
     {"amax", false, kPart1b},
@@ -79,14 +81,41 @@ constexpr CudaOpEntry kOps[] = {
 const std::set<std::string_view> kInPlaceOps = {
     "add",         "mul",     "scale",    "silu",         "silu_grad", "swiglu",
     "swiglu_grad", "convert", "rms_norm", "add_rms_norm", "softmax",   "softmax_grad",
-    "causal_mask", "rope",    "rope_qk",  "copy",         "reshape"};
+    "causal_mask", "rope",    "rope_qk",  "copy",         "reshape",   "adamw"};
 
 /// Ops that move elements without arithmetic: any storage type, as long as operands and
 /// results share it.
-const std::set<std::string_view> kLayoutOps = {"transpose", "repeat", "split",
-                                               "concat",    "copy",   "reshape"};
+const std::set<std::string_view> kLayoutOps = {"transpose", "repeat",  "split",      "concat",
+                                               "copy",      "reshape", "local_shard"};
 
 bool isStoredFloat(plan::DType type) { return type == plan::F32 || type == plan::BF16; }
+
+/// The operands of an op that hold integers: seeds, token ids, labels, the step.
+std::set<int> integerOperands(std::string_view op) {
+  if (op == "random_normal" || op == "random_uniform" || op == "lr_value" ||
+      op == "embedding_grad") {
+    return {0};
+  }
+  if (op == "embedding" || op == "cross_entropy" || op == "cross_entropy_grad") {
+    return {1};
+  }
+  if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
+    return {2};
+  }
+  if (op == "adamw") {
+    return {6};
+  }
+  if (op == "dropout") {
+    return {1};
+  }
+  if (op == "dropout_key") {
+    return {0, 1};
+  }
+  return {};
+}
+
+/// Ops whose results hold integers (dropout keys).
+bool integerResults(std::string_view op) { return op == "dropout_key" || op == "eval_dropout_key"; }
 
 std::string typeName(plan::DType type) { return plan::DType_Name(type); }
 
@@ -130,14 +159,45 @@ std::string unsupportedReason(const plan::Plan &plan, const plan::Command &comma
            "' moves elements between buffers of different types; its CUDA "
            "kernel moves them unchanged";
   }
+  if (findAttribute(command, "vocab_shard_axis") ||
+      (findAttribute(command, "parts") && findAttribute(command, "parts")->i() > 1)) {
+    return "op '" + op + "' on a tensor split over ranks: its CUDA kernel comes with " +
+           std::string(kPart3);
+  }
   if (!moves) {
-    for (uint32_t id : ids) {
-      if (!isStoredFloat(buffer(id).dtype())) {
-        return "op '" + op + "' on buffer '" + buffer(id).name() + "' of type " +
-               typeName(buffer(id).dtype()) +
-               ": its CUDA kernel handles F32 and BF16 buffers only (other types come with " +
+    const std::set<int> integers = integerOperands(op);
+    for (int i = 0; i < static_cast<int>(ids.size()); ++i) {
+      const plan::Buffer &b = buffer(ids[i]);
+      bool integer = i < command.operands_size() ? integers.count(i) > 0 : integerResults(op);
+      if (integer && b.dtype() != plan::I64 && b.dtype() != plan::I32) {
+        return "op '" + op + "': operand '" + b.name() + "' of type " + typeName(b.dtype()) +
+               " must hold integers (I32 or I64)";
+      }
+      if (!integer && !isStoredFloat(b.dtype())) {
+        return "op '" + op + "' on buffer '" + b.name() + "' of type " + typeName(b.dtype()) +
+               ": its CUDA kernel handles F32 and BF16 buffers only (fp8 storage comes with " +
                std::string(kPart1b) + ")";
       }
+    }
+  }
+  if (const plan::Attribute *dataParallel = findAttribute(command, "data_parallel");
+      op == "dropout_key" && dataParallel && dataParallel->i() > 1) {
+    return "op 'dropout_key' of a data-parallel rank: its CUDA kernel comes with " +
+           std::string(kPart3);
+  }
+  if (op == "attention" || op == "attention_grad") {
+    const plan::Buffer &q = buffer(command.operands(0)), &k = buffer(command.operands(1)),
+                       &v = buffer(command.operands(2));
+    if (q.dtype() != k.dtype() ||
+        (op == "attention_grad" && buffer(command.operands(4)).dtype() != v.dtype())) {
+      return "op '" + op +
+             "': its CUDA kernel (cuBLASLt GEMMs) needs query and key, and the "
+             "output gradient and value, in one type each";
+    }
+    const plan::Attribute *causal = findAttribute(command, "causal");
+    if (causal && causal->i() != 0 && q.shape(2) != k.shape(2)) {
+      return "op '" + op + "': causal attention with " + std::to_string(q.shape(2)) +
+             " queries and " + std::to_string(k.shape(2)) + " keys";
     }
   }
   if (op == "matmul" &&

@@ -16,16 +16,12 @@
 #define MLPERFC_RUNTIME_CUDA_ELEMENTMATH_CUH
 
 #include "runtime/cpu/Numerics.h" // DType
+#include "runtime/cpu/Rounding.h"
+#include "runtime/support/HostDevice.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-
-#if defined(__CUDACC__)
-#define MLPERF_HD __host__ __device__
-#else
-#define MLPERF_HD
-#endif
 
 namespace mlperf::rt::cuda {
 
@@ -83,6 +79,31 @@ struct TypedPointer {
       static_cast<uint16_t *>(data)[i] = bf16Bits(value);
     } else {
       static_cast<float *>(data)[i] = value;
+    }
+  }
+  /// A value computed in f64 rounded once to the storage type (Numerics' roundTo), never
+  /// through f32 first: the random draws.
+  MLPERF_HD void storeDouble(int64_t i, double value) const {
+    store(i, type == DType::kBF16 ? static_cast<float>(roundToFormat(value, bf16Format()))
+                                  : static_cast<float>(value));
+  }
+};
+
+/// An integer tensor (token ids, labels, seeds, the step) in i32 or i64 storage, read as int64.
+struct IntPointer {
+  void *data = nullptr;
+  bool wide = true; // i64
+
+  MLPERF_HD int64_t load(int64_t i) const {
+    return wide ? static_cast<const int64_t *>(data)[i]
+                : static_cast<int64_t>(static_cast<const int32_t *>(data)[i]);
+  }
+  /// The plan's checks keep i32 results in range (dropout keys of a run's steps).
+  MLPERF_HD void store(int64_t i, int64_t value) const {
+    if (wide) {
+      static_cast<int64_t *>(data)[i] = value;
+    } else {
+      static_cast<int32_t *>(data)[i] = static_cast<int32_t>(value);
     }
   }
 };
@@ -189,7 +210,7 @@ MLPERF_HD inline float rmsNormGradColumn(TypedPointer x, TypedPointer dy, const 
 /// Softmax of the row starting at `base` with `n` entries `stride` apart; false (writing
 /// nothing) when the row has no finite entry.
 MLPERF_HD inline bool softmaxRow(TypedPointer x, TypedPointer y, int64_t base, int64_t n,
-                                 int64_t stride) {
+                                 int64_t stride, float *logSumExp = nullptr) {
   double maximum = -INFINITY;
   for (int64_t j = 0; j < n; ++j) {
     double v = x.load(base + j * stride);
@@ -208,6 +229,9 @@ MLPERF_HD inline bool softmaxRow(TypedPointer x, TypedPointer y, int64_t base, i
     double v = x.load(base + j * stride);
     double e = v == -INFINITY ? 0.0 : exp(v - maximum);
     y.store(base + j * stride, static_cast<float>(e / sum));
+  }
+  if (logSumExp) {
+    *logSumExp = static_cast<float>(maximum + log(sum));
   }
   return true;
 }
@@ -233,6 +257,39 @@ MLPERF_HD inline float repeatGradElement(TypedPointer dy, int64_t o, int64_t j, 
     sum += dy.load((o * n * times + j * times + r) * inner + i);
   }
   return static_cast<float>(sum);
+}
+
+/// A loss op's label and weight of token t (OpKernels' lossInputs): with `ignoreIndex`, a token
+/// whose label equals it has label 0 and weight 0; otherwise its mask entry (1 without a mask).
+struct LossToken {
+  int64_t label;
+  double weight;
+};
+MLPERF_HD inline LossToken lossToken(IntPointer labels, TypedPointer mask, bool hasIgnore,
+                                     int64_t ignoreIndex, int64_t t) {
+  int64_t label = labels.load(t);
+  double weight = mask.data ? static_cast<double>(mask.load(t)) : 1.0;
+  if (hasIgnore && label == ignoreIndex) {
+    return {0, 0.0};
+  }
+  return {label, weight};
+}
+
+/// max and Σ exp(x − max) of one row of logits (cpu::rowMaxAndExpSum).
+struct RowStats {
+  double maximum, sum;
+};
+MLPERF_HD inline RowStats rowMaxAndExpSum(TypedPointer logits, int64_t row, int64_t vocab) {
+  double maximum = -INFINITY;
+  for (int64_t v = 0; v < vocab; ++v) {
+    double x = logits.load(row * vocab + v);
+    maximum = maximum < x ? x : maximum;
+  }
+  double sum = 0.0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    sum += exp(logits.load(row * vocab + v) - maximum);
+  }
+  return {maximum, sum};
 }
 
 } // namespace mlperf::rt::cuda

@@ -180,11 +180,15 @@ __global__ void causalMaskKernel(TypedPointer x, TypedPointer y, int64_t n, bool
 }
 
 __global__ void softmaxKernel(TypedPointer x, TypedPointer y, int64_t n, int64_t inner,
-                              int64_t rows, unsigned long long *badRow) {
+                              int64_t rows, unsigned long long *badRow, TypedPointer lse,
+                              int64_t rowOffset) {
   for (int64_t row = firstIndex(); row < rows; row += gridStride()) {
     int64_t base = row / inner * n * inner + row % inner;
-    if (!softmaxRow(x, y, base, n, inner)) {
-      atomicMin(badRow, static_cast<unsigned long long>(row));
+    float logSumExp = 0.0f;
+    if (!softmaxRow(x, y, base, n, inner, lse.data ? &logSumExp : nullptr)) {
+      atomicMin(badRow, static_cast<unsigned long long>(row + rowOffset));
+    } else if (lse.data) {
+      lse.store(row, logSumExp);
     }
   }
 }
@@ -347,9 +351,11 @@ Status launchCausalMask(TypedPointer x, TypedPointer y, int64_t matrices, int64_
 }
 
 Status launchSoftmax(TypedPointer x, TypedPointer y, int64_t outer, int64_t n, int64_t inner,
-                     unsigned long long *badRow, cudaStream_t stream) {
+                     unsigned long long *badRow, cudaStream_t stream, TypedPointer lse,
+                     int64_t rowOffset) {
   int64_t rows = outer * inner;
-  softmaxKernel<<<blocksFor(rows), kThreads, 0, stream>>>(x, y, n, inner, rows, badRow);
+  softmaxKernel<<<blocksFor(rows), kThreads, 0, stream>>>(x, y, n, inner, rows, badRow, lse,
+                                                          rowOffset);
   return launched("softmaxKernel");
 }
 

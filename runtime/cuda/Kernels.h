@@ -57,11 +57,101 @@ Status launchRope(TypedPointer x, TypedPointer y, int64_t batch, int64_t seq, in
 Status launchCausalMask(TypedPointer x, TypedPointer y, int64_t matrices, int64_t n, bool gradient,
                         cudaStream_t stream);
 /// `badRow`: a device word the kernel lowers (atomicMin) to the first row with no finite
-/// entry; the caller sets it to UINT64_MAX before and reads it after the program.
+/// entry (plus `rowOffset`); the caller sets it to UINT64_MAX before and reads it after the
+/// program. With `lse.data`, also each row's max + log(Σ exp(x − max)).
 Status launchSoftmax(TypedPointer x, TypedPointer y, int64_t outer, int64_t n, int64_t inner,
-                     unsigned long long *badRow, cudaStream_t stream);
+                     unsigned long long *badRow, cudaStream_t stream, TypedPointer lse = {},
+                     int64_t rowOffset = 0);
 Status launchSoftmaxGrad(TypedPointer y, TypedPointer dy, TypedPointer dx, int64_t outer, int64_t n,
                          int64_t inner, cudaStream_t stream);
+
+// Part 1b: draws, optimizer, losses, embeddings.
+
+/// x rounded in place (f32 storage) to `type`'s values: the unfused graph's tg.convert between
+/// two f32 steps of a fused op.
+Status launchRoundTo(float *x, int64_t count, DType type, cudaStream_t stream);
+
+/// y[i] = std · philoxNormal(seed, stream, i), or bound · (2u − 1), rounded once to y's type.
+Status launchRandomNormal(TypedPointer y, int64_t count, IntPointer seed, uint32_t streamId,
+                          double stddev, cudaStream_t stream);
+Status launchRandomUniform(TypedPointer y, int64_t count, IntPointer seed, uint32_t streamId,
+                           double bound, cudaStream_t stream);
+
+/// Σ x² of each operand in fixed blocks (f64 partials, a fixed tree in each block), then the
+/// partials in order: deterministic. `partials` holds sumSquaresPartials(count) doubles.
+int64_t sumSquaresPartials(int64_t count);
+Status launchSumSquaresPartials(TypedPointer x, int64_t count, double *partials,
+                                cudaStream_t stream);
+/// out = Σ partials (in order), its square root when `root`.
+Status launchFinishSum(const double *partials, int64_t count, bool root, TypedPointer out,
+                       cudaStream_t stream);
+/// out = sqrt(x) of one element in f64.
+Status launchScalarSqrt(TypedPointer x, TypedPointer out, cudaStream_t stream);
+Status launchLrValue(IntPointer step, TypedPointer out, double baseLr, double endLr,
+                     int64_t warmupSteps, int64_t maxSteps, cudaStream_t stream);
+Status launchClipCoefficient(TypedPointer norm, TypedPointer out, double maxNorm,
+                             cudaStream_t stream);
+/// adamw(master, m, v, grad, lr, clip, step) -> (master', m', v'), element by element.
+Status launchAdamw(TypedPointer master, TypedPointer m, TypedPointer v, TypedPointer grad,
+                   TypedPointer lr, TypedPointer clip, IntPointer step, TypedPointer newMaster,
+                   TypedPointer newM, TypedPointer newV, int64_t count, double beta1, double beta2,
+                   double epsilon, double weightDecay, cudaStream_t stream);
+
+/// The error words of the id checks: the first bad position (atomicMin; UINT64_MAX when none)
+/// and the id found there, which launchRecordBadValue copies once the position is known.
+struct BadIdWords {
+  unsigned long long position;
+  long long value;
+};
+Status launchRecordBadValue(IntPointer ids, BadIdWords *words, cudaStream_t stream);
+
+/// y[t, :] = table[ids[t], :]; ids outside [0, vocab) are recorded in `bad`.
+Status launchEmbedding(TypedPointer table, IntPointer ids, TypedPointer y, int64_t tokens,
+                       int64_t vocab, int64_t dim, BadIdWords *bad, cudaStream_t stream);
+/// dtable = Σ over tokens (in token order, f64) of dy rows scattered to their ids: ids sorted
+/// stably (CUB radix sort) with their positions, each (id, column) summing its run of tokens.
+/// Scratch: embeddingGradScratchBytes(tokens) bytes.
+size_t embeddingGradScratchBytes(int64_t tokens, int64_t vocab);
+Status launchEmbeddingGrad(IntPointer ids, TypedPointer dy, TypedPointer dtable, int64_t tokens,
+                           int64_t vocab, int64_t dim, void *scratch, size_t scratchBytes,
+                           BadIdWords *bad, cudaStream_t stream);
+
+/// The loss inputs of a cross-entropy op.
+struct LossLabels {
+  IntPointer labels;
+  TypedPointer mask; // data null: no mask
+  bool hasIgnore = false;
+  int64_t ignoreIndex = 0;
+};
+/// Per token t of logits [tokens, vocab] (rows `first`.. of the op): its weight and weighted
+/// loss term into weights/losses[first + t] (f64); labels outside [0, vocab) recorded in `bad`.
+Status launchCrossEntropyRows(TypedPointer logits, LossLabels labels, int64_t first, int64_t tokens,
+                              int64_t vocab, double *losses, double *weights, BadIdWords *bad,
+                              cudaStream_t stream);
+/// out = Σ losses / Σ weights over `tokens` (in order; 0 when no token counts).
+Status launchFinishCrossEntropy(const double *losses, const double *weights, int64_t tokens,
+                                TypedPointer out, cudaStream_t stream);
+/// normalizer = Σ weights of every token, in order (cpu::crossEntropyWeight).
+Status launchLossNormalizer(LossLabels labels, int64_t tokens, double *normalizer,
+                            cudaStream_t stream);
+/// dlogits [tokens, vocab] of rows `first`.. = dloss · w_t / normalizer · (softmax − onehot);
+/// `stats` is scratch of `tokens` RowStats.
+Status launchCrossEntropyGradRows(TypedPointer logits, LossLabels labels, int64_t first,
+                                  int64_t tokens, int64_t vocab, TypedPointer dloss,
+                                  const double *normalizer, TypedPointer dlogits, RowStats *stats,
+                                  cudaStream_t stream);
+
+/// Inverted dropout under key [seed, counter] (the identity for a negative counter): element i
+/// kept when Philox word 0 of (i, stream, counter) is at least `threshold`, then scaled by
+/// `scale` in f32. A counter beyond 2^32 − 1 is recorded in `bad` (position 0, the counter).
+Status launchDropout(TypedPointer x, IntPointer key, TypedPointer y, int64_t count,
+                     uint32_t streamId, uint64_t threshold, float scale, BadIdWords *bad,
+                     cudaStream_t stream);
+/// [seed, (step · microBatches + microBatch) · dataParallel + rank]; a negative step recorded in
+/// `bad` (position 0, the step). `seed`/`step` null: the evaluation key [0, −1].
+Status launchDropoutKey(IntPointer seed, IntPointer step, IntPointer key, int64_t microBatches,
+                        int64_t microBatch, int64_t dataParallel, int64_t rank, BadIdWords *bad,
+                        cudaStream_t stream);
 
 } // namespace mlperf::rt::cuda
 

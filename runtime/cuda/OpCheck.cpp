@@ -37,6 +37,18 @@ public:
     program->add_inputs(id);
     return *this;
   }
+  /// An input whose random values lie in [low, high) (integers: low <= id < high).
+  CaseBuilder &input(plan::DType type, std::vector<int64_t> shape, double low, double high) {
+    input(type, std::move(shape));
+    check.ranges[command->operands(command->operands_size() - 1)] = {low, high};
+    return *this;
+  }
+  CaseBuilder &text(const char *name, const std::string &value) {
+    plan::Attribute *attribute = command->add_attributes();
+    attribute->set_name(name);
+    attribute->set_s(value);
+    return *this;
+  }
   CaseBuilder &output(plan::DType type, std::vector<int64_t> shape) {
     uint32_t id = buffer(type, shape, plan::ACTIVATIONS);
     command->add_results(id);
@@ -361,6 +373,144 @@ std::vector<OpCheckCase> opCheckCases() {
             .output(t, {4, 3, 16})
             .attribute("dim", 2));
   }
+  for (plan::DType t : {kF32, kBF16}) {
+    std::string ty = typeName(t);
+    add(CaseBuilder("random_normal " + ty, "random_normal", T::kExact)
+            .input(plan::I64, {})
+            .output(t, {4, 1000})
+            .attribute("stream", 123456789)
+            .real("std", 0.02));
+    add(CaseBuilder("random_uniform " + ty, "random_uniform", T::kExact)
+            .input(plan::I64, {})
+            .output(t, {1000})
+            .attribute("stream", 42)
+            .real("bound", 0.1));
+    add(CaseBuilder("global_norm " + ty + " of three tensors", "global_norm", T::kUlps)
+            .input(t, {1000})
+            .input(kF32, {5000})
+            .input(t, {7})
+            .output(kF32, {}));
+    add(CaseBuilder("sum_squares " + ty, "sum_squares", T::kUlps)
+            .input(t, {10000})
+            .output(kF32, {}));
+    add(CaseBuilder("embedding " + ty, "embedding", T::kExact)
+            .input(t, {50, 16})
+            .input(plan::I64, {2, 7}, 0, 50)
+            .output(t, {2, 7, 16}));
+    add(CaseBuilder("embedding_grad " + ty + " (repeated ids)", "embedding_grad", T::kExact)
+            .input(plan::I64, {40}, 0, 20)
+            .input(t, {40, 16})
+            .output(t, {20, 16}));
+    add(CaseBuilder("cross_entropy " + ty, "cross_entropy", T::kUlps)
+            .input(t, {12, 40})
+            .input(plan::I64, {12}, 0, 40)
+            .output(kF32, {}));
+    add(CaseBuilder("cross_entropy " + ty + " masked, ignore_index", "cross_entropy", T::kUlps)
+            .input(t, {12, 40})
+            .input(plan::I64, {12}, 0, 6)
+            .input(kF32, {12}, 0, 1)
+            .output(kF32, {})
+            .attribute("ignore_index", 3));
+    add(CaseBuilder("cross_entropy_grad " + ty, "cross_entropy_grad", T::kUlps)
+            .input(t, {12, 40})
+            .input(plan::I64, {12}, 0, 40)
+            .input(kF32, {}, 0.5, 1.5)
+            .output(t, {12, 40}));
+    add(CaseBuilder("linear_cross_entropy " + ty, "linear_cross_entropy", T::kNorm,
+                    t == kBF16 ? 1e-2 : 1e-5)
+            .input(t, {2, 6, 32})
+            .input(t, {40, 32})
+            .input(plan::I64, {2, 6}, 0, 40)
+            .output(kF32, {})
+            .text("logits_type", ty));
+    add(CaseBuilder("linear_cross_entropy_grad " + ty + " ignore_index",
+                    "linear_cross_entropy_grad", T::kNorm, t == kBF16 ? 2e-2 : 1e-5)
+            .input(t, {2, 6, 32})
+            .input(t, {40, 32})
+            .input(plan::I64, {2, 6}, 0, 10)
+            .input(kF32, {}, 0.5, 1.5)
+            .output(t, {2, 6, 32})
+            .output(t, {40, 32})
+            .text("logits_type", ty)
+            .attribute("ignore_index", 2));
+    for (bool causal : {true, false}) {
+      std::string variant = ty + (causal ? " causal GQA" : " GQA");
+      add(CaseBuilder("attention " + variant, "attention", T::kNorm, t == kBF16 ? 1e-2 : 1e-5)
+              .input(t, {2, 4, 16, 8})
+              .input(t, {2, 2, 16, 8})
+              .input(t, {2, 2, 16, 8})
+              .output(t, {2, 4, 16, 8})
+              .output(kF32, {2, 4, 16})
+              .attribute("causal", causal ? 1 : 0)
+              .real("scale", 0.35355339059327373));
+      add(CaseBuilder("attention_grad " + variant, "attention_grad", T::kNorm,
+                      t == kBF16 ? 2e-2 : 1e-5)
+              .input(t, {2, 4, 16, 8})
+              .input(t, {2, 2, 16, 8})
+              .input(t, {2, 2, 16, 8})
+              .input(kF32, {2, 4, 16})
+              .input(t, {2, 4, 16, 8})
+              .output(t, {2, 4, 16, 8})
+              .output(t, {2, 2, 16, 8})
+              .output(t, {2, 2, 16, 8})
+              .attribute("causal", causal ? 1 : 0)
+              .real("scale", 0.35355339059327373));
+    }
+  }
+  for (plan::DType t : {kF32, kBF16}) {
+    std::string ty = typeName(t);
+    add(CaseBuilder("dropout " + ty, "dropout", T::kExact)
+            .input(t, {8, 250})
+            .input(plan::I64, {2}, 0, 1000)
+            .output(t, {8, 250})
+            .real("rate", 0.1)
+            .text("name", "model.layers.0.self_attn.dropout"));
+    add(CaseBuilder("dropout " + ty + " evaluation key (identity)", "dropout", T::kExact)
+            .input(t, {300})
+            .input(plan::I64, {2}, -1, 0)
+            .output(t, {300})
+            .real("rate", 0.5)
+            .text("name", "x"));
+  }
+  add(CaseBuilder("dropout_key", "dropout_key", T::kExact)
+          .input(plan::I64, {}, 0, 1 << 30)
+          .input(plan::I64, {}, 0, 1000)
+          .output(plan::I64, {2})
+          .attribute("micro_batches", 4)
+          .attribute("micro_batch", 3)
+          .attribute("data_parallel", 1));
+  add(CaseBuilder("eval_dropout_key", "eval_dropout_key", T::kExact).output(plan::I64, {2}));
+  add(CaseBuilder("local_shard (one rank)", "local_shard", T::kExact)
+          .input(kF32, {96})
+          .output(kF32, {96})
+          .text("axis", "dp"));
+  add(CaseBuilder("adamw", "adamw", T::kExact)
+          .input(kF32, {1000})
+          .input(kF32, {1000}, -0.01, 0.01)
+          .input(kF32, {1000}, 0, 1e-4)
+          .input(kF32, {1000}, -0.1, 0.1)
+          .input(kF32, {}, 1e-4, 1e-3)
+          .input(kF32, {}, 0.5, 1)
+          .input(plan::I64, {}, 0, 1000)
+          .output(kF32, {1000})
+          .output(kF32, {1000})
+          .output(kF32, {1000})
+          .real("beta1", 0.9)
+          .real("beta2", 0.95)
+          .real("epsilon", 1e-8)
+          .real("weight_decay", 0.1));
+  add(CaseBuilder("lr_value", "lr_value", T::kUlps)
+          .input(plan::I64, {}, 0, 1200)
+          .output(kF32, {})
+          .real("base_lr", 3e-4)
+          .real("end_lr", 3e-5)
+          .attribute("warmup_steps", 100)
+          .attribute("max_steps", 1000));
+  add(CaseBuilder("clip_coefficient", "clip_coefficient", T::kExact)
+          .input(kF32, {}, 0, 3)
+          .output(kF32, {})
+          .real("max_norm", 1.0));
+  add(CaseBuilder("sqrt", "sqrt", T::kExact).input(kF32, {}, 0, 100).output(kF32, {}));
   add(CaseBuilder("convert f32 -> bf16", "convert", T::kExact)
           .input(kF32, {500})
           .output(kBF16, {500}));
@@ -394,16 +544,21 @@ Status runOpCheck(const OpCheckCase &check, Backend &reference, Backend &candida
   const int index = check.plan.programs_size() - 1;
   const plan::Program &program = check.plan.programs(index);
   std::mt19937_64 random(std::hash<std::string>()(check.name));
-  std::uniform_real_distribution<float> values(-2.0f, 2.0f);
   for (uint32_t id : program.inputs()) {
     const plan::Buffer &buffer = check.plan.buffers(id);
     std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
     HostTensor input = HostTensor::zeros(fromPlanDType(buffer.dtype()), shape);
+    auto range = check.ranges.count(id) ? check.ranges.at(id) : std::pair<double, double>(-2, 2);
+    std::uniform_real_distribution<double> values(range.first, range.second);
     for (float &value : input.values) {
-      value = values(random);
+      value = static_cast<float>(values(random));
     }
+    const bool ranged = check.ranges.count(id) > 0;
     for (int64_t &value : input.ints) {
-      value = static_cast<int64_t>(random() % 128000);
+      value = ranged ? static_cast<int64_t>(range.first) +
+                           static_cast<int64_t>(random() %
+                                                static_cast<uint64_t>(range.second - range.first))
+                     : static_cast<int64_t>(random() % 128000);
     }
     MLPERF_RETURN_IF_ERROR(reference.write(id, input));
     MLPERF_RETURN_IF_ERROR(candidate.write(id, input));

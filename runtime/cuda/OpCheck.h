@@ -19,6 +19,7 @@
 #include "runtime/plan.pb.h"
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct OpCheckCase {
   Tolerance tolerance = Tolerance::kExact;
   double normBound = 0; // kNorm: the largest relative Frobenius error allowed
   plan::Plan plan;
+  /// The range of each input's random values, by buffer id (default [-2, 2]; integers in
+  /// [low, high)).
+  std::map<uint32_t, std::pair<double, double>> ranges;
 };
 
 /// The cases: every op the CUDA backend has a kernel for, in f32 and bf16 where it computes.
