@@ -104,56 +104,12 @@ float quantizeFp8(DType type, float value, float scale) {
 
 namespace {
 
-/// Value of an 8-bit code with `mantissaBits` fraction bits and the given exponent bias.
 double decodeFp8(uint32_t bits, int mantissaBits, int bias, bool ieeeSpecials) {
-  int exponentBits = 7 - mantissaBits;
-  uint32_t sign = (bits >> 7) & 1;
-  uint32_t exponent = (bits >> mantissaBits) & ((1u << exponentBits) - 1);
-  uint32_t mantissa = bits & ((1u << mantissaBits) - 1);
-  double magnitude;
-  if (ieeeSpecials && exponent == (1u << exponentBits) - 1) {
-    magnitude = mantissa == 0 ? std::numeric_limits<double>::infinity()
-                              : std::numeric_limits<double>::quiet_NaN();
-  } else if (!ieeeSpecials && exponent == (1u << exponentBits) - 1 &&
-             mantissa == (1u << mantissaBits) - 1) {
-    magnitude = std::numeric_limits<double>::quiet_NaN(); // E4M3FN: S.1111.111 only
-  } else if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa), 1 - bias - mantissaBits);
-  } else {
-    magnitude = std::ldexp(1.0 + std::ldexp(static_cast<double>(mantissa), -mantissaBits),
-                           static_cast<int>(exponent) - bias);
-  }
-  return sign ? -magnitude : magnitude;
+  return decodeFp8Code(bits, mantissaBits, bias, ieeeSpecials);
 }
 
-/// The code of a value representable in the format (callers round first), from its float
-/// bits: the exponent rebiased and the leading mantissa bits, or the subnormal's multiple of
-/// the smallest quantum.
 uint32_t encodeFp8(DType type, double value) {
-  if (std::isnan(value)) {
-    return 0x7f;
-  }
-  bool e4m3 = type == DType::kF8E4M3FN;
-  int mantissaBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
-  uint32_t sign = std::signbit(value) ? 0x80u : 0u;
-  double magnitude = std::fabs(value);
-  if (std::isinf(magnitude)) {
-    return sign | (e4m3 ? 0x7fu : 0x7cu); // E4M3FN has no infinity: NaN
-  }
-  if (magnitude == 0.0) {
-    return sign;
-  }
-  int exponent;
-  std::frexp(magnitude, &exponent); // magnitude = m · 2^exponent, 0.5 <= m < 1
-  int unbiased = exponent - 1;
-  if (unbiased < 1 - bias) { // subnormal: a multiple of 2^(1 - bias - mantissaBits)
-    return sign | static_cast<uint32_t>(std::ldexp(magnitude, bias - 1 + mantissaBits));
-  }
-  float f = static_cast<float>(magnitude);
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  uint32_t mantissa = (bits & 0x7fffffu) >> (23 - mantissaBits);
-  return sign | (static_cast<uint32_t>(unbiased + bias) << mantissaBits) | mantissa;
+  return encodeFp8Code(type == DType::kF8E4M3FN, value);
 }
 
 /// Every code's value, per format: decoding is a table lookup.

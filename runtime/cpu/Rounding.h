@@ -12,6 +12,7 @@
 #include "runtime/support/HostDevice.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace mlperf::rt {
 
@@ -56,6 +57,57 @@ MLPERF_HD inline double roundToFormat(double value, const FloatFormat &format) {
     return copysign(INFINITY, value);
   }
   return rounded;
+}
+
+/// The value of an 8-bit code with `mantissaBits` fraction bits and exponent `bias`; with
+/// `ieeeSpecials` the top exponent holds infinities and NaNs (E5M2), else only S.1111.111 is
+/// NaN (E4M3FN).
+MLPERF_HD inline double decodeFp8Code(uint32_t bits, int mantissaBits, int bias,
+                                      bool ieeeSpecials) {
+  int exponentBits = 7 - mantissaBits;
+  uint32_t sign = (bits >> 7) & 1;
+  uint32_t exponent = (bits >> mantissaBits) & ((1u << exponentBits) - 1);
+  uint32_t mantissa = bits & ((1u << mantissaBits) - 1);
+  double magnitude;
+  if (ieeeSpecials && exponent == (1u << exponentBits) - 1) {
+    magnitude = mantissa == 0 ? INFINITY : NAN;
+  } else if (!ieeeSpecials && exponent == (1u << exponentBits) - 1 &&
+             mantissa == (1u << mantissaBits) - 1) {
+    magnitude = NAN;
+  } else if (exponent == 0) {
+    magnitude = ldexp(static_cast<double>(mantissa), 1 - bias - mantissaBits);
+  } else {
+    magnitude = ldexp(1.0 + ldexp(static_cast<double>(mantissa), -mantissaBits),
+                      static_cast<int>(exponent) - bias);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+/// The code of a value representable in E4M3FN (`e4m3`) or E5M2 (callers round first): the
+/// exponent rebiased and the mantissa's leading bits, or the subnormal's multiple of the
+/// smallest quantum; NaN 0x7f, infinity 0x7c (E4M3FN: NaN).
+MLPERF_HD inline uint32_t encodeFp8Code(bool e4m3, double value) {
+  if (value != value) {
+    return 0x7f;
+  }
+  const int mantissaBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  const uint32_t sign = copysign(1.0, value) < 0 ? 0x80u : 0u;
+  const double magnitude = fabs(value);
+  if (magnitude - magnitude != 0.0) {
+    return sign | (e4m3 ? 0x7fu : 0x7cu);
+  }
+  if (magnitude == 0.0) {
+    return sign;
+  }
+  int exponent;
+  frexp(magnitude, &exponent); // magnitude = m · 2^exponent, 0.5 <= m < 1
+  const int unbiased = exponent - 1;
+  if (unbiased < 1 - bias) { // subnormal: a multiple of 2^(1 - bias - mantissaBits)
+    return sign | static_cast<uint32_t>(ldexp(magnitude, bias - 1 + mantissaBits));
+  }
+  const auto mantissa =
+      static_cast<uint32_t>(ldexp(ldexp(magnitude, -unbiased) - 1.0, mantissaBits));
+  return sign | (static_cast<uint32_t>(unbiased + bias) << mantissaBits) | mantissa;
 }
 
 } // namespace mlperf::rt

@@ -379,7 +379,20 @@ private:
           const plan::Buffer &table = plan->buffers(command.results(0));
           scratchNeeded = embeddingGradScratchBytes(elementsOf(plan->buffers(command.operands(0))),
                                                     table.shape(0));
-        } else if (op == "global_norm" || op == "sum_squares") {
+        } else if (op == "fp8_matmul") {
+          const plan::Buffer &a = plan->buffers(command.operands(0)),
+                             &b = plan->buffers(command.operands(1)),
+                             &result = plan->buffers(command.results(0));
+          auto flag = [&](const char *name) {
+            const plan::Attribute *attribute = findAttribute(command, name);
+            return attribute && attribute->i() != 0;
+          };
+          gemms.push_back({cpu::matmulShapeOf(shapeOf(a), shapeOf(b), shapeOf(result),
+                                              flag("transpose_lhs"), flag("transpose_rhs")),
+                           plan::F32, plan::F32, plan::F32});
+          scratchNeeded = alignedBytes(elementsOf(a) * 4) + alignedBytes(elementsOf(b) * 4) +
+                          alignedBytes(elementsOf(result) * 4);
+        } else if (op == "global_norm" || op == "sum_squares" || op == "amax") {
           for (uint32_t id : command.operands()) {
             scratchNeeded += sumSquaresPartials(elementsOf(plan->buffers(id))) * sizeof(double);
           }
@@ -690,6 +703,53 @@ private:
           static_cast<uint8_t *>(address(buffer(command.operands(0)))) + part * out.size(),
           out.size(), cudaMemcpyDeviceToDevice, stream));
       return Status::ok();
+    }
+    if (op == "fp8_quantize") {
+      return launchFp8Quantize(operand(0), operand(1), result(0), count, stream);
+    }
+    if (op == "amax") {
+      auto *partials = static_cast<double *>(scratch);
+      int64_t total = 0;
+      for (int i = 0; i < command.operands_size(); ++i) {
+        int64_t elements = elementsOf(buffer(command.operands(i)));
+        MLPERF_RETURN_IF_ERROR(launchAmaxPartials(operand(i), elements, partials + total, stream));
+        total += sumSquaresPartials(elements);
+      }
+      return launchFinishMax(partials, total, result(0), stream);
+    }
+    if (op == "fp8_current_scale") {
+      MLPERF_RETURN_IF_ERROR(need({"fp8_max"}));
+      return launchFp8CurrentScale(operand(0), result(0), real("fp8_max"), stream);
+    }
+    if (op == "fp8_scale_update") {
+      MLPERF_RETURN_IF_ERROR(need({"fp8_max", "margin", "amax_compute_algo"}));
+      const std::string &algo = *attributes.getString("amax_compute_algo");
+      if (algo != "most_recent" && algo != "max") {
+        return Status(StatusCode::kInvalidArgument,
+                      "fp8_scale_update: amax_compute_algo must be \"most_recent\" or \"max\", "
+                      "got \"" +
+                          algo + "\"");
+      }
+      return launchFp8ScaleUpdate(static_cast<float *>(address(buffer(command.operands(0)))),
+                                  elementsOf(buffer(command.operands(0))), operand(1), operand(2),
+                                  real("fp8_max"), real("margin"), algo == "max",
+                                  static_cast<float *>(address(out)), result(1), stream);
+    }
+    if (op == "fp8_matmul") {
+      // In f32 until part 3: the operands' fp8 values (exact in f32), one f32 GEMM, the
+      // scales' epilogue and one rounding, as the CPU computes it.
+      const plan::Buffer &a = buffer(command.operands(0)), &b = buffer(command.operands(1));
+      auto *base = static_cast<uint8_t *>(scratch);
+      auto *a32 = reinterpret_cast<float *>(base);
+      auto *b32 = reinterpret_cast<float *>(base + alignedBytes(elementsOf(a) * 4));
+      auto *c32 = reinterpret_cast<float *>(base + alignedBytes(elementsOf(a) * 4) +
+                                            alignedBytes(elementsOf(b) * 4));
+      MLPERF_RETURN_IF_ERROR(launchElementwise(ElementOp::kConvert, operand(0), {},
+                                               {a32, DType::kF32}, elementsOf(a), 0.0, stream));
+      MLPERF_RETURN_IF_ERROR(launchElementwise(ElementOp::kConvert, operand(1), {},
+                                               {b32, DType::kF32}, elementsOf(b), 0.0, stream));
+      MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[0], a32, b32, c32, 0.0f, stream));
+      return launchDequantizeProduct(c32, operand(2), operand(3), result(0), count, stream);
     }
     if (op == "cross_entropy_grad") {
       int64_t tokens = elementsOf(buffer(command.operands(1)));

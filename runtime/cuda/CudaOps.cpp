@@ -60,11 +60,11 @@ constexpr CudaOpEntry kOps[] = {
     {"adamw", true, {}},
     {"sum_squares", true, {}},
     {"sqrt", true, {}},
-    {"fp8_quantize", false, kPart1b},
-    {"fp8_matmul", false, kPart3},
-    {"amax", false, kPart1b},
-    {"fp8_scale_update", false, kPart1b},
-    {"fp8_current_scale", false, kPart1b},
+    {"fp8_quantize", true, {}},
+    {"fp8_matmul", true, {}}, // in f32 until part 3 brings cuBLASLt fp8
+    {"amax", true, {}},
+    {"fp8_scale_update", true, {}},
+    {"fp8_current_scale", true, {}},
     {"all_reduce", false, kPart3},
     {"reduce_scatter", false, kPart3},
     {"all_gather", false, kPart3},
@@ -88,7 +88,15 @@ const std::set<std::string_view> kInPlaceOps = {
 const std::set<std::string_view> kLayoutOps = {"transpose", "repeat",  "split",      "concat",
                                                "copy",      "reshape", "local_shard"};
 
-bool isStoredFloat(plan::DType type) { return type == plan::F32 || type == plan::BF16; }
+bool isStoredFloat(plan::DType type) {
+  return type == plan::F32 || type == plan::BF16 || type == plan::F8E4M3FN || type == plan::F8E5M2;
+}
+
+/// Ops whose operands go to cuBLASLt as they are stored: f32 or bf16.
+bool isGemmOp(std::string_view op) {
+  return op == "matmul" || op == "attention" || op == "attention_grad" ||
+         op == "linear_cross_entropy" || op == "linear_cross_entropy_grad";
+}
 
 /// The operands of an op that hold integers: seeds, token ids, labels, the step.
 std::set<int> integerOperands(std::string_view op) {
@@ -175,8 +183,15 @@ std::string unsupportedReason(const plan::Plan &plan, const plan::Command &comma
       }
       if (!integer && !isStoredFloat(b.dtype())) {
         return "op '" + op + "' on buffer '" + b.name() + "' of type " + typeName(b.dtype()) +
-               ": its CUDA kernel handles F32 and BF16 buffers only (fp8 storage comes with " +
-               std::string(kPart1b) + ")";
+               ": its CUDA kernel handles floating-point buffers only";
+      }
+      if (!integer && isGemmOp(op) && b.dtype() != plan::F32 && b.dtype() != plan::BF16) {
+        return "op '" + op + "' on buffer '" + b.name() + "' of type " + typeName(b.dtype()) +
+               ": its cuBLASLt GEMMs take F32 and BF16 (fp8 GEMMs come with " +
+               std::string(kPart3) + ")";
+      }
+      if (op == "fp8_scale_update" && i != 1 && i != 2 && i != 4 && b.dtype() != plan::F32) {
+        return "op 'fp8_scale_update': amax history '" + b.name() + "' must be F32";
       }
     }
   }

@@ -63,29 +63,60 @@ MLPERF_HD inline float roundToStorage(DType type, float value) {
   return type == DType::kBF16 ? bf16Value(bf16Bits(value)) : value;
 }
 
-/// A tensor in device (or, in host tests, host) memory in its storage type: f32 or bf16
-/// elements read as floats and written rounded to nearest even. The prepare step refuses
-/// commands whose buffers have other floating-point types.
+/// A tensor in device (or, in host tests, host) memory in its storage type: f32, bf16 or an
+/// fp8 format, elements read as floats and written rounded to nearest even (Numerics' roundTo
+/// and encodings).
 struct TypedPointer {
   void *data = nullptr;
   DType type = DType::kF32;
 
   MLPERF_HD float load(int64_t i) const {
-    return type == DType::kBF16 ? bf16Value(static_cast<const uint16_t *>(data)[i])
-                                : static_cast<const float *>(data)[i];
+    switch (type) {
+    case DType::kBF16:
+      return bf16Value(static_cast<const uint16_t *>(data)[i]);
+    case DType::kF8E4M3FN:
+      return static_cast<float>(decodeFp8Code(static_cast<const uint8_t *>(data)[i], 3, 7, false));
+    case DType::kF8E5M2:
+      return static_cast<float>(decodeFp8Code(static_cast<const uint8_t *>(data)[i], 2, 15, true));
+    default:
+      return static_cast<const float *>(data)[i];
+    }
   }
   MLPERF_HD void store(int64_t i, float value) const {
-    if (type == DType::kBF16) {
+    switch (type) {
+    case DType::kBF16:
       static_cast<uint16_t *>(data)[i] = bf16Bits(value);
-    } else {
+      break;
+    case DType::kF8E4M3FN:
+      static_cast<uint8_t *>(data)[i] =
+          static_cast<uint8_t>(encodeFp8Code(true, roundToFormat(value, e4m3fnFormat())));
+      break;
+    case DType::kF8E5M2:
+      static_cast<uint8_t *>(data)[i] =
+          static_cast<uint8_t>(encodeFp8Code(false, roundToFormat(value, e5m2Format())));
+      break;
+    default:
       static_cast<float *>(data)[i] = value;
+      break;
     }
   }
   /// A value computed in f64 rounded once to the storage type (Numerics' roundTo), never
   /// through f32 first: the random draws.
   MLPERF_HD void storeDouble(int64_t i, double value) const {
-    store(i, type == DType::kBF16 ? static_cast<float>(roundToFormat(value, bf16Format()))
-                                  : static_cast<float>(value));
+    switch (type) {
+    case DType::kBF16:
+      store(i, static_cast<float>(roundToFormat(value, bf16Format())));
+      break;
+    case DType::kF8E4M3FN:
+      store(i, static_cast<float>(roundToFormat(value, e4m3fnFormat())));
+      break;
+    case DType::kF8E5M2:
+      store(i, static_cast<float>(roundToFormat(value, e5m2Format())));
+      break;
+    default:
+      store(i, static_cast<float>(value));
+      break;
+    }
   }
 };
 

@@ -153,6 +153,25 @@ Status launchDropoutKey(IntPointer seed, IntPointer step, IntPointer key, int64_
                         int64_t microBatch, int64_t dataParallel, int64_t rank, BadIdWords *bad,
                         cudaStream_t stream);
 
+// fp8 (tg-fp8): the scaled cast, amax, the scaling updates; fp8_matmul's epilogue.
+
+/// y = quantize(x · scale) into y's fp8 format (saturating).
+Status launchFp8Quantize(TypedPointer x, TypedPointer scale, TypedPointer y, int64_t count,
+                         cudaStream_t stream);
+/// max |x| of each operand in fixed blocks (fmaxf: NaN skipped), partials as sums of squares.
+Status launchAmaxPartials(TypedPointer x, int64_t count, double *partials, cudaStream_t stream);
+Status launchFinishMax(const double *partials, int64_t count, TypedPointer out,
+                       cudaStream_t stream);
+Status launchFp8CurrentScale(TypedPointer amax, TypedPointer out, double fp8Max,
+                             cudaStream_t stream);
+/// cpu::fp8ScaleUpdate on f32 history [length] (TypedPointer data of f32 buffers).
+Status launchFp8ScaleUpdate(float *history, int64_t length, TypedPointer amax, TypedPointer scale,
+                            double fp8Max, double margin, bool useMax, float *newHistory,
+                            TypedPointer newScale, cudaStream_t stream);
+/// y = c · (1 / scaleA) · (1 / scaleB) in f32, rounded to y's type (fp8_matmul's epilogue).
+Status launchDequantizeProduct(const float *c, TypedPointer scaleA, TypedPointer scaleB,
+                               TypedPointer y, int64_t count, cudaStream_t stream);
+
 } // namespace mlperf::rt::cuda
 
 #endif // MLPERFC_RUNTIME_CUDA_KERNELS_H

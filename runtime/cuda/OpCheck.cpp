@@ -484,6 +484,57 @@ std::vector<OpCheckCase> opCheckCases() {
           .input(kF32, {96})
           .output(kF32, {96})
           .text("axis", "dp"));
+  const plan::DType kE4M3 = plan::F8E4M3FN, kE5M2 = plan::F8E5M2;
+  for (plan::DType t : {kF32, kBF16}) {
+    std::string ty = typeName(t);
+    add(CaseBuilder("fp8_quantize " + ty + " -> e4m3", "fp8_quantize", T::kExact)
+            .input(t, {1000})
+            .input(kF32, {}, 50, 400)
+            .output(kE4M3, {1000}));
+    add(CaseBuilder("fp8_quantize " + ty + " -> e5m2 (saturating, subnormal)", "fp8_quantize",
+                    T::kExact)
+            .input(t, {1000})
+            .input(kF32, {}, 1e3, 6e4)
+            .output(kE5M2, {1000}));
+    add(CaseBuilder("amax " + ty + " of two tensors", "amax", T::kExact)
+            .input(t, {1000})
+            .input(kF32, {5000})
+            .output(kF32, {}));
+  }
+  add(CaseBuilder("fp8_current_scale", "fp8_current_scale", T::kExact)
+          .input(kF32, {}, 0.01, 10)
+          .output(kF32, {})
+          .real("fp8_max", 448.0));
+  for (const char *algo : {"max", "most_recent"}) {
+    add(CaseBuilder(std::string("fp8_scale_update ") + algo, "fp8_scale_update", T::kExact)
+            .input(kF32, {16}, 0, 5)
+            .input(kF32, {}, 0, 10)
+            .input(kF32, {}, 1, 100)
+            .output(kF32, {16})
+            .output(kF32, {})
+            .real("fp8_max", 448.0)
+            .real("margin", 0.0)
+            .text("amax_compute_algo", algo));
+  }
+  add(CaseBuilder("fp8_matmul e4m3 x e4m3^T -> bf16", "fp8_matmul", T::kNorm, gemmBound(kBF16))
+          .input(kE4M3, {32, 64})
+          .input(kE4M3, {48, 64})
+          .input(kF32, {}, 1, 4)
+          .input(kF32, {}, 1, 4)
+          .output(kBF16, {32, 48})
+          .attribute("transpose_rhs", 1));
+  add(CaseBuilder("fp8_matmul e5m2 x e4m3 -> f32", "fp8_matmul", T::kNorm, gemmBound(kF32))
+          .input(kE5M2, {2, 16, 64})
+          .input(kE4M3, {64, 24})
+          .input(kF32, {}, 1, 4)
+          .input(kF32, {}, 1, 4)
+          .output(kF32, {2, 16, 24}));
+  add(CaseBuilder("convert f32 -> e4m3, e5m2 (rounding)", "convert", T::kExact)
+          .input(kF32, {1000})
+          .output(kE4M3, {1000}));
+  add(CaseBuilder("convert e5m2 -> bf16", "convert", T::kExact)
+          .input(kE5M2, {256})
+          .output(kBF16, {256}));
   add(CaseBuilder("adamw", "adamw", T::kExact)
           .input(kF32, {1000})
           .input(kF32, {1000}, -0.01, 0.01)
@@ -530,7 +581,74 @@ std::vector<OpCheckCase> opCheckCases() {
           .output(plan::I64, {5, 5})
           .attribute("dim", 0));
   cases.push_back(programCase());
+  // Bad input, found on the device and reported after the program as the CPU reports it.
+  OpCheckCase badId =
+      CaseBuilder("embedding: a token id outside the vocabulary", "embedding", T::kExact)
+          .input(kBF16, {50, 16})
+          .input(plan::I64, {2, 7}, 40, 60)
+          .output(kBF16, {2, 7, 16})
+          .finish();
+  badId.expectError = "is outside the vocabulary [0, 50)";
+  cases.push_back(std::move(badId));
+  OpCheckCase badLabel = CaseBuilder("linear_cross_entropy: a label outside the vocabulary",
+                                     "linear_cross_entropy", T::kExact)
+                             .input(kBF16, {2, 6, 32})
+                             .input(kBF16, {40, 32})
+                             .input(plan::I64, {2, 6}, 30, 50)
+                             .output(kF32, {})
+                             .text("logits_type", "bf16")
+                             .finish();
+  badLabel.expectError = "is outside the vocabulary [0, 40)";
+  cases.push_back(std::move(badLabel));
+  OpCheckCase masked = CaseBuilder("softmax: a row with no finite entry", "softmax", T::kExact)
+                           .input(kF32, {4, 16}, -INFINITY, -INFINITY)
+                           .output(kF32, {4, 16})
+                           .attribute("dim", 1)
+                           .finish();
+  masked.expectError = "has no finite entry";
+  cases.push_back(std::move(masked));
+  // A plan whose arenas exceed any GPU: refused at prepare with the numbers.
+  OpCheckCase huge = CaseBuilder("a plan larger than the GPU", "add", T::kExact)
+                         .input(kF32, {int64_t{1} << 38})
+                         .input(kF32, {int64_t{1} << 38})
+                         .output(kF32, {int64_t{1} << 38})
+                         .finish();
+  huge.expectError = "does not fit GPU 0";
+  huge.candidateOnly = true;
+  cases.push_back(std::move(huge));
   return cases;
+}
+
+namespace {
+Status writeRandomInputs(const OpCheckCase &check, Backend &reference, Backend *candidate);
+} // namespace
+Status runBadInputCheck(const OpCheckCase &check, Backend &reference, Backend &candidate,
+                        Communicator &communicator, OpCheckResult &result);
+Status compareOutputs(const OpCheckCase &check, const plan::Program &program, Backend &reference,
+                      Backend &candidate, OpCheckResult &result);
+
+const std::map<std::string, std::vector<std::string>> &opCheckFamilies() {
+  static const std::map<std::string, std::vector<std::string>> families = {
+      {"gemm", {"matmul", "fp8_matmul"}},
+      {"elementwise",
+       {"add", "mul", "scale", "silu", "silu_grad", "swiglu", "swiglu_grad", "convert", "fill",
+        "copy", "reshape"}},
+      {"layout", {"transpose", "repeat", "repeat_grad", "split", "concat", "local_shard"}},
+      {"norms",
+       {"rms_norm", "rms_norm_grad", "add_rms_norm", "softmax", "softmax_grad", "causal_mask",
+        "rope", "rope_qk"}},
+      {"attention", {"attention", "attention_grad"}},
+      {"losses",
+       {"cross_entropy", "cross_entropy_grad", "linear_cross_entropy",
+        "linear_cross_entropy_grad"}},
+      {"embedding", {"embedding", "embedding_grad"}},
+      {"random", {"random_normal", "random_uniform", "dropout", "dropout_key", "eval_dropout_key"}},
+      {"optimizer",
+       {"adamw", "global_norm", "sum_squares", "sqrt", "clip_coefficient", "lr_value"}},
+      {"fp8", {"fp8_quantize", "amax", "fp8_scale_update", "fp8_current_scale"}},
+      {"program", {"call", "event_record", "event_wait"}},
+  };
+  return families;
 }
 
 Status runOpCheck(const OpCheckCase &check, Backend &reference, Backend &candidate,
@@ -538,20 +656,34 @@ Status runOpCheck(const OpCheckCase &check, Backend &reference, Backend &candida
   result = OpCheckResult();
   MLPERF_RETURN_IF_ERROR(validatePlan(check.plan));
   std::unique_ptr<Communicator> single = createSingleRankCommunicator();
+  if (!check.expectError.empty()) {
+    return runBadInputCheck(check, reference, candidate, *single, result);
+  }
   MLPERF_RETURN_IF_ERROR(reference.prepare(check.plan, *single));
   MLPERF_RETURN_IF_ERROR(candidate.prepare(check.plan, *single));
   // The last program is the one to run (a call reaches earlier ones only).
   const int index = check.plan.programs_size() - 1;
   const plan::Program &program = check.plan.programs(index);
+  MLPERF_RETURN_IF_ERROR(writeRandomInputs(check, reference, &candidate));
+  MLPERF_RETURN_IF_ERROR(reference.execute(index));
+  MLPERF_RETURN_IF_ERROR(candidate.execute(index));
+  return compareOutputs(check, program, reference, candidate, result);
+}
+
+namespace {
+
+Status writeRandomInputs(const OpCheckCase &check, Backend &reference, Backend *candidate) {
+  const plan::Program &program = check.plan.programs(check.plan.programs_size() - 1);
   std::mt19937_64 random(std::hash<std::string>()(check.name));
   for (uint32_t id : program.inputs()) {
     const plan::Buffer &buffer = check.plan.buffers(id);
     std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
     HostTensor input = HostTensor::zeros(fromPlanDType(buffer.dtype()), shape);
     auto range = check.ranges.count(id) ? check.ranges.at(id) : std::pair<double, double>(-2, 2);
-    std::uniform_real_distribution<double> values(range.first, range.second);
+    std::uniform_real_distribution<double> values(
+        range.first, range.first < range.second ? range.second : range.first + 1);
     for (float &value : input.values) {
-      value = static_cast<float>(values(random));
+      value = static_cast<float>(range.first < range.second ? values(random) : range.first);
     }
     const bool ranged = check.ranges.count(id) > 0;
     for (int64_t &value : input.ints) {
@@ -561,10 +693,44 @@ Status runOpCheck(const OpCheckCase &check, Backend &reference, Backend &candida
                      : static_cast<int64_t>(random() % 128000);
     }
     MLPERF_RETURN_IF_ERROR(reference.write(id, input));
-    MLPERF_RETURN_IF_ERROR(candidate.write(id, input));
+    if (candidate) {
+      MLPERF_RETURN_IF_ERROR(candidate->write(id, input));
+    }
   }
-  MLPERF_RETURN_IF_ERROR(reference.execute(index));
-  MLPERF_RETURN_IF_ERROR(candidate.execute(index));
+  return Status::ok();
+}
+
+/// Prepares and runs `backend` on the case; the first error.
+Status prepareAndRun(const OpCheckCase &check, Backend &backend, Communicator &communicator) {
+  MLPERF_RETURN_IF_ERROR(backend.prepare(check.plan, communicator));
+  MLPERF_RETURN_IF_ERROR(writeRandomInputs(check, backend, nullptr));
+  return backend.execute(check.plan.programs_size() - 1);
+}
+
+} // namespace
+
+Status runBadInputCheck(const OpCheckCase &check, Backend &reference, Backend &candidate,
+                        Communicator &communicator, OpCheckResult &result) {
+  Status got = prepareAndRun(check, candidate, communicator);
+  if (got.isOk() || got.message().find(check.expectError) == std::string::npos) {
+    result.detail = "expected an error containing '" + check.expectError + "', got " +
+                    (got.isOk() ? std::string("none") : "'" + got.message() + "'");
+    return Status::ok();
+  }
+  if (!check.candidateOnly) {
+    Status want = prepareAndRun(check, reference, communicator);
+    if (want.message() != got.message()) {
+      result.detail =
+          "the CPU says '" + want.message() + "', the candidate '" + got.message() + "'";
+      return Status::ok();
+    }
+  }
+  result.passed = true;
+  return Status::ok();
+}
+
+Status compareOutputs(const OpCheckCase &check, const plan::Program &program, Backend &reference,
+                      Backend &candidate, OpCheckResult &result) {
   double differenceSquares = 0, referenceSquares = 0;
   for (uint32_t id : program.outputs()) {
     HostTensor want, got;

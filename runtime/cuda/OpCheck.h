@@ -43,10 +43,18 @@ struct OpCheckCase {
   /// The range of each input's random values, by buffer id (default [-2, 2]; integers in
   /// [low, high)).
   std::map<uint32_t, std::pair<double, double>> ranges;
+  /// Bad input: the case passes when the candidate fails with an error containing this text,
+  /// and, unless `candidateOnly`, the reference fails with the same message.
+  std::string expectError;
+  bool candidateOnly = false;
 };
 
 /// The cases: every op the CUDA backend has a kernel for, in f32 and bf16 where it computes.
 std::vector<OpCheckCase> opCheckCases();
+
+/// The ops by family ("gemm", "elementwise", ...): one `gpu.opcheck.<family>` test each
+/// (mlperf-opcheck --family). Every op with a CUDA kernel is in exactly one (CudaHostTest).
+const std::map<std::string, std::vector<std::string>> &opCheckFamilies();
 
 struct OpCheckResult {
   bool passed = false;

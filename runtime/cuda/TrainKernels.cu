@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Optimizer.h"
 #include "runtime/cpu/Philox.h"
 #include "runtime/cuda/CudaStatus.h"
@@ -261,7 +262,104 @@ __global__ void dropoutKeyKernel(IntPointer seed, IntPointer step, IntPointer ke
   key.store(1, (at * microBatches + microBatch) * dataParallel + rank);
 }
 
+__global__ void fp8QuantizeKernel(TypedPointer x, TypedPointer scale, TypedPointer y,
+                                  int64_t count) {
+  const float factor = scale.load(0);
+  const bool e4m3 = y.type == DType::kF8E4M3FN;
+  for (int64_t i = firstIndex(); i < count; i += gridStride()) {
+    y.store(i, cpu::quantizeFp8Value(e4m3, x.load(i), factor));
+  }
+}
+
+__global__ void amaxKernel(TypedPointer x, int64_t count, double *partials) {
+  __shared__ float maxima[kThreads];
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kSumBlock;
+  float result = 0.0f;
+  for (int64_t i = begin + threadIdx.x; i < begin + kSumBlock && i < count; i += kThreads) {
+    result = fmaxf(result, fabsf(x.load(i)));
+  }
+  maxima[threadIdx.x] = result;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) {
+      maxima[threadIdx.x] = fmaxf(maxima[threadIdx.x], maxima[threadIdx.x + width]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = maxima[0];
+  }
+}
+
+__global__ void finishMaxKernel(const double *partials, int64_t count, TypedPointer out) {
+  float result = 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    result = fmaxf(result, static_cast<float>(partials[i]));
+  }
+  out.store(0, result);
+}
+
+__global__ void fp8CurrentScaleKernel(TypedPointer amax, TypedPointer out, double fp8Max) {
+  out.store(0, cpu::fp8CurrentScale(amax.load(0), fp8Max));
+}
+
+__global__ void fp8ScaleUpdateKernel(float *history, int64_t length, TypedPointer amax,
+                                     TypedPointer scale, double fp8Max, double margin, bool useMax,
+                                     float *newHistory, TypedPointer newScale) {
+  float updated = 0.0f;
+  cpu::fp8ScaleUpdate(history, length, amax.load(0), scale.load(0), fp8Max, margin,
+                      useMax ? cpu::AmaxAlgo::kMax : cpu::AmaxAlgo::kMostRecent, newHistory,
+                      updated);
+  newScale.store(0, updated);
+}
+
+__global__ void dequantizeProductKernel(const float *c, TypedPointer scaleA, TypedPointer scaleB,
+                                        TypedPointer y, int64_t count) {
+  const float factor = (1.0f / scaleA.load(0)) * (1.0f / scaleB.load(0));
+  for (int64_t i = firstIndex(); i < count; i += gridStride()) {
+    y.store(i, c[i] * factor);
+  }
+}
+
 } // namespace
+
+Status launchFp8Quantize(TypedPointer x, TypedPointer scale, TypedPointer y, int64_t count,
+                         cudaStream_t stream) {
+  fp8QuantizeKernel<<<blocksFor(count), kThreads, 0, stream>>>(x, scale, y, count);
+  return launched("fp8QuantizeKernel");
+}
+
+Status launchAmaxPartials(TypedPointer x, int64_t count, double *partials, cudaStream_t stream) {
+  amaxKernel<<<static_cast<unsigned>(sumSquaresPartials(count)), kThreads, 0, stream>>>(x, count,
+                                                                                        partials);
+  return launched("amaxKernel");
+}
+
+Status launchFinishMax(const double *partials, int64_t count, TypedPointer out,
+                       cudaStream_t stream) {
+  finishMaxKernel<<<1, 1, 0, stream>>>(partials, count, out);
+  return launched("finishMaxKernel");
+}
+
+Status launchFp8CurrentScale(TypedPointer amax, TypedPointer out, double fp8Max,
+                             cudaStream_t stream) {
+  fp8CurrentScaleKernel<<<1, 1, 0, stream>>>(amax, out, fp8Max);
+  return launched("fp8CurrentScaleKernel");
+}
+
+Status launchFp8ScaleUpdate(float *history, int64_t length, TypedPointer amax, TypedPointer scale,
+                            double fp8Max, double margin, bool useMax, float *newHistory,
+                            TypedPointer newScale, cudaStream_t stream) {
+  fp8ScaleUpdateKernel<<<1, 1, 0, stream>>>(history, length, amax, scale, fp8Max, margin, useMax,
+                                            newHistory, newScale);
+  return launched("fp8ScaleUpdateKernel");
+}
+
+Status launchDequantizeProduct(const float *c, TypedPointer scaleA, TypedPointer scaleB,
+                               TypedPointer y, int64_t count, cudaStream_t stream) {
+  dequantizeProductKernel<<<blocksFor(count), kThreads, 0, stream>>>(c, scaleA, scaleB, y, count);
+  return launched("dequantizeProductKernel");
+}
 
 Status launchDropout(TypedPointer x, IntPointer key, TypedPointer y, int64_t count,
                      uint32_t streamId, uint64_t threshold, float scale, BadIdWords *bad,

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/cuda/CudaOps.h"
@@ -72,13 +73,27 @@ HostTensor tensor(DType type, std::vector<int64_t> shape, const std::vector<floa
   return t;
 }
 
-TEST(CudaOps, TableListsEveryPlanOpInOrder) {
+TEST(CudaOps, TableListsEveryPlanOpInOrderAndOnlyCommunicationLacksAKernel) {
   std::vector<std::string_view> planOps = planOpNames();
   std::vector<cuda::CudaOpEntry> table = cuda::cudaOpTable();
   ASSERT_EQ(table.size(), planOps.size());
   for (size_t i = 0; i < planOps.size(); ++i) {
     EXPECT_EQ(table[i].op, planOps[i]) << "entry " << i;
     EXPECT_EQ(table[i].hasKernel, table[i].comesWith.empty()) << table[i].op;
+    // Every op of a single-GPU plan has its kernel; what talks to other ranks comes with NCCL.
+    EXPECT_EQ(table[i].hasKernel, !communicates(table[i].op, false)) << table[i].op;
+  }
+}
+
+TEST(CudaOps, OpCheckFamiliesHoldEveryOpWithAKernelOnce) {
+  std::map<std::string, int> seen;
+  for (const auto &[family, ops] : cuda::opCheckFamilies()) {
+    for (const std::string &op : ops) {
+      ++seen[op];
+    }
+  }
+  for (const cuda::CudaOpEntry &entry : cuda::cudaOpTable()) {
+    EXPECT_EQ(seen[std::string(entry.op)], entry.hasKernel ? 1 : 0) << entry.op;
   }
 }
 
@@ -103,8 +118,12 @@ TEST(CudaOps, EveryOpWithAKernelHasAnOpCheckCaseTheBackendAccepts) {
 }
 
 TEST(CudaOps, TheOpCheckerPassesTheCpuBackendAgainstItself) {
-  // The harness itself: identical backends agree exactly on every case.
+  // The harness itself: identical backends agree exactly on every case (the plan too large
+  // for a GPU is not run on the host).
   for (const cuda::OpCheckCase &check : cuda::opCheckCases()) {
+    if (check.candidateOnly) {
+      continue;
+    }
     std::unique_ptr<Backend> a = createCpuBackend(), b = createCpuBackend();
     cuda::OpCheckResult result;
     Status status = cuda::runOpCheck(check, *a, *b, result);
@@ -209,6 +228,34 @@ TEST(ElementMath, Bf16RoundingMatchesTheCpuOnEveryFloatClass) {
       ASSERT_TRUE(std::isnan(got));
     } else {
       ASSERT_EQ(bitsOf(got), bitsOf(want)) << std::hex << bits;
+    }
+  }
+}
+
+TEST(ElementMath, Fp8StorageAndQuantizeEqualTheCpu) {
+  for (DType type : {DType::kF8E4M3FN, DType::kF8E5M2}) {
+    // Every code decodes as the CPU decodes it; every value the CPU stores encodes the same.
+    for (uint32_t code = 0; code < 256; ++code) {
+      auto byte = static_cast<uint8_t>(code);
+      cuda::TypedPointer pointer{&byte, type};
+      float got = pointer.load(0), want = static_cast<float>(decodeBits(type, code));
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(got)) << code;
+        continue;
+      }
+      ASSERT_EQ(bitsOf(got), bitsOf(want)) << code;
+    }
+    std::mt19937 random(17);
+    std::uniform_real_distribution<float> value(-600, 600), scale(0.01f, 100.0f);
+    const bool e4m3 = type == DType::kF8E4M3FN;
+    for (int i = 0; i < 200000; ++i) {
+      float x = i % 7 == 0 ? value(random) * 1e-4f : value(random), s = scale(random);
+      float want = quantizeFp8(type, x, s);
+      float got = cpu::quantizeFp8Value(e4m3, x, s);
+      ASSERT_EQ(bitsOf(got), bitsOf(want)) << x << " * " << s;
+      uint8_t stored = 0;
+      cuda::TypedPointer{&stored, type}.store(0, x);
+      ASSERT_EQ(stored, encodeBits(type, roundTo(type, x))) << x;
     }
   }
 }

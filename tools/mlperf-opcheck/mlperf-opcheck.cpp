@@ -15,6 +15,7 @@
 #include "runtime/support/CommandLine.h"
 #include "runtime/support/FileOutput.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -87,7 +88,11 @@ int main(int argc, char **argv) {
                   "mlperf-opcheck: every op with a CUDA kernel on random inputs, on the CUDA and "
                   "the CPU backend, compared by tolerance class (exact, ulps, norm); exits 77 "
                   "without a usable GPU");
+  std::string family;
   cli.addString("json", &jsonPath, "PATH", "Also write the results as JSON (atomically)");
+  cli.addString("family", &family, "NAME",
+                "Only the cases of one family of ops (gemm, elementwise, layout, norms, attention, "
+                "losses, embedding, random, optimizer, fp8, program)");
   cli.addInt("bench-gemm", &gemmSize, "Also time a bf16 N x N x N GEMM on the CUDA backend");
   cli.addInt("iterations", &iterations, "Timed GEMMs for --bench-gemm (default 20)");
   if (std::optional<int> exit = cli.parse(argc, argv)) {
@@ -95,6 +100,14 @@ int main(int argc, char **argv) {
   }
   if (gemmSize < 0 || iterations <= 0) {
     return cli.error("--bench-gemm must be positive and --iterations at least 1");
+  }
+  const std::vector<std::string> *familyOps = nullptr;
+  if (!family.empty()) {
+    auto it = cuda::opCheckFamilies().find(family);
+    if (it == cuda::opCheckFamilies().end()) {
+      return cli.error("unknown --family '" + family + "'");
+    }
+    familyOps = &it->second;
   }
   Status usable = cuda::checkUsableDevice();
   if (!usable.isOk()) {
@@ -104,6 +117,10 @@ int main(int argc, char **argv) {
   int passed = 0, failed = 0;
   std::string json = "{\n  \"cases\": [";
   for (const cuda::OpCheckCase &check : cuda::opCheckCases()) {
+    if (familyOps &&
+        std::find(familyOps->begin(), familyOps->end(), check.op) == familyOps->end()) {
+      continue;
+    }
     std::unique_ptr<Backend> reference = createCpuBackend();
     std::unique_ptr<Backend> candidate = cuda::createCudaBackend();
     cuda::OpCheckResult result;

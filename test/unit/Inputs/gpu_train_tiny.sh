@@ -1,0 +1,24 @@
+#!/bin/sh
+# gpu.train_tiny: the tiny Llama 3.1 trains on the GPU as on the CPU backend (its twin): 8 steps
+# in fp32 within 1e-5 relative loss, and the same CUDA run twice bit-identical. Exits 77
+# (skipped) without a usable GPU.
+set -e
+bin=$1 src=$2 work=$3 python=$4
+"$bin/mlperf-opcheck" --family program >/dev/null 2>&1 || {
+  rc=$?
+  [ $rc -eq 77 ] && { echo "skipped: no usable GPU"; exit 77; }
+  echo "error: mlperf-opcheck --family program failed (exit $rc)"; exit 1
+}
+rm -rf "$work" && mkdir -p "$work"
+"$python" "$src/test/tools/mlperfc/Inputs/make_text.py" "$work/text.txt"
+"$bin/mlperf-prepare-data" --output "$work/text" "$work/text.txt" >/dev/null
+"$bin/mlperfc" emit-model llama3 --preset llama31_8b_tiny \
+  --set gbs=8,micro_batch=4,lr=3e-3,warmup_steps=2,max_steps=8,eval_every=16,eval_samples=8 \
+  -o "$work/tiny.mlir" >/dev/null
+"$bin/mlperfc" compile "$work/tiny.mlir" --precision fp32 -o "$work/tiny.pb" >/dev/null
+for backend in cpu cuda cuda-again; do
+  "$bin/mlperf-run" "$work/tiny.pb" --data "$work/text" --backend "${backend%-again}" --seed 3 \
+    --metrics-out "$work/$backend.jsonl" >/dev/null
+done
+"$python" "$src/scripts/compare_runs.py" "$work/cuda.jsonl" "$work/cpu.jsonl" --tolerance 1e-5
+"$python" "$src/scripts/compare_runs.py" "$work/cuda.jsonl" "$work/cuda-again.jsonl" --identical
