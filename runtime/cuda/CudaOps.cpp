@@ -10,7 +10,6 @@
 namespace mlperf::rt::cuda {
 namespace {
 
-constexpr std::string_view kPart1b = "the CUDA backend part 1b (issue 49)";
 constexpr std::string_view kPart3 = "the CUDA backend part 3 (issue 41: fp8 GEMMs, NCCL)";
 
 // In runtime/plan/PlanOps's order; CudaOpsTest checks that both list the same ops.
