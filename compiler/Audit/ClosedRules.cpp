@@ -629,15 +629,48 @@ private:
         continue;
       }
       auto state = stateOf(plan);
+      // The command that wrote each buffer; a view no command wrote has its source's bytes.
+      std::map<uint32_t, int> producer;
       for (int index = 0; index < init->commands_size(); ++index) {
-        const plan::Command &command = init->commands(index);
-        if (command.results_size() != 1) {
+        for (uint32_t result : init->commands(index).results()) {
+          producer[result] = index;
+        }
+      }
+      auto producerOf = [&](uint32_t id) -> std::optional<int> {
+        for (int hops = 0; hops <= plan.buffers_size(); ++hops) {
+          if (auto found = producer.find(id); found != producer.end()) {
+            return found->second;
+          }
+          if (id >= static_cast<uint32_t>(plan.buffers_size()) || !plan.buffers(id).has_view_of()) {
+            break;
+          }
+          id = plan.buffers(id).view_of();
+        }
+        return std::nullopt;
+      };
+      for (int index = 0; index < init->commands_size(); ++index) {
+        if (init->commands(index).results_size() != 1) {
           continue;
         }
-        auto owner = state.find(command.results(0));
+        auto owner = state.find(init->commands(index).results(0));
         if (owner == state.end() || owner->second.first != rt::role::kParam) {
           continue;
         }
+        // A ZeRO-3 shard is this rank's part of the whole parameter's draw (through
+        // reshapes): the draw is what must be as declared.
+        int source = index;
+        for (int hops = 0; hops < init->commands_size(); ++hops) {
+          const plan::Command &step = init->commands(source);
+          if ((step.op() != "local_shard" && step.op() != "reshape") || step.operands_size() != 1) {
+            break;
+          }
+          std::optional<int> found = producerOf(step.operands(0));
+          if (!found || *found >= source) {
+            break;
+          }
+          source = *found;
+        }
+        const plan::Command &command = init->commands(source);
         const std::string &param = owner->second.second;
         ++initialized[param];
         auto declared = params.find(param);
@@ -773,7 +806,7 @@ private:
         }
         int64_t elements = 1;
         bool overflow = false;
-        for (int64_t dim : plan.buffers(tensor.buffer()).shape()) {
+        for (int64_t dim : rt::stateLocalShape(plan, tensor)) { // a ZeRO-3 shard's whole
           overflow |= __builtin_mul_overflow(elements, dim, &elements);
         }
         overflow |=

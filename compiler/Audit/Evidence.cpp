@@ -508,8 +508,24 @@ private:
                       bool partial, const char *what) {
       for (const auto &entry : ranks[tpRank(0)].*field) {
         std::vector<const HostTensor *> tpValues;
+        // A ZeRO-3 parameter: each tp rank's local tensor from its dp ranks' shards.
+        std::vector<HostTensor> unsharded;
+        auto param = dyn_cast_or_null<tg::ParamOp>(
+            SymbolTable::lookupSymbolIn(model, StringAttr::get(model.getContext(), entry.first)));
+        bool zeroSharded =
+            field == &Outcome::params && param && param->hasAttr(dist::kZeroShardAttr);
+        for (int64_t t = 0; t < mesh.tp && zeroSharded; ++t) {
+          HostTensor local = zerosOf(param.getUnshardedType());
+          int64_t size = entry.second.numElements(), offset = 0;
+          for (int64_t d = 0; d < mesh.dp; ++d) {
+            const HostTensor &shard = (ranks[rt::rankAt(mesh, {d, t, stage})].*field)[entry.first];
+            std::copy_n(shard.values.begin(), size, local.values.begin() + offset);
+            offset += size;
+          }
+          unsharded.push_back(std::move(local));
+        }
         for (int64_t t = 0; t < mesh.tp; ++t) {
-          tpValues.push_back(&(ranks[tpRank(t)].*field)[entry.first]);
+          tpValues.push_back(zeroSharded ? &unsharded[t] : &(ranks[tpRank(t)].*field)[entry.first]);
         }
         FailureOr<HostTensor> full = assemble(model, entry.first, tpValues, partial);
         if (failed(full)) {

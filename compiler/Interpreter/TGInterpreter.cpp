@@ -550,22 +550,32 @@ FailureOr<ParamValues> rankParameters(tg::ModelOp model, const ParamValues &full
     if (failed(split)) {
       return failure();
     }
-    if (!split->axis) {
-      values[name] = it->second;
-      continue;
+    HostTensor slice = it->second;
+    if (split->axis) {
+      rt::MeshAxis axis;
+      if (!rt::parseMeshAxis(split->axis.getValue().str(), axis)) {
+        return param.emitError() << "unknown mesh axis '" << split->axis.getValue() << "'";
+      }
+      slice = emptyLike(param.getUnshardedType());
+      std::vector<int64_t> blocks;
+      if (split->blocks) {
+        blocks.assign(split->blocks.asArrayRef().begin(), split->blocks.asArrayRef().end());
+      }
+      for (int64_t i = 0; i < slice.numElements(); ++i) {
+        slice.values[i] = it->second.values[rt::fullIndexOfPart(
+            slice.shape, split->dim, split->count, coordinates.along(axis), i, blocks)];
+      }
     }
-    rt::MeshAxis axis;
-    if (!rt::parseMeshAxis(split->axis.getValue().str(), axis)) {
-      return param.emitError() << "unknown mesh axis '" << split->axis.getValue() << "'";
-    }
-    HostTensor slice = emptyLike(param.getType());
-    std::vector<int64_t> blocks;
-    if (split->blocks) {
-      blocks.assign(split->blocks.asArrayRef().begin(), split->blocks.asArrayRef().end());
-    }
-    for (int64_t i = 0; i < slice.numElements(); ++i) {
-      slice.values[i] = it->second.values[rt::fullIndexOfPart(slice.shape, split->dim, split->count,
-                                                              coordinates.along(axis), i, blocks)];
+    // ZeRO-3: this rank's 1-D shard of its (local) parameter.
+    if (auto shardAxis = param->getAttrOfType<StringAttr>(dist::kZeroShardAttr)) {
+      rt::MeshAxis axis;
+      if (!rt::parseMeshAxis(shardAxis.getValue().str(), axis)) {
+        return param.emitError() << "unknown mesh axis '" << shardAxis.getValue() << "'";
+      }
+      HostTensor shard = emptyLike(param.getType());
+      int64_t first = coordinates.along(axis) * shard.numElements();
+      std::copy_n(slice.values.begin() + first, shard.numElements(), shard.values.begin());
+      slice = std::move(shard);
     }
     values[name] = std::move(slice);
   }

@@ -79,6 +79,11 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
   recompute.accumulationSteps = options.accumulationSteps;
   recompute.budgets.assign(options.recomputeBudgets.begin(), options.recomputeBudgets.end());
   pm.addPass(createTGRecomputePass(recompute));
+  if (mesh.zero == 3 && mesh.dp > 1) {
+    // ZeRO-3: parameters held as dp shards, gathered for each forward and backward read
+    // (after tg-recompute, so that recomputed ops read the backward's gather).
+    pm.addPass(createDistShardParametersPass());
+  }
   // The whole step: micro-batches in the pipeline schedule's order with their transfers,
   // gradient accumulation, the loss vector and the optimizer (@train_step, @eval_step).
   pm.addPass(createTGTrainStepPass(TGTrainStepPassOptions{options.accumulationSteps}));

@@ -238,9 +238,15 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
           }
         }
       }
-      if (parameter.getShardAxis() && kind != role::kParam) {
+      std::optional<llvm::ArrayRef<int64_t>> valueShardOf = parameter.getValueShardOf();
+      if (parameter.getShardAxis() && (kind != role::kParam || valueShardOf)) {
         out->set_shard_axis(parameter.getShardAxis()->str());
         out->set_shard_count(*parameter.getShardCount());
+      }
+      if (valueShardOf && kind == role::kParam) {
+        for (int64_t dim : *valueShardOf) {
+          out->add_unsharded_shape(dim);
+        }
       }
     }
   }

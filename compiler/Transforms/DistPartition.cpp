@@ -48,7 +48,8 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     dp = mesh.getAxisSize("dp");
     tp = mesh.getAxisSize("tp");
     pp = mesh.getAxisSize("pp");
-    zero = mesh.getZero() == 1;
+    zero = mesh.getZero() >= 1;
+    shardParameters = mesh.getZero() == 3;
     auto step =
         dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "optimizer_step"));
     if (!step) {
@@ -149,9 +150,9 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       }
       int64_t elements = type.getNumElements();
       if (elements % dp != 0) {
-        return step.emitError() << "dist-partition: zero=1 shards every parameter over dp=" << dp
-                                << ", but " << names[i] << " has " << elements
-                                << " elements on each rank";
+        return step.emitError() << "dist-partition: zero=" << mesh.getZero()
+                                << " shards every parameter over dp=" << dp << ", but " << names[i]
+                                << " has " << elements << " elements on each rank";
       }
       auto flatType = RankedTensorType::get({elements}, type.getElementType());
       auto shardType = RankedTensorType::get({elements / dp}, type.getElementType());
@@ -230,11 +231,16 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
             builder, update.getLoc(),
             RankedTensorType::get(shardType.getShape(), paramType.getElementType()), shard);
       }
-      auto flatType =
-          RankedTensorType::get({paramType.getNumElements()}, paramType.getElementType());
-      Value gathered =
-          collective<dist::AllGatherStartOp>(builder, update.getLoc(), shard, flatType, "dp");
-      returned[i] = tg::ReshapeOp::create(builder, update.getLoc(), paramType, gathered);
+      if (shardParameters) {
+        // ZeRO-3: the parameter stays a shard (dist-shard-parameters gathers it where read).
+        returned[i] = shard;
+      } else {
+        auto flatType =
+            RankedTensorType::get({paramType.getNumElements()}, paramType.getElementType());
+        Value gathered =
+            collective<dist::AllGatherStartOp>(builder, update.getLoc(), shard, flatType, "dp");
+        returned[i] = tg::ReshapeOp::create(builder, update.getLoc(), paramType, gathered);
+      }
       returned[count + i] = sharded.getNewMaster();
       returned[2 * count + i] = sharded.getNewM();
       returned[3 * count + i] = sharded.getNewV();
@@ -265,7 +271,8 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
 
   dist::MeshOp mesh;
   int64_t dp = 1, tp = 1, pp = 1;
-  bool zero = false;
+  bool zero = false;            // optimizer state sharded over dp (zero=1 and zero=3)
+  bool shardParameters = false; // zero=3: the new parameters are returned as shards
 };
 
 } // namespace

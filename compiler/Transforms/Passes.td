@@ -430,6 +430,9 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
     - the global norm counts every element once: the sum of squares of tp-split gradients is
       all-reduced over tp, replicated ones are added once, and with ZeRO-1 the result is
       all-reduced over dp before the square root.
+    - `zero = 3` shards the optimizer state as zero = 1 does, and `@optimizer_step` returns
+      each new parameter as its rounded shard, not gathered: `dist-shard-parameters` then
+      shards the parameters themselves.
 
     Before (zero = 1, dp = 2):
 
@@ -448,6 +451,48 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
     ... all-reduce %ss over dp, tg.sqrt, tg.clip_coefficient ...
     %w, %m2, %v2 = tg.adamw %master, %m, %v, %gs, ... : tensor<2048xf32>, tensor<2048xf32>
     ... all-gather %w over dp, tg.reshape to tensor<64x64xf32> ...
+    ```
+  }];
+  let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
+}
+
+def DistShardParametersPass : Pass<"dist-shard-parameters", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-3 / FSDP: parameters held as dp shards, gathered where they are read";
+  let description = [{
+    Rewrite class: exact (an all-gather reassembles the bits the replicated parameter held).
+
+    Runs on a model whose `dist.mesh` has `zero = 3` and dp > 1, after `dist-partition`
+    (which returns the new parameters from `@optimizer_step` as their rounded shards) and
+    `tg-recompute` (so that the backward's recomputed ops read the backward's gather), and
+    before `tg-train-step`. For every parameter (frozen ones too):
+
+    - the `tg.param` becomes this rank's 1/dp of the flattened (tensor-parallel local)
+      parameter, the layout of a ZeRO-1 shard; `dist.zero_shard` records the axis and
+      `dist.unsharded_type` the type it is a shard of (what `tg-train-step` draws at
+      initialization, the gradient's type, and what `--init-from` slices);
+    - in every function, each `tg.param_ref` yields the shard, and the parameter is gathered
+      (`dist.all_gather_start` over dp, `dist.done`, `tg.reshape`) right before its first
+      read in the forward half and again before its first read in the backward half (after
+      the op computing the function's first result), so that the full parameter lives only
+      while a layer runs, as PyTorch FSDP unshards a module for its forward and again for its
+      backward. `plan-schedule` later starts the gathers early (prefetch) within its memory
+      limit.
+
+    Gradients keep their full local type: each rank accumulates its micro-batches'
+    gradients and `dist-decompose-collectives` reduce-scatters them in buckets during the
+    last micro-batch's backward (FSDP's `no_sync` accumulation). Fails, naming the parameter,
+    if its element count does not divide by dp, or when the mesh has pipeline stages.
+
+    ```mlir
+    // before (dp = 2): tg.param @w : tensor<64x64xbf16>
+    %w = tg.param_ref @w : tensor<64x64xbf16>
+    %y = tg.matmul %x, %w ...
+    // after: tg.param @w : tensor<2048xbf16> {dist.unsharded_type = tensor<64x64xbf16>, dist.zero_shard = "dp"}
+    %s = tg.param_ref @w : tensor<2048xbf16>
+    %f = dist.all_gather_start %s over @mesh ["dp"] : tensor<2048xbf16> -> !dist.future<tensor<4096xbf16>>
+    %g = dist.done %f : !dist.future<tensor<4096xbf16>> -> tensor<4096xbf16>
+    %w = tg.reshape %g : tensor<4096xbf16> -> tensor<64x64xbf16>
+    %y = tg.matmul %x, %w ...
     ```
   }];
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];

@@ -613,7 +613,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     }
     // Optimizer state has the type @optimizer_step takes: whole, or a ZeRO-1 shard.
     unsigned masterArg = 1 + parameterCount + parameterIndex++;
-    Type state = RankedTensorType::get(param.getTensorType().getShape(), builder.getF32Type());
+    Type state = RankedTensorType::get(param.getUnshardedType().getShape(), builder.getF32Type());
     if (wellFormedStep) {
       state = optimizerStep.getArgumentTypes()[masterArg];
     }
@@ -632,9 +632,11 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     }
     FlatSymbolRefAttr value = addBuffer(name, param.getType(), persistent);
     // An fp8 weight (tg-fp8) has a bf16 gradient: its GEMMs' output type.
-    Type gradType = param.getType();
-    if (isa<Float8E4M3FNType, Float8E5M2Type>(param.getTensorType().getElementType())) {
-      gradType = RankedTensorType::get(param.getTensorType().getShape(), builder.getBF16Type());
+    // A ZeRO-3 parameter's gradient is whole (it is accumulated before it is reduced).
+    RankedTensorType localType = param.getUnshardedType();
+    Type gradType = localType;
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(localType.getElementType())) {
+      gradType = RankedTensorType::get(localType.getShape(), builder.getBF16Type());
     }
     FlatSymbolRefAttr grad = addBuffer(("grad." + name).str(), gradType, persistent);
     FlatSymbolRefAttr master = addBuffer(("optimizer.master." + name).str(), state, persistent);
@@ -656,6 +658,16 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     parameters.emplace_back(param, value, grad, master, m, v);
   }
   for (auto [param, value, grad, master, m, v] : parameters) {
+    // ZeRO-3: the value is a shard too (of a frozen parameter, the only one it has).
+    DenseI64ArrayAttr valueShardOf;
+    if (auto axis = param->getAttrOfType<StringAttr>(dist::kZeroShardAttr)) {
+      auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"));
+      if (!mesh) {
+        return param.emitError() << "plan-from-tg: a sharded parameter needs the model's @mesh";
+      }
+      shards.try_emplace(param.getSymName(), axis.str(), mesh.getAxisSize(axis.getValue()));
+      valueShardOf = builder.getDenseI64ArrayAttr(param.getUnshardedType().getShape());
+    }
     auto shard = shards.find(param.getSymName());
     // Tensor parallelism: the one split dim of the parameter (dist-tensor-parallel).
     FailureOr<dist::ParameterSplit> split = dist::parameterSplit(param, "plan-from-tg");
@@ -673,7 +685,8 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second),
         splitAxis, splitDim, splitCount, splitAxis ? split->blocks : DenseI64ArrayAttr(),
         param.getCheckpointPartsAttr(),
-        param.getCheckpointParts() ? param.getShardBlocksAttr() : DenseI64ArrayAttr());
+        param.getCheckpointParts() ? param.getShardBlocksAttr() : DenseI64ArrayAttr(),
+        valueShardOf);
   }
   // fp8 scaling state (tg-fp8): one persistent, checkpointed buffer per role and GEMM group,
   // as @train_step takes it.

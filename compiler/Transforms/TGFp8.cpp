@@ -1118,6 +1118,10 @@ LogicalResult Fp8Rewriter::run() {
       return model.emitError() << "tg-fp8: fp8 with pipeline parallelism is not supported yet "
                                   "(the scaling state of a stage's forward and backward calls)";
     }
+    if (mesh.getZero() == 3 && mesh.getAxisSize("dp") > 1) {
+      return model.emitError() << "tg-fp8: fp8 with zero=3 is not supported yet (the weights' "
+                                  "casts would have to be gathered as fp8 shards); use zero=1";
+    }
     // The amaxes are reduced with MAX over the ranks that hold different parts of a GEMM's
     // operands: data-parallel ranks (other micro-batches, ZeRO-1 shards) and tensor-parallel
     // ranks (split weights, features).

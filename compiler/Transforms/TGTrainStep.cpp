@@ -613,7 +613,9 @@ LogicalResult StepBuilder::buildInitParams() {
     if (init == "checkpoint") {
       continue; // loaded from a file (--init-from), never drawn
     }
-    auto type = cast<RankedTensorType>(param.getType());
+    // A ZeRO-3 shard draws the whole (local) parameter and keeps its part, so that every
+    // strategy starts from the same values.
+    RankedTensorType type = param.getUnshardedType();
     Value value;
     if (init == "normal") {
       // A tensor-parallel slice draws its elements as those of the full parameter.
@@ -649,6 +651,14 @@ LogicalResult StepBuilder::buildInitParams() {
       return param.emitError() << "tg-train-step: parameter init '" << init
                                << "' has no initialization (normal, kaiming_uniform, ones, zeros, "
                                   "checkpoint)";
+    }
+    if (auto axis = param->getAttrOfType<StringAttr>(dist::kZeroShardAttr)) {
+      auto flat = RankedTensorType::get({type.getNumElements()}, type.getElementType());
+      if (flat != type) {
+        value = tg::ReshapeOp::create(builder, param.getLoc(), flat, value);
+      }
+      value = dist::LocalShardOp::create(builder, param.getLoc(), param.getTensorType(), value,
+                                         FlatSymbolRefAttr::get(builder.getContext(), kMesh), axis);
     }
     values.push_back(value);
     roles.push_back({std::string(role::kParam), name.str()});

@@ -141,24 +141,26 @@ Status parseParallel(std::string_view text, MeshShape &mesh) {
                                              : nullptr;
     if (key == "fsdp") {
       return invalid("--parallel fsdp=" + std::string(value) +
-                     ": fully sharded data parallelism (ZeRO-3, and HSDP with fsdp=node) is not "
-                     "supported yet; zero=1 shards the optimizer state over dp");
+                     ": hybrid sharding (HSDP: parameters sharded over a node's GPUs, replicated "
+                     "across nodes) is not supported yet; zero=3 shards the parameters over all "
+                     "of dp");
     }
-    if (key == "zero" && (value == "2" || value == "3")) {
-      return invalid("--parallel zero=" + std::string(value) +
-                     ": ZeRO-2 and ZeRO-3 (sharded gradients and parameters) are not supported "
-                     "yet; zero=1 shards the optimizer state over dp");
+    if (key == "zero" && value == "2") {
+      return invalid("--parallel zero=2: sharded gradient accumulation is not supported; zero=1 "
+                     "and zero=3 reduce-scatter the accumulated gradients in buckets during the "
+                     "last micro-batch's backward, and zero=3 also shards the parameters");
     }
     if (!target) {
       return invalid("--parallel key '" + key +
                      "' is unknown (known: dp, tp, pp, vp, sp, zero, micro_batch)");
     }
     int64_t number = 0;
-    if (key == "zero" ? (value != "0" && value != "1") : !parsePositive(value, number)) {
+    bool zeroStage = value == "0" || value == "1" || value == "3";
+    if (key == "zero" ? !zeroStage : !parsePositive(value, number)) {
       return invalid("--parallel " + key + "=" + std::string(value) + ": expected " +
-                     (key == "zero" ? "0 or 1" : "a positive integer up to 1048576"));
+                     (key == "zero" ? "0, 1 or 3" : "a positive integer up to 1048576"));
     }
-    *target = key == "zero" ? (value == "1") : number;
+    *target = key == "zero" ? value[0] - '0' : number;
   }
   return Status::ok();
 }
@@ -230,6 +232,12 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
                      "into contiguous slices, which needs micro_batch=1 (got " +
                      str(micro) + ")");
     }
+  }
+  if (mesh.zero == 3 && mesh.pp > 1) {
+    return invalid("zero=3 with pp=" + str(mesh.pp) +
+                   " is not supported: a pipeline stage's backward runs apart from its forward "
+                   "(the 1F1B stash), and the per-layer parameter gathers are built for one "
+                   "forward-backward function; use zero=1 with pipeline parallelism");
   }
   if (mesh.vp > 1 && mesh.pp == 1) {
     return invalid("vp=" + str(mesh.vp) +

@@ -32,8 +32,8 @@ struct MeshShape {
   int64_t dp = 1, tp = 1, pp = 1;
   int64_t vp = 1;                // virtual pipeline stages per rank (interleaved 1F1B)
   bool sequenceParallel = false; // sp=on
-  int64_t zero = 0;              // 1: optimizer state and master weights sharded over dp
-  int64_t microBatch = 0;        // 0: the declaration's micro_batch_size
+  int64_t zero = 0; // 1: optimizer state and master weights sharded over dp; 3: parameters too
+  int64_t microBatch = 0; // 0: the declaration's micro_batch_size
 
   int64_t worldSize() const { return nodes * gpusPerNode; }
   int64_t axisSize(MeshAxis axis) const;

@@ -3,6 +3,7 @@
 #include "runtime/exec/PlanTrainer.h"
 
 #include "runtime/cpu/Numerics.h"
+#include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/StepRoles.h"
 
 #include <algorithm>
@@ -286,9 +287,15 @@ Status PlanTrainer::load(const WeightSource &file, bool withOptimizerState) {
     HostTensor tensor;
     MLPERF_RETURN_IF_ERROR(stacked ? stackParts(file, state, tensor)
                                    : file.read(state.name(), tensor));
+    std::vector<int64_t> local = stateLocalShape(plan, state);
     if (!withOptimizerState && parameter && state.split_count() > 1 &&
-        tensor.shape != shapeOf(buffer) && tensor.shape == fullShape(state, shapeOf(buffer))) {
-      tensor = splitSlice(state, tensor, shapeOf(buffer));
+        tensor.shape != shapeOf(buffer) && tensor.shape == fullShape(state, local)) {
+      tensor = splitSlice(state, tensor, local);
+    }
+    // --init-from on a ZeRO-3 plan: this rank's shard of the (local) parameter.
+    if (!withOptimizerState && parameter && state.unsharded_shape_size() > 0 &&
+        tensor.shape == local) {
+      tensor = shardOf(state, tensor);
     }
     if (tensor.dtype != fromPlanDType(buffer.dtype()) || tensor.shape != shapeOf(buffer)) {
       HostTensor expectedShape = HostTensor::zeros(fromPlanDType(buffer.dtype()), {});
@@ -366,6 +373,19 @@ HostTensor PlanTrainer::splitSlice(const plan::StateTensor &parameter, const Hos
   return slice;
 }
 
+int64_t PlanTrainer::shardIndex(const plan::StateTensor &state) const {
+  MeshAxis axis = MeshAxis::kDP;
+  parseMeshAxis(state.shard_axis(), axis); // the loader checked it
+  return communicator.coordinates().along(axis);
+}
+
+HostTensor PlanTrainer::shardOf(const plan::StateTensor &state, const HostTensor &whole) const {
+  int64_t size = whole.numElements() / state.shard_count();
+  HostTensor shard = HostTensor::zeros(whole.dtype, {size});
+  std::copy_n(whole.values.begin() + shardIndex(state) * size, size, shard.values.begin());
+  return shard;
+}
+
 Status PlanTrainer::save(const std::string &path,
                          const std::map<std::string, std::string> &metadata) {
   TensorFile file;
@@ -386,11 +406,14 @@ Status PlanTrainer::save(const std::string &path,
       file.metadata["split:" + state.name()] = split;
     }
     if (state.shard_count() > 1) {
-      MeshAxis axis = MeshAxis::kDP;
-      parseMeshAxis(state.shard_axis(), axis); // the loader checked it
-      file.metadata["shard:" + state.name()] =
-          "axis=" + state.shard_axis() + ",parts=" + std::to_string(state.shard_count()) +
-          ",part=" + std::to_string(communicator.coordinates().along(axis));
+      std::string shard = "axis=" + state.shard_axis() +
+                          ",parts=" + std::to_string(state.shard_count()) +
+                          ",part=" + std::to_string(shardIndex(state));
+      // A ZeRO-3 parameter shard: the shape of the local tensor its parts flatten.
+      for (int i = 0; i < state.unsharded_shape_size(); ++i) {
+        shard += (i == 0 ? ",shape=" : "x") + std::to_string(state.unsharded_shape(i));
+      }
+      file.metadata["shard:" + state.name()] = shard;
     }
   }
   return writeSafetensors(path, file);

@@ -83,6 +83,10 @@ private:
                                  std::vector<int64_t> local) const;
   HostTensor splitSlice(const plan::StateTensor &parameter, const HostTensor &full,
                         const std::vector<int64_t> &local) const;
+  /// ZeRO sharding: this rank's index along the state's shard axis, and its 1-D shard of the
+  /// flattened `whole`.
+  int64_t shardIndex(const plan::StateTensor &state) const;
+  HostTensor shardOf(const plan::StateTensor &state, const HostTensor &whole) const;
   /// Writes `shape`'s elements of `source` from `first` on into integer buffer `id` (none:
   /// the stage does not read it).
   Status writeBatch(uint32_t id, const std::vector<int64_t> &source, int64_t first,

@@ -126,7 +126,8 @@ Status validatePlan(const plan::Plan &p) {
         return invalid("the plan's mesh has a degree of " + std::to_string(value));
       }
     }
-    if (mesh.dp * mesh.tp * mesh.pp != mesh.worldSize() || (mesh.zero != 0 && mesh.zero != 1)) {
+    if (mesh.dp * mesh.tp * mesh.pp != mesh.worldSize() ||
+        (mesh.zero != 0 && mesh.zero != 1 && mesh.zero != 3)) {
       return invalid("the plan's mesh (" + mesh.describe() + ") is inconsistent");
     }
   }
@@ -400,10 +401,24 @@ Status validatePlan(const plan::Plan &p) {
     if (state.role() == "param") {
       paramValues[state.param()] = &state;
     }
+    if (state.unsharded_shape_size() > 0) {
+      int64_t elements = 1;
+      bool valid = state.role() == "param" && state.shard_count() > 1;
+      for (int64_t dim : state.unsharded_shape()) {
+        valid = valid && dim > 0 && !__builtin_mul_overflow(elements, dim, &elements);
+      }
+      if (!valid || buffer.shape_size() != 1 || elements % state.shard_count() != 0 ||
+          buffer.shape(0) != elements / state.shard_count()) {
+        return invalid("state tensor '" + state.name() +
+                       "' has an unsharded shape but is not a parameter's 1/" +
+                       std::to_string(state.shard_count()) + " shard of that shape");
+      }
+    }
+    std::vector<int64_t> localShape = stateLocalShape(p, state);
     if (state.split_count() > 1) {
       MeshAxis axis;
       if (!parseMeshAxis(state.split_axis(), axis) || state.split_count() != mesh.axisSize(axis) ||
-          state.split_dim() < 0 || state.split_dim() >= buffer.shape_size()) {
+          state.split_dim() < 0 || state.split_dim() >= static_cast<int64_t>(localShape.size())) {
         return invalid("state tensor '" + state.name() + "' is split " +
                        std::to_string(state.split_count()) + " ways along dim " +
                        std::to_string(state.split_dim()) + " over axis '" + state.split_axis() +
@@ -418,7 +433,7 @@ Status validatePlan(const plan::Plan &p) {
         }
         total += block;
       }
-      int64_t fullDim = buffer.shape(static_cast<int>(state.split_dim())) * state.split_count();
+      int64_t fullDim = localShape[state.split_dim()] * state.split_count();
       if (state.split_blocks_size() > 0 && total != fullDim) {
         return invalid("state tensor '" + state.name() + "' has split blocks adding up to " +
                        std::to_string(total) + ", not to its full dim of " +
@@ -442,7 +457,7 @@ Status validatePlan(const plan::Plan &p) {
     int64_t whole = 0;
     if (value != paramValues.end()) {
       whole = 1;
-      for (int64_t d : p.buffers(value->second->buffer()).shape()) {
+      for (int64_t d : stateLocalShape(p, *value->second)) {
         whole *= d;
       }
     }
@@ -614,6 +629,14 @@ Status checkStageTransfers(const std::vector<plan::Plan> &stages) {
 int64_t parameterCount(const plan::Plan &plan) {
   return std::count_if(plan.state().begin(), plan.state().end(),
                        [](const plan::StateTensor &state) { return state.role() == "param"; });
+}
+
+std::vector<int64_t> stateLocalShape(const plan::Plan &plan, const plan::StateTensor &state) {
+  if (state.unsharded_shape_size() > 0) {
+    return {state.unsharded_shape().begin(), state.unsharded_shape().end()};
+  }
+  const plan::Buffer &buffer = plan.buffers(state.buffer());
+  return {buffer.shape().begin(), buffer.shape().end()};
 }
 
 std::string stagePlanPath(const std::string &path, int64_t stage) {

@@ -43,6 +43,10 @@ std::string stagePlanPath(const std::string &path, int64_t stage);
 /// The parameters among the plan's train state (state tensors with role "param").
 int64_t parameterCount(const plan::Plan &plan);
 
+/// The shape of the (tensor-parallel local) tensor `state` stands for: its buffer's shape, or
+/// for a ZeRO-3 parameter shard the shape it is a shard of (`unsharded_shape`).
+std::vector<int64_t> stateLocalShape(const plan::Plan &plan, const plan::StateTensor &state);
+
 /// What the plan computes, as "crc32:xxxxxxxx": the CRC-32 of its deterministic serialization
 /// without the producer, the compile options and the commands' origins (a newer compiler, or other
 /// options, that write the same plan give the same value). Checkpoints record it so that a resume

@@ -15,7 +15,7 @@ mlperfc's code, and runs in float64. For each tiny configuration it:
      shared/reference/MLPERF.md) and compares loss, LR and gradient norm at every step to
      TRAJECTORY_RTOL;
   5. for the "gqa" configuration, also trains the same steps under mpirun with tp=2, pp=2 and
-     dp=2 with ZeRO-1 (`mlperfc compile --cluster 1x2`), and compares each run's losses, LRs
+     dp=2 with ZeRO-1 and with ZeRO-3 (`mlperfc compile --cluster 1x2`), and compares each run's losses, LRs
      and gradient norms and its final parameters (reassembled from the ranks' checkpoint
      files by their `split:` metadata) with JAX directly; and the same model declared with one
      fused qkv_proj, single-rank and tp=2, against JAX reading its three row blocks.
@@ -291,7 +291,8 @@ def train_ours(mlperfc, workdir, tag, cfg, train, seed, extra_sets=""):
 
 
 # Distributed runs compared with JAX directly (not only with our single rank).
-DISTRIBUTED = {"tp2": "tp=2", "pp2": "pp=2", "dp2_zero1": "dp=2,zero=1"}
+DISTRIBUTED = {"tp2": "tp=2", "pp2": "pp=2", "dp2_zero1": "dp=2,zero=1",
+               "dp2_zero3": "dp=2,zero=3"}
 # Final parameters after STEPS f32 steps against the float64 oracle: elementwise within
 # PARAM_RTOL of the tensor's largest magnitude (AdamW's steps are lr-sized, so differences
 # stay far below it unless the math differs).
@@ -307,11 +308,29 @@ def mpirun_env():
 
 def reassemble(files):
     """The full tensors of a multi-rank checkpoint: each rank's file says which part of each
-    tensor it holds (`split:<name>` metadata, runtime docs); pipeline stages hold disjoint
-    tensors. Optimizer state is skipped."""
+    tensor it holds (`split:<name>` and, for ZeRO-3 parameter shards, `shard:<name>` metadata,
+    runtime docs); pipeline stages hold disjoint tensors. Optimizer state is skipped."""
     parts = {}
+    shards = {}  # ZeRO-3: a parameter's flat pieces, then the local shape they make
+    loaded = []
     for path in files:
         tensors, metadata = read_safetensors(path, with_metadata=True)
+        for name, value in list(tensors.items()):
+            shard = metadata.get("shard:" + name)
+            if name.startswith("optimizer.") or not shard:
+                continue
+            fields = dict(item.split("=") for item in shard.split(","))
+            pieces = shards.setdefault((name, metadata.get("split:" + name)),
+                                       [None] * int(fields["parts"]))
+            pieces[int(fields["part"])] = (value, [int(d) for d in fields["shape"].split("x")])
+            del tensors[name]
+        loaded.append((tensors, metadata))
+    for (name, split), pieces in shards.items():
+        if any(p is None for p in pieces):
+            raise ValueError(f"{name}: a ZeRO-3 shard is missing")
+        local = np.concatenate([p for p, _ in pieces]).reshape(pieces[0][1])
+        loaded.append(({name: local}, {"split:" + name: split} if split else {}))
+    for tensors, metadata in loaded:
         for name, value in tensors.items():
             if name.startswith("optimizer."):
                 continue

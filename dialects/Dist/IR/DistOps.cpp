@@ -64,8 +64,8 @@ LogicalResult MeshOp::verify() {
     return emitOpError() << "has " << ranks << " ranks but the cluster " << nodes << "x" << gpus
                          << " has " << nodes * gpus;
   }
-  if (getVpAttr().getInt() < 1 || (getZero() != 0 && getZero() != 1)) {
-    return emitOpError() << "needs vp >= 1 and zero 0 or 1";
+  if (getVpAttr().getInt() < 1 || (getZero() != 0 && getZero() != 1 && getZero() != 3)) {
+    return emitOpError() << "needs vp >= 1 and zero 0, 1 or 3";
   }
   return success();
 }

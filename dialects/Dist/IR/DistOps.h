@@ -39,6 +39,12 @@ struct ParameterSplit {
 /// parameter (prefixed with `pass`) when it splits more than one dim or over several axes.
 mlir::FailureOr<ParameterSplit> parameterSplit(tg::ParamOp param, llvm::StringRef pass);
 
+/// ZeRO-3 (dist-shard-parameters): a parameter held as this rank's 1-D shard names the mesh
+/// axis it is sharded over and the type it is a shard of.
+inline constexpr llvm::StringLiteral kZeroShardAttr = "dist.zero_shard";
+/// The type it is a shard of, which tg::ParamOp::getUnshardedType reads.
+inline constexpr llvm::StringLiteral kUnshardedTypeAttr = "dist.unsharded_type";
+
 } // namespace mlperf::dist
 
 #endif // MLPERFC_DIALECTS_DIST_IR_DISTOPS_H

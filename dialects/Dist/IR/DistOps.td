@@ -19,7 +19,8 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
     Axis names are unique and among dp, tp, pp, cp, ep; the product of `shape` is the number
     of ranks, nodes × gpus_per_node. Ranks are laid out as runtime/dist/Mesh.h says: tp
     fastest, then dp, then pp. `vp` (virtual pipeline stages), `sp`
-    (sequence parallelism) and `zero` (1: ZeRO-1 optimizer sharding) record the strategy.
+    (sequence parallelism) and `zero` (1: ZeRO-1 optimizer sharding; 3: parameters sharded too,
+    dist-shard-parameters) record the strategy.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes, DenseI64ArrayAttr:$shape,
                        I64Attr:$nodes, I64Attr:$gpus_per_node,

@@ -91,7 +91,8 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
                        OptionalAttr<I64Attr>:$split_count,
                        OptionalAttr<DenseI64ArrayAttr>:$split_blocks,
                        OptionalAttr<StrArrayAttr>:$checkpoint_parts,
-                       OptionalAttr<DenseI64ArrayAttr>:$checkpoint_part_rows);
+                       OptionalAttr<DenseI64ArrayAttr>:$checkpoint_part_rows,
+                       OptionalAttr<DenseI64ArrayAttr>:$value_shard_of);
   let description = [{
     A trained parameter has all four of `grad`, `master`, `exp_avg` and `exp_avg_sq`; a frozen
     one (tg.param's `frozen`) none: its value is all the state it has.
@@ -101,7 +102,8 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
     full parameter along `split_dim` (of each of `split_blocks`, when the dim is made of
     blocks). `checkpoint_parts`: the tensors a checkpoint may store it as instead, stacked
     along dim 0 (tg.param's), of `checkpoint_part_rows` rows each when the declaration's
-    blocks say.
+    blocks say. With `value_shard_of` (ZeRO-3), the value is a 1-D shard over `shard_axis`
+    too, of the (tensor-parallel local) parameter of that shape.
   }];
   let assemblyFormat = "$name attr-dict";
 }

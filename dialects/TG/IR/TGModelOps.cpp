@@ -281,9 +281,9 @@ LogicalResult ParamOp::verify() {
                             "it does not go with repeat";
   }
   if (ArrayAttr shard = getShardAttr()) {
-    if (static_cast<int64_t>(shard.size()) != getTensorType().getRank()) {
+    if (static_cast<int64_t>(shard.size()) != getUnshardedType().getRank()) {
       return emitOpError() << "shard lists " << shard.size() << " dims' mesh axes for a rank-"
-                           << getTensorType().getRank() << " parameter";
+                           << getUnshardedType().getRank() << " parameter";
     }
     int64_t splitDims = 0;
     for (Attribute dimAxes : shard) {
@@ -316,15 +316,24 @@ LogicalResult ParamOp::verify() {
         }
         total += block;
       }
-      if (dim < 0 || total != getTensorType().getDimSize(dim)) {
+      if (dim < 0 || total != getUnshardedType().getDimSize(dim)) {
         return emitOpError() << "shard_blocks add up to " << total
-                             << ", not to the size of the split dim of " << getTensorType();
+                             << ", not to the size of the split dim of " << getUnshardedType();
       }
     }
   } else if (getShardBlocks()) {
     return emitOpError() << "shard_blocks needs shard to name the split dim";
   }
   return success();
+}
+
+RankedTensorType ParamOp::getUnshardedType() {
+  if (auto unsharded = (*this)->getAttrOfType<TypeAttr>("dist.unsharded_type")) {
+    if (auto type = dyn_cast<RankedTensorType>(unsharded.getValue())) {
+      return type;
+    }
+  }
+  return getTensorType();
 }
 
 int64_t ParamOp::getDeclaredSplitDim() {

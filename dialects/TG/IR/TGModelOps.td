@@ -177,6 +177,9 @@ def TG_ParamOp : TG_Op<"param", [Symbol, HasParent<"ModelOp">]> {
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
+    /// The type on this rank before ZeRO-3 sharding (dist-shard-parameters holds the value
+    /// as a 1-D shard and records the type it is a shard of as `dist.unsharded_type`).
+    ::mlir::RankedTensorType getUnshardedType();
   }];
 }
 

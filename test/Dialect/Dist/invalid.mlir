@@ -142,13 +142,13 @@ dist.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 0>, nodes = 1 : i64,
 // -----
 
 // Tests that the strategy has at least one virtual pipeline stage.
-// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0 or 1}}
+// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0, 1 or 3}}
 dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64, vp = 0 : i64}
 
 // -----
 
 // Tests that ZeRO is a stage the compiler knows.
-// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0 or 1}}
+// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0, 1 or 3}}
 dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64, zero = 2 : i64}
 
 // -----

@@ -1,0 +1,146 @@
+//===- DistShardParameters.cpp - ZeRO-3 / FSDP parameter shards -*- C++ -*-===//
+//
+// Holds every parameter as this rank's 1/dp shard and gathers it where it is read: once for
+// a function's forward half and once for its backward half, so that a full parameter lives
+// only while its layer runs. See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Analysis/ForwardBackward.h"
+#include "compiler/Support/RewriteClass.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "dist-shard-parameters"
+
+namespace mlperf {
+#define GEN_PASS_DEF_DISTSHARDPARAMETERSPASS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace mlperf
+
+using namespace mlir;
+
+namespace mlperf {
+namespace {
+
+constexpr StringLiteral kMesh = "mesh";
+constexpr StringLiteral kAxis = "dp";
+
+struct DistShardParametersPass : impl::DistShardParametersPassBase<DistShardParametersPass> {
+  using DistShardParametersPassBase::DistShardParametersPassBase;
+
+  void runOnOperation() override {
+    for (auto model : getOperation().getOps<tg::ModelOp>()) {
+      if (failed(runOnModel(model))) {
+        return signalPassFailure();
+      }
+    }
+  }
+
+  LogicalResult runOnModel(tg::ModelOp model) {
+    auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, kMesh));
+    if (!mesh || mesh.getZero() != 3 || mesh.getAxisSize(kAxis) == 1) {
+      return success(); // nothing is sharded
+    }
+    int64_t dp = mesh.getAxisSize(kAxis);
+    if (mesh.getAxisSize("pp") > 1) {
+      return model.emitError() << "dist-shard-parameters: zero=3 with pipeline stages is not "
+                                  "supported (a stage's backward runs apart from its forward)";
+    }
+    // The shard and full (local) type of every parameter, by name.
+    llvm::StringMap<std::pair<RankedTensorType, RankedTensorType>> sharded;
+    Builder builder(model.getContext());
+    for (auto param : model.getBody().front().getOps<tg::ParamOp>()) {
+      if (param->hasAttr(dist::kZeroShardAttr)) {
+        return param.emitError() << "dist-shard-parameters: already sharded";
+      }
+      RankedTensorType local = param.getTensorType();
+      int64_t elements = local.getNumElements();
+      if (elements % dp != 0) {
+        return param.emitError() << "dist-shard-parameters: zero=3 shards every parameter over dp="
+                                 << dp << ", but " << param.getSymName() << " has " << elements
+                                 << " elements on each rank";
+      }
+      auto shard = RankedTensorType::get({elements / dp}, local.getElementType());
+      param.setType(shard);
+      param->setAttr(dist::kZeroShardAttr, builder.getStringAttr(kAxis));
+      param->setAttr(dist::kUnshardedTypeAttr, TypeAttr::get(local));
+      sharded[param.getSymName()] = {shard, local};
+    }
+    for (auto func : model.getBody().front().getOps<func::FuncOp>()) {
+      gatherWhereRead(func, sharded);
+    }
+    return success();
+  }
+
+  /// Gives each parameter read of `func` the shard and gathers it before its first use in the
+  /// forward half and before its first use in the backward half.
+  void
+  gatherWhereRead(func::FuncOp func,
+                  const llvm::StringMap<std::pair<RankedTensorType, RankedTensorType>> &sharded) {
+    if (func.isExternal()) {
+      return;
+    }
+    Block &body = func.getBody().front();
+    llvm::DenseMap<Operation *, int64_t> position;
+    for (auto [index, op] : llvm::enumerate(body)) {
+      position[&op] = static_cast<int64_t>(index);
+    }
+    // Ops after the one computing the first result are the backward (none in @forward).
+    int64_t end = forwardEnd(func);
+    SmallVector<tg::ParamRefOp> refs(body.getOps<tg::ParamRefOp>());
+    for (tg::ParamRefOp ref : refs) {
+      auto found = sharded.find(ref.getName());
+      if (found == sharded.end()) {
+        continue;
+      }
+      auto [shard, local] = found->second;
+      // The reads of each half, in order; a read nested in a region counts where its
+      // ancestor in the entry block is.
+      SmallVector<OpOperand *> halves[2];
+      for (OpOperand &use : ref.getResult().getUses()) {
+        Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+        bool backward = end >= 0 && position.lookup(user) > end;
+        halves[backward].push_back(&use);
+      }
+      ref.getResult().setType(shard);
+      for (SmallVector<OpOperand *> &uses : halves) {
+        if (uses.empty()) {
+          continue;
+        }
+        Operation *first = nullptr;
+        for (OpOperand *use : uses) {
+          Operation *user = body.findAncestorOpInBlock(*use->getOwner());
+          if (!first || position.lookup(user) < position.lookup(first)) {
+            first = user;
+          }
+        }
+        OpBuilder builder(first);
+        Location loc = ref.getLoc();
+        auto flat = RankedTensorType::get({local.getNumElements()}, local.getElementType());
+        auto future = dist::AllGatherStartOp::create(
+            builder, loc, dist::FutureType::get(builder.getContext(), flat), ref.getResult(),
+            FlatSymbolRefAttr::get(builder.getContext(), kMesh), builder.getStrArrayAttr({kAxis}));
+        Value full = dist::DoneOp::create(builder, loc, flat, future).getResult();
+        if (flat != local) {
+          full = tg::ReshapeOp::create(builder, loc, local, full);
+        }
+        for (OpOperand *use : uses) {
+          use->set(full);
+        }
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace mlperf
+
+MLPERF_DECLARE_REWRITE_CLASS(
+    "dist-shard-parameters", kExact,
+    "parameters held as dp shards and all-gathered before their forward and backward reads");
