@@ -16,6 +16,7 @@
 #include "runtime/cuda/CudaOps.h"
 #include "runtime/cuda/CudaStatus.h"
 #include "runtime/cuda/Device.h"
+#include "runtime/cuda/GemmAlgorithmCache.h"
 #include "runtime/cuda/GemmLayout.h"
 #include "runtime/cuda/Kernels.h"
 #include "runtime/cuda/Reserves.h"
@@ -85,6 +86,23 @@ std::string bytesText(uint64_t bytes) {
 }
 
 size_t alignedBytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// The GEMM of a matmul or fp8_matmul command (its operands and result in their storage types;
+/// `inF32`: all f32, fp8_matmul's decoded operands).
+GemmSpec matmulSpec(const plan::Plan &plan, const plan::Command &command, bool inF32) {
+  const plan::Buffer &a = plan.buffers(command.operands(0)), &b = plan.buffers(command.operands(1)),
+                     &result = plan.buffers(command.results(0));
+  auto flag = [&](const char *name) {
+    const plan::Attribute *attribute = findAttribute(command, name);
+    return attribute && attribute->i() != 0;
+  };
+  cpu::MatmulShape shape = cpu::matmulShapeOf(shapeOf(a), shapeOf(b), shapeOf(result),
+                                              flag("transpose_lhs"), flag("transpose_rhs"));
+  if (inF32) {
+    return {shape, plan::F32, plan::F32, plan::F32};
+  }
+  return {shape, a.dtype(), b.dtype(), result.dtype()};
+}
 
 /// Attention on the GPU, until cuDNN (part 2): per (batch, KV head) the unfused graph's steps
 /// over its group of query heads, in scratch: scores = Q·Kᵀ (f32), scale, causal mask,
@@ -226,6 +244,7 @@ LossLabels lossLabelsOf(const plan::Plan &plan, const plan::Command &command, vo
 
 class CudaBackend final : public Backend {
 public:
+  explicit CudaBackend(const BackendOptions &options) : options(options) {}
   const char *name() const override { return "cuda"; }
 
   ~CudaBackend() override { release(); }
@@ -352,16 +371,7 @@ private:
         if (op == "event_record" || op == "event_wait") {
           events.emplace(command.event(), nullptr);
         } else if (op == "matmul") {
-          const plan::Buffer &a = plan->buffers(command.operands(0)),
-                             &b = plan->buffers(command.operands(1)),
-                             &result = plan->buffers(command.results(0));
-          auto flag = [&](const char *name) {
-            const plan::Attribute *attribute = findAttribute(command, name);
-            return attribute && attribute->i() != 0;
-          };
-          gemms.push_back({cpu::matmulShapeOf(shapeOf(a), shapeOf(b), shapeOf(result),
-                                              flag("transpose_lhs"), flag("transpose_rhs")),
-                           a.dtype(), b.dtype(), result.dtype()});
+          gemms.push_back(matmulSpec(*plan, command, false));
         } else if (op == "attention" || op == "attention_grad") {
           AttentionLayout layout = attentionLayout(*plan, command);
           gemms = layout.gemms;
@@ -383,13 +393,7 @@ private:
           const plan::Buffer &a = plan->buffers(command.operands(0)),
                              &b = plan->buffers(command.operands(1)),
                              &result = plan->buffers(command.results(0));
-          auto flag = [&](const char *name) {
-            const plan::Attribute *attribute = findAttribute(command, name);
-            return attribute && attribute->i() != 0;
-          };
-          gemms.push_back({cpu::matmulShapeOf(shapeOf(a), shapeOf(b), shapeOf(result),
-                                              flag("transpose_lhs"), flag("transpose_rhs")),
-                           plan::F32, plan::F32, plan::F32});
+          gemms.push_back(matmulSpec(*plan, command, true));
           scratchNeeded = alignedBytes(elementsOf(a) * 4) + alignedBytes(elementsOf(b) * 4) +
                           alignedBytes(elementsOf(result) * 4);
         } else if (op == "global_norm" || op == "sum_squares" || op == "amax") {
@@ -451,16 +455,93 @@ private:
     uint64_t limit = workspaceBytes;
     MLPERF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof(limit)));
+    const bool tuning = !options.gemmAlgorithmCache.empty();
+    GemmAlgorithmCache cache;
+    std::string gpu;
+    if (tuning) {
+      MLPERF_RETURN_IF_ERROR(GemmAlgorithmCache::load(options.gemmAlgorithmCache, cache));
+      cudaDeviceProp properties{};
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&properties, 0));
+      gpu = properties.name;
+    }
+    const size_t cached = cache.size();
     matmuls.resize(gemmSpecs.size());
     for (size_t i = 0; i < gemmSpecs.size(); ++i) {
-      MLPERF_RETURN_IF_ERROR(prepareGemm(gemmSpecs[i], matmuls[i]));
+      MLPERF_RETURN_IF_ERROR(prepareGemm(gemmSpecs[i], matmuls[i], tuning ? &cache : nullptr, gpu));
+    }
+    if (tuning && cache.size() != cached) {
+      MLPERF_RETURN_IF_ERROR(cache.save(options.gemmAlgorithmCache));
     }
     return Status::ok();
   }
 
-  /// cuBLASLt descriptors and the heuristic's first algorithm for one GEMM: f32 compute and
-  /// scale (no TF32), one rounding into the result type.
-  Status prepareGemm(const GemmSpec &spec, PreparedMatmul &out) {
+  /// The fastest of `candidates` for `m`, timed on random operands (MLPerf's untimed
+  /// initialization): one warm-up and five timed runs each; candidates that fail are skipped.
+  Status timeCandidates(const GemmSpec &spec, PreparedMatmul &m,
+                        const std::vector<cublasLtMatmulHeuristicResult_t> &candidates) {
+    const GemmLayout &g = m.layout;
+    auto elements = [&](const LtMatrix &matrix) {
+      return (g.batch - 1) * matrix.batchStride + matrix.ld * matrix.columns;
+    };
+    struct Temporary {
+      void *pointer = nullptr;
+      ~Temporary() {
+        if (pointer) {
+          cudaFree(pointer);
+        }
+      }
+    } a, b, c;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.pointer, elements(g.y) * planDTypeBytes(spec.a)));
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.pointer, elements(g.x) * planDTypeBytes(spec.b)));
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&c.pointer, elements(g.d) * planDTypeBytes(spec.c)));
+    int64_t seed = 7;
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaMemcpy(workspace, &seed, sizeof seed, cudaMemcpyHostToDevice));
+    IntPointer seedPointer{workspace, true};
+    MLPERF_RETURN_IF_ERROR(launchRandomUniform({a.pointer, fromPlanDType(spec.a)}, elements(g.y),
+                                               seedPointer, 1, 1.0, streams[0]));
+    MLPERF_RETURN_IF_ERROR(launchRandomUniform({b.pointer, fromPlanDType(spec.b)}, elements(g.x),
+                                               seedPointer, 2, 1.0, streams[0]));
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+    float best = -1.0f;
+    const float alpha = 1.0f, beta = 0.0f;
+    for (const cublasLtMatmulHeuristicResult_t &candidate : candidates) {
+      auto run = [&] {
+        return cublasLtMatmul(lt, m.description, &alpha, b.pointer, m.x, a.pointer, m.y, &beta,
+                              c.pointer, m.d, c.pointer, m.d, &candidate.algo, workspace,
+                              workspaceBytes, streams[0]);
+      };
+      if (run() != CUBLAS_STATUS_SUCCESS) {
+        continue;
+      }
+      cudaEventRecord(start, streams[0]);
+      for (int i = 0; i < 5; ++i) {
+        run();
+      }
+      cudaEventRecord(stop, streams[0]);
+      float milliseconds = 0.0f;
+      if (cudaEventSynchronize(stop) != cudaSuccess ||
+          cudaEventElapsedTime(&milliseconds, start, stop) != cudaSuccess) {
+        continue;
+      }
+      if (best < 0.0f || milliseconds < best) {
+        best = milliseconds;
+        m.algorithm = candidate.algo;
+      }
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return Status::ok();
+  }
+
+  /// cuBLASLt descriptors and algorithm for one GEMM: f32 compute and scale (no TF32), one
+  /// rounding into the result type. The algorithm: with a cache, the cached one if cuBLASLt
+  /// still accepts it, else the fastest of the heuristic's top eight (then cached); without,
+  /// the heuristic's first.
+  Status prepareGemm(const GemmSpec &spec, PreparedMatmul &out, GemmAlgorithmCache *cache,
+                     const std::string &gpu) {
     out.layout = gemmLayoutFor(spec.shape);
     const GemmLayout &g = out.layout;
     MLPERF_CUBLAS_RETURN_IF_ERROR(
@@ -488,17 +569,39 @@ private:
     MLPERF_RETURN_IF_ERROR(makeLayout(out.x, g.x, spec.b));
     MLPERF_RETURN_IF_ERROR(makeLayout(out.y, g.y, spec.a));
     MLPERF_RETURN_IF_ERROR(makeLayout(out.d, g.d, spec.c));
-    cublasLtMatmulHeuristicResult_t heuristic{};
+    std::string key;
+    if (cache) {
+      key = gemmCacheKey(gpu, g, plan::DType_Name(spec.a), plan::DType_Name(spec.b),
+                         plan::DType_Name(spec.c));
+      if (const AlgorithmWords *words = cache->find(key)) {
+        std::copy(words->begin(), words->end(), out.algorithm.data);
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoCheck(lt, out.description, out.x, out.y, out.d, out.d, &out.algorithm,
+                                    &check) == CUBLAS_STATUS_SUCCESS &&
+            check.workspaceSize <= static_cast<size_t>(workspaceBytes)) {
+          return Status::ok();
+        }
+      }
+    }
+    std::vector<cublasLtMatmulHeuristicResult_t> candidates(cache ? 8 : 1);
     int found = 0;
     MLPERF_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(
-        lt, out.description, out.x, out.y, out.d, out.d, preference, 1, &heuristic, &found));
+        lt, out.description, out.x, out.y, out.d, out.d, preference,
+        static_cast<int>(candidates.size()), candidates.data(), &found));
     if (found == 0) {
       return Status(StatusCode::kInvalidArgument,
                     "cuBLASLt has no algorithm for a GEMM of m " + std::to_string(g.m) + ", n " +
                         std::to_string(g.n) + ", k " + std::to_string(g.k) + ", batch " +
                         std::to_string(g.batch));
     }
-    out.algorithm = heuristic.algo;
+    out.algorithm = candidates[0].algo;
+    if (cache) {
+      candidates.resize(found);
+      MLPERF_RETURN_IF_ERROR(timeCandidates(spec, out, candidates));
+      AlgorithmWords words;
+      std::copy(out.algorithm.data, out.algorithm.data + words.size(), words.begin());
+      cache->put(key, words);
+    }
     return Status::ok();
   }
 
@@ -1166,6 +1269,7 @@ private:
     }
   }
 
+  BackendOptions options;
   const plan::Plan *plan = nullptr;
   Communicator *communicator = nullptr;
   std::map<std::string, int> programIndex;
@@ -1220,6 +1324,8 @@ Status checkUsableDevice() {
   return Status::ok();
 }
 
-std::unique_ptr<Backend> createCudaBackend() { return std::make_unique<CudaBackend>(); }
+std::unique_ptr<Backend> createCudaBackend(const BackendOptions &options) {
+  return std::make_unique<CudaBackend>(options);
+}
 
 } // namespace mlperf::rt::cuda

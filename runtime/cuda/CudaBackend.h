@@ -18,7 +18,7 @@ Status checkUsableDevice();
 /// through cuBLASLt, the other ops through runtime/cuda/Kernels. Its prepare refuses, before
 /// any kernel runs, a plan holding a command it has no kernel for and one that does not fit
 /// the device's free memory.
-std::unique_ptr<Backend> createCudaBackend();
+std::unique_ptr<Backend> createCudaBackend(const BackendOptions &options = {});
 
 } // namespace mlperf::rt::cuda
 

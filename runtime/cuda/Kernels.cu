@@ -7,25 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaStatus.h"
+#include "runtime/cuda/GridLoop.cuh"
 #include "runtime/cuda/Kernels.h"
 
 #include <algorithm>
 
 namespace mlperf::rt::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-/// Blocks for `count` work items, one per thread, capped (the loops stride over the rest).
-unsigned blocksFor(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, int64_t{1} << 20)));
-}
-
-__device__ inline int64_t firstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline int64_t gridStride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 __global__ void elementwiseKernel(ElementOp op, TypedPointer a, TypedPointer b, TypedPointer y,
                                   int64_t count, double factor) {

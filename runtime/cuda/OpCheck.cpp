@@ -17,6 +17,28 @@ namespace {
 
 constexpr uint64_t kAlignment = 256;
 
+/// Appends a dense buffer at the next 256-byte-aligned offset of its arena (`used`, by memory
+/// class, advances) and returns its id.
+uint32_t addBuffer(plan::Plan &plan, uint64_t used[3], const std::string &name, plan::DType type,
+                   const std::vector<int64_t> &shape, plan::MemoryClass cls) {
+  plan::Buffer *b = plan.add_buffers();
+  uint32_t id = plan.buffers_size() - 1;
+  b->set_id(id);
+  b->set_name(name);
+  b->set_dtype(type);
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    b->add_shape(dim);
+    count *= dim;
+  }
+  b->set_memory_class(cls);
+  b->set_offset(used[cls]);
+  uint64_t bytes = count * planDTypeBytes(type);
+  b->set_size(bytes);
+  used[cls] += (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return id;
+}
+
 /// Builds a one-command plan: operands in the PERSISTENT arena, results in ACTIVATIONS.
 class CaseBuilder {
 public:
@@ -88,22 +110,9 @@ public:
 
 private:
   uint32_t buffer(plan::DType type, const std::vector<int64_t> &shape, plan::MemoryClass cls) {
-    plan::Buffer *b = check.plan.add_buffers();
-    uint32_t id = check.plan.buffers_size() - 1;
-    b->set_id(id);
-    b->set_name((cls == plan::PERSISTENT ? "in" : "out") + std::to_string(id));
-    b->set_dtype(type);
-    int64_t count = 1;
-    for (int64_t dim : shape) {
-      b->add_shape(dim);
-      count *= dim;
-    }
-    b->set_memory_class(cls);
-    b->set_offset(used[cls]);
-    uint64_t bytes = count * planDTypeBytes(type);
-    b->set_size(bytes);
-    used[cls] += (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    return id;
+    std::string name =
+        (cls == plan::PERSISTENT ? "in" : "out") + std::to_string(check.plan.buffers_size());
+    return addBuffer(check.plan, used, name, type, shape, cls);
   }
 
   OpCheckCase check;
@@ -148,20 +157,7 @@ OpCheckCase programCase() {
   p.set_format_version(kPlanFormatVersion);
   uint64_t used[3] = {0, 0, 0};
   auto buffer = [&](const char *name, std::vector<int64_t> shape, plan::MemoryClass cls) {
-    plan::Buffer *b = p.add_buffers();
-    b->set_id(p.buffers_size() - 1);
-    b->set_name(name);
-    b->set_dtype(kBF16);
-    int64_t count = 1;
-    for (int64_t dim : shape) {
-      b->add_shape(dim);
-      count *= dim;
-    }
-    b->set_memory_class(cls);
-    b->set_offset(used[cls]);
-    b->set_size(count * 2);
-    used[cls] += (count * 2 + kAlignment - 1) / kAlignment * kAlignment;
-    return b->id();
+    return addBuffer(p, used, name, kBF16, shape, cls);
   };
   uint32_t x = buffer("x", {16, 64}, plan::PERSISTENT), g = buffer("g", {64}, plan::PERSISTENT),
            w = buffer("w", {64, 32}, plan::PERSISTENT);

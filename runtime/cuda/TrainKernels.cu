@@ -11,6 +11,7 @@
 #include "runtime/cpu/Optimizer.h"
 #include "runtime/cpu/Philox.h"
 #include "runtime/cuda/CudaStatus.h"
+#include "runtime/cuda/GridLoop.cuh"
 #include "runtime/cuda/Kernels.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -20,18 +21,8 @@
 namespace mlperf::rt::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 /// Elements per block of the sum of squares: each of 256 threads sums 16, in order.
 constexpr int64_t kSumBlock = kThreads * 16;
-
-unsigned blocksFor(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, int64_t{1} << 20)));
-}
-__device__ inline int64_t firstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline int64_t gridStride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 Status launched(const char *kernel) {
   return statusFromCudaError(cudaGetLastError(), kernel, __FILE__, __LINE__);

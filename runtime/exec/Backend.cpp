@@ -57,7 +57,12 @@ OpAttributes commandAttributes(const plan::Command &command) {
   return attributes;
 }
 
-Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend) {
+Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend,
+                     const BackendOptions &options) {
+  if (name == "cpu" && !options.gemmAlgorithmCache.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--gemm-cache chooses cuBLASLt algorithms: it applies to --backend cuda");
+  }
   if (name == "cpu") {
     backend = createCpuBackend();
     return Status::ok();
@@ -68,7 +73,7 @@ Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend)
     if (!usable.isOk()) {
       return Status(usable.code(), "--backend cuda: no usable GPU: " + usable.message());
     }
-    backend = cuda::createCudaBackend();
+    backend = cuda::createCudaBackend(options);
     return Status::ok();
 #else
     return Status(StatusCode::kUnavailable,

@@ -67,9 +67,18 @@ OpAttributes commandAttributes(const plan::Command &command);
 /// The runtime element type of a plan dtype.
 DType fromPlanDType(plan::DType dtype);
 
+/// What a backend may be told besides the plan.
+struct BackendOptions {
+  /// cuda: time cuBLASLt's candidates for each GEMM at prepare and keep the choices in this
+  /// file, reused by later runs (runtime/cuda/GemmAlgorithmCache.h); empty: cuBLASLt's first
+  /// heuristic choice, untimed.
+  std::string gemmAlgorithmCache;
+};
+
 /// "cpu" (the reference backend) or "cuda" (runtime/cuda, when this build has it; without a
-/// usable GPU its prepare says why).
-Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend);
+/// usable GPU it says why). Options a backend does not use are refused by name.
+Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend,
+                     const BackendOptions &options = {});
 
 /// The CPU reference backend: every command through runtime/cpu/OpKernels.
 std::unique_ptr<Backend> createCpuBackend();

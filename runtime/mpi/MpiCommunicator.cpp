@@ -304,15 +304,6 @@ private:
 
 } // namespace
 
-bool launchedByMpiLauncher() {
-  for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
-    if (std::getenv(variable)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 Status initializeMpi(int *argc, char ***argv, int64_t &rank, int64_t &size) {
   int initialized = 0;
   MPI_Initialized(&initialized);

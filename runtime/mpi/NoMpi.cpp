@@ -21,16 +21,6 @@ Status withoutMpi(const std::string &what) {
 
 } // namespace
 
-bool launchedByMpiLauncher() {
-  // Under mpirun a single-rank build must not pretend to be every rank: say so.
-  for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
-    if (std::getenv(variable)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 Status initializeMpi(int *, char ***, int64_t &rank, int64_t &size) {
   rank = 0;
   size = 1;

@@ -12,6 +12,7 @@
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/cuda/CudaOps.h"
 #include "runtime/cuda/ElementMath.cuh"
+#include "runtime/cuda/GemmAlgorithmCache.h"
 #include "runtime/cuda/GemmLayout.h"
 #include "runtime/cuda/OpCheck.h"
 #include "runtime/plan/PlanLoader.h"
@@ -20,7 +21,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -203,6 +206,33 @@ TEST(GemmLayout, InterpretedLayoutEqualsCpuMatmulOnRandomShapes) {
           << s.broadcastB << " element " << i;
     }
   }
+}
+
+TEST(GemmAlgorithmCache, RoundTripsAndRefusesACorruptFile) {
+  std::string path = ::testing::TempDir() + "/gemm-cache-test.txt";
+  std::remove(path.c_str());
+  cuda::GemmAlgorithmCache cache;
+  ASSERT_TRUE(cuda::GemmAlgorithmCache::load(path, cache).isOk()); // no file: empty
+  EXPECT_EQ(cache.size(), 0u);
+  cuda::GemmLayout layout = cuda::gemmLayoutFor(cpu::matmulShape(64, 80, 96, false, true, 2));
+  std::string key = cuda::gemmCacheKey("NVIDIA H200", layout, "BF16", "BF16", "F32");
+  EXPECT_EQ(key, "NVIDIA_H200:m80:n64:k96:b2:t10:ld96,96,80:s7680,6144,5120:BF16,BF16,F32");
+  cuda::AlgorithmWords words = {1, 2, 3, 0xffffffffffffffffull, 5, 6, 7, 8};
+  cache.put(key, words);
+  ASSERT_TRUE(cache.save(path).isOk());
+  cuda::GemmAlgorithmCache loaded;
+  ASSERT_TRUE(cuda::GemmAlgorithmCache::load(path, loaded).isOk());
+  ASSERT_NE(loaded.find(key), nullptr);
+  EXPECT_EQ(*loaded.find(key), words);
+  EXPECT_EQ(loaded.find(key + "x"), nullptr);
+  {
+    std::ofstream out(path, std::ios::app);
+    out << key << " 0123\n";
+  }
+  Status status = cuda::GemmAlgorithmCache::load(path, loaded);
+  EXPECT_EQ(status.code(), StatusCode::kDataLoss);
+  EXPECT_NE(status.message().find("line 2"), std::string::npos) << status.toString();
+  std::remove(path.c_str());
 }
 
 TEST(GemmLayout, SharedWeightFoldsTheBatchIntoRows) {

@@ -279,6 +279,9 @@ int main(int argc, char **argv) {
   cli.addString("backend", &options.session.backend, "NAME",
                 "cpu (default; the reference backend) or cuda (GPU 0; a plan holding an op "
                 "without a CUDA kernel yet is refused before it runs)");
+  cli.addString("gemm-cache", &options.session.gemmCache, "FILE",
+                "cuda: time cuBLASLt's candidates for every GEMM at initialization and keep the "
+                "choices in FILE, reused by later runs (default: cuBLASLt's first choice)");
   cli.addString("data", &options.session.data, "PREFIX",
                 "Training data: Megatron indexed dataset PREFIX.bin/.idx (required)");
   cli.addString("eval-data", &options.session.evalData, "PREFIX",
