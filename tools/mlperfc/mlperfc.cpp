@@ -34,7 +34,7 @@ static constexpr llvm::StringLiteral kOverview =
     "mlperfc: ahead-of-time compiler for MLPerf Training graphs\n\n"
     "  mlperfc check MODEL.mlir...          parse and verify model declarations\n"
     "  mlperfc summary MODEL.mlir [--json]  parameters, memory, FLOPs, op counts\n"
-    "  mlperfc compile MODEL.mlir [--precision bf16|fp32] [--cluster NxG] [--parallel ...]\n"
+    "  mlperfc compile MODEL.mlir [--precision bf16|fp32|fp8] [--cluster NxG] [--parallel ...]\n"
     "                 [--dump-ir DIR] [-o plan.pb] [--audit]\n"
     "                                       lower to the train step and its plan(s)\n"
     "  mlperfc audit MODEL.mlir PLAN.pb [--dump-ir DIR] [--json] [--tiny TINY.mlir]\n"
