@@ -104,21 +104,13 @@ float quantizeFp8(DType type, float value, float scale) {
 
 namespace {
 
-double decodeFp8(uint32_t bits, int mantissaBits, int bias, bool ieeeSpecials) {
-  return decodeFp8Code(bits, mantissaBits, bias, ieeeSpecials);
-}
-
-uint32_t encodeFp8(DType type, double value) {
-  return encodeFp8Code(type == DType::kF8E4M3FN, value);
-}
-
 /// Every code's value, per format: decoding is a table lookup.
 const std::array<double, 256> &fp8Values(DType type) {
   static const auto tables = [] {
     std::array<std::array<double, 256>, 2> t;
     for (uint32_t bits = 0; bits < 256; ++bits) {
-      t[0][bits] = decodeFp8(bits, 3, 7, /*ieeeSpecials=*/false);
-      t[1][bits] = decodeFp8(bits, 2, 15, /*ieeeSpecials=*/true);
+      t[0][bits] = decodeFp8Code(bits, 3, 7, /*ieeeSpecials=*/false);
+      t[1][bits] = decodeFp8Code(bits, 2, 15, /*ieeeSpecials=*/true);
     }
     return t;
   }();
@@ -138,7 +130,7 @@ uint32_t encodeBits(DType type, double value) {
   }
   case DType::kF8E4M3FN:
   case DType::kF8E5M2:
-    return encodeFp8(type, value);
+    return encodeFp8Code(type == DType::kF8E4M3FN, value);
   case DType::kI32:
   case DType::kI64:
     return static_cast<uint32_t>(static_cast<int64_t>(value));

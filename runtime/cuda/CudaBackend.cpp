@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace mlperf::rt::cuda {
@@ -48,13 +49,6 @@ struct PreparedMatmul {
 struct GemmSpec {
   cpu::MatmulShape shape;
   plan::DType a, b, c;
-};
-
-/// What prepare worked out for one command.
-struct PreparedCommand {
-  std::vector<int> gemms;   // indices into matmuls, in the order the command's layout lists them
-  int64_t frequencies = -1; // rope: offset of its headDim/2 frequencies in the constants
-  int64_t errorWord = -1;   // ops that check their inputs on the device: index of their word
 };
 
 cudaDataType_t cudaTypeOf(plan::DType type) {
@@ -242,6 +236,16 @@ LossLabels lossLabelsOf(const plan::Plan &plan, const plan::Command &command, vo
   return labels;
 }
 
+/// What prepare worked out for one command, so that a step only enqueues.
+struct PreparedCommand {
+  OpAttributes attributes;  // the command's, decoded once
+  std::vector<int> gemms;   // indices into matmuls, in the order the command's layout lists them
+  int64_t frequencies = -1; // rope: offset of its headDim/2 frequencies in the constants
+  int64_t errorWord = -1;   // ops that check their inputs on the device: index of their word
+  std::optional<AttentionLayout> attention;                   // attention, attention_grad
+  std::optional<LinearCrossEntropyLayout> linearCrossEntropy; // and its gradient
+};
+
 class CudaBackend final : public Backend {
 public:
   explicit CudaBackend(const BackendOptions &options) : options(options) {}
@@ -368,18 +372,19 @@ private:
         PreparedCommand &entry = prepared[p][c];
         std::vector<GemmSpec> gemms;
         size_t scratchNeeded = 0;
+        entry.attributes = commandAttributes(command);
         if (op == "event_record" || op == "event_wait") {
           events.emplace(command.event(), nullptr);
         } else if (op == "matmul") {
           gemms.push_back(matmulSpec(*plan, command, false));
         } else if (op == "attention" || op == "attention_grad") {
-          AttentionLayout layout = attentionLayout(*plan, command);
-          gemms = layout.gemms;
-          scratchNeeded = layout.bytes;
+          entry.attention = attentionLayout(*plan, command);
+          gemms = entry.attention->gemms;
+          scratchNeeded = entry.attention->bytes;
         } else if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
-          LinearCrossEntropyLayout layout = linearCrossEntropyLayout(*plan, command);
-          gemms = layout.gemms;
-          scratchNeeded = layout.bytes;
+          entry.linearCrossEntropy = linearCrossEntropyLayout(*plan, command);
+          gemms = entry.linearCrossEntropy->gemms;
+          scratchNeeded = entry.linearCrossEntropy->bytes;
         } else if (op == "cross_entropy") {
           scratchNeeded = 2 * alignedBytes(elementsOf(plan->buffers(command.operands(1))) * 8);
         } else if (op == "cross_entropy_grad") {
@@ -404,7 +409,7 @@ private:
           const plan::Buffer &x = plan->buffers(command.operands(0));
           scratchNeeded = elementsOf(x) / x.shape(x.shape_size() - 1) * sizeof(double);
         } else if (op == "rope" || op == "rope_qk") {
-          OpAttributes attributes = commandAttributes(command);
+          const OpAttributes &attributes = entry.attributes;
           auto real = [&](const char *name) -> double {
             const double *value = attributes.getFloat(name);
             return value ? *value : 0.0;
@@ -490,14 +495,16 @@ private:
           cudaFree(pointer);
         }
       }
-    } a, b, c;
+    } a, b, c, seed;
     cudaEvent_t start = nullptr, stop = nullptr;
     MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&a.pointer, elements(g.y) * planDTypeBytes(spec.a)));
     MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.pointer, elements(g.x) * planDTypeBytes(spec.b)));
     MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&c.pointer, elements(g.d) * planDTypeBytes(spec.c)));
-    int64_t seed = 7;
-    MLPERF_CUDA_RETURN_IF_ERROR(cudaMemcpy(workspace, &seed, sizeof seed, cudaMemcpyHostToDevice));
-    IntPointer seedPointer{workspace, true};
+    const int64_t seedValue = 7;
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaMalloc(&seed.pointer, sizeof seedValue));
+    MLPERF_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(seed.pointer, &seedValue, sizeof seedValue, cudaMemcpyHostToDevice));
+    IntPointer seedPointer{seed.pointer, true};
     MLPERF_RETURN_IF_ERROR(launchRandomUniform({a.pointer, fromPlanDType(spec.a)}, elements(g.y),
                                                seedPointer, 1, 1.0, streams[0]));
     MLPERF_RETURN_IF_ERROR(launchRandomUniform({b.pointer, fromPlanDType(spec.b)}, elements(g.x),
@@ -676,7 +683,7 @@ private:
     auto buffer = [&](uint32_t id) -> const plan::Buffer & { return plan->buffers(id); };
     const plan::Buffer &out = buffer(command.results_size() ? command.results(0) : 0);
     const int64_t count = command.results_size() ? elementsOf(out) : 0;
-    OpAttributes attributes = commandAttributes(command);
+    const OpAttributes &attributes = entry.attributes;
     auto integer = [&](const char *name) -> int64_t {
       const int64_t *value = attributes.getInt(name);
       return value ? *value : 0;
@@ -1007,7 +1014,7 @@ private:
   /// (batch, KV head) at a time over its group of query heads (AttentionLayout).
   Status enqueueAttention(const plan::Command &command, const PreparedCommand &entry,
                           BadIdWords *word, cudaStream_t stream) {
-    const AttentionLayout l = attentionLayout(*plan, command);
+    const AttentionLayout &l = *entry.attention;
     const bool backward = command.op() == "attention_grad";
     const plan::Attribute *causalAttribute = findAttribute(command, "causal");
     const plan::Attribute *scaleAttribute = findAttribute(command, "scale");
@@ -1116,7 +1123,7 @@ private:
   /// (LinearCrossEntropyLayout).
   Status enqueueLinearCrossEntropy(const plan::Command &command, const PreparedCommand &entry,
                                    BadIdWords *word, cudaStream_t stream) {
-    const LinearCrossEntropyLayout l = linearCrossEntropyLayout(*plan, command);
+    const LinearCrossEntropyLayout &l = *entry.linearCrossEntropy;
     const bool backward = command.op() == "linear_cross_entropy_grad";
     const plan::Buffer &hidden = plan->buffers(command.operands(0)),
                        &weight = plan->buffers(command.operands(1));

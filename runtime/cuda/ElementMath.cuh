@@ -150,7 +150,6 @@ MLPERF_HD inline float mulElement(float a, float b) {
 MLPERF_HD inline float scaleElement(float x, double factor) {
   return static_cast<float>(x * factor);
 }
-MLPERF_HD inline double sigmoidOf(double v) { return 1.0 / (1.0 + exp(-v)); }
 MLPERF_HD inline float siluElement(float x) {
   double v = x;
   return static_cast<float>(v / (1.0 + exp(-v)));

@@ -214,6 +214,109 @@ OpCheckCase programCase() {
   return check;
 }
 
+Status writeRandomInputs(const OpCheckCase &check, Backend &reference, Backend *candidate) {
+  const plan::Program &program = check.plan.programs(check.plan.programs_size() - 1);
+  std::mt19937_64 random(std::hash<std::string>()(check.name));
+  for (uint32_t id : program.inputs()) {
+    const plan::Buffer &buffer = check.plan.buffers(id);
+    std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
+    HostTensor input = HostTensor::zeros(fromPlanDType(buffer.dtype()), shape);
+    auto range = check.ranges.count(id) ? check.ranges.at(id) : std::pair<double, double>(-2, 2);
+    std::uniform_real_distribution<double> values(
+        range.first, range.first < range.second ? range.second : range.first + 1);
+    for (float &value : input.values) {
+      value = static_cast<float>(range.first < range.second ? values(random) : range.first);
+    }
+    const bool ranged = check.ranges.count(id) > 0;
+    for (int64_t &value : input.ints) {
+      value = ranged ? static_cast<int64_t>(range.first) +
+                           static_cast<int64_t>(random() %
+                                                static_cast<uint64_t>(range.second - range.first))
+                     : static_cast<int64_t>(random() % 128000);
+    }
+    MLPERF_RETURN_IF_ERROR(reference.write(id, input));
+    if (candidate) {
+      MLPERF_RETURN_IF_ERROR(candidate->write(id, input));
+    }
+  }
+  return Status::ok();
+}
+
+/// Prepares and runs `backend` on the case; the first error.
+Status prepareAndRun(const OpCheckCase &check, Backend &backend, Communicator &communicator) {
+  MLPERF_RETURN_IF_ERROR(backend.prepare(check.plan, communicator));
+  MLPERF_RETURN_IF_ERROR(writeRandomInputs(check, backend, nullptr));
+  return backend.execute(check.plan.programs_size() - 1);
+}
+
+Status runBadInputCheck(const OpCheckCase &check, Backend &reference, Backend &candidate,
+                        Communicator &communicator, OpCheckResult &result) {
+  Status got = prepareAndRun(check, candidate, communicator);
+  if (got.isOk() || got.message().find(check.expectError) == std::string::npos) {
+    result.detail = "expected an error containing '" + check.expectError + "', got " +
+                    (got.isOk() ? std::string("none") : "'" + got.message() + "'");
+    return Status::ok();
+  }
+  if (!check.candidateOnly) {
+    Status want = prepareAndRun(check, reference, communicator);
+    if (want.message() != got.message()) {
+      result.detail =
+          "the CPU says '" + want.message() + "', the candidate '" + got.message() + "'";
+      return Status::ok();
+    }
+  }
+  result.passed = true;
+  return Status::ok();
+}
+
+Status compareOutputs(const OpCheckCase &check, const plan::Program &program, Backend &reference,
+                      Backend &candidate, OpCheckResult &result) {
+  double differenceSquares = 0, referenceSquares = 0;
+  for (uint32_t id : program.outputs()) {
+    HostTensor want, got;
+    MLPERF_RETURN_IF_ERROR(reference.read(id, want));
+    MLPERF_RETURN_IF_ERROR(candidate.read(id, got));
+    if (!want.ints.empty() || !got.ints.empty()) {
+      if (want.ints != got.ints) {
+        result.detail = "integer result '" + check.plan.buffers(id).name() + "' differs";
+        return Status::ok();
+      }
+      continue;
+    }
+    for (size_t i = 0; i < want.values.size(); ++i) {
+      float a = want.values[i], b = got.values[i];
+      bool sameSpecial = (std::isinf(a) && a == b) || (std::isnan(a) && std::isnan(b));
+      double difference = sameSpecial ? 0.0 : std::fabs(static_cast<double>(a) - b);
+      if (std::isnan(difference)) {
+        difference = INFINITY;
+      }
+      result.maxAbsError = std::max(result.maxAbsError, difference);
+      result.maxUlps = std::max(result.maxUlps, ulpDistance(want.dtype, a, b));
+      if (std::isfinite(a)) {
+        referenceSquares += static_cast<double>(a) * a;
+        differenceSquares += difference * difference;
+      }
+    }
+  }
+  result.relativeError = referenceSquares > 0 ? std::sqrt(differenceSquares / referenceSquares)
+                                              : std::sqrt(differenceSquares);
+  switch (check.tolerance) {
+  case Tolerance::kExact:
+    result.passed = result.maxUlps == 0;
+    break;
+  case Tolerance::kUlps:
+    result.passed = result.maxUlps <= kMaxUlps;
+    break;
+  case Tolerance::kNorm:
+    result.passed = result.relativeError <= check.normBound;
+    break;
+  }
+  if (!result.passed && result.detail.empty()) {
+    result.detail = std::string(toleranceName(check.tolerance)) + " bound exceeded";
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 const char *toleranceName(Tolerance tolerance) {
@@ -615,14 +718,6 @@ std::vector<OpCheckCase> opCheckCases() {
   return cases;
 }
 
-namespace {
-Status writeRandomInputs(const OpCheckCase &check, Backend &reference, Backend *candidate);
-} // namespace
-Status runBadInputCheck(const OpCheckCase &check, Backend &reference, Backend &candidate,
-                        Communicator &communicator, OpCheckResult &result);
-Status compareOutputs(const OpCheckCase &check, const plan::Program &program, Backend &reference,
-                      Backend &candidate, OpCheckResult &result);
-
 const std::map<std::string, std::vector<std::string>> &opCheckFamilies() {
   static const std::map<std::string, std::vector<std::string>> families = {
       {"gemm", {"matmul", "fp8_matmul"}},
@@ -664,113 +759,6 @@ Status runOpCheck(const OpCheckCase &check, Backend &reference, Backend &candida
   MLPERF_RETURN_IF_ERROR(reference.execute(index));
   MLPERF_RETURN_IF_ERROR(candidate.execute(index));
   return compareOutputs(check, program, reference, candidate, result);
-}
-
-namespace {
-
-Status writeRandomInputs(const OpCheckCase &check, Backend &reference, Backend *candidate) {
-  const plan::Program &program = check.plan.programs(check.plan.programs_size() - 1);
-  std::mt19937_64 random(std::hash<std::string>()(check.name));
-  for (uint32_t id : program.inputs()) {
-    const plan::Buffer &buffer = check.plan.buffers(id);
-    std::vector<int64_t> shape(buffer.shape().begin(), buffer.shape().end());
-    HostTensor input = HostTensor::zeros(fromPlanDType(buffer.dtype()), shape);
-    auto range = check.ranges.count(id) ? check.ranges.at(id) : std::pair<double, double>(-2, 2);
-    std::uniform_real_distribution<double> values(
-        range.first, range.first < range.second ? range.second : range.first + 1);
-    for (float &value : input.values) {
-      value = static_cast<float>(range.first < range.second ? values(random) : range.first);
-    }
-    const bool ranged = check.ranges.count(id) > 0;
-    for (int64_t &value : input.ints) {
-      value = ranged ? static_cast<int64_t>(range.first) +
-                           static_cast<int64_t>(random() %
-                                                static_cast<uint64_t>(range.second - range.first))
-                     : static_cast<int64_t>(random() % 128000);
-    }
-    MLPERF_RETURN_IF_ERROR(reference.write(id, input));
-    if (candidate) {
-      MLPERF_RETURN_IF_ERROR(candidate->write(id, input));
-    }
-  }
-  return Status::ok();
-}
-
-/// Prepares and runs `backend` on the case; the first error.
-Status prepareAndRun(const OpCheckCase &check, Backend &backend, Communicator &communicator) {
-  MLPERF_RETURN_IF_ERROR(backend.prepare(check.plan, communicator));
-  MLPERF_RETURN_IF_ERROR(writeRandomInputs(check, backend, nullptr));
-  return backend.execute(check.plan.programs_size() - 1);
-}
-
-} // namespace
-
-Status runBadInputCheck(const OpCheckCase &check, Backend &reference, Backend &candidate,
-                        Communicator &communicator, OpCheckResult &result) {
-  Status got = prepareAndRun(check, candidate, communicator);
-  if (got.isOk() || got.message().find(check.expectError) == std::string::npos) {
-    result.detail = "expected an error containing '" + check.expectError + "', got " +
-                    (got.isOk() ? std::string("none") : "'" + got.message() + "'");
-    return Status::ok();
-  }
-  if (!check.candidateOnly) {
-    Status want = prepareAndRun(check, reference, communicator);
-    if (want.message() != got.message()) {
-      result.detail =
-          "the CPU says '" + want.message() + "', the candidate '" + got.message() + "'";
-      return Status::ok();
-    }
-  }
-  result.passed = true;
-  return Status::ok();
-}
-
-Status compareOutputs(const OpCheckCase &check, const plan::Program &program, Backend &reference,
-                      Backend &candidate, OpCheckResult &result) {
-  double differenceSquares = 0, referenceSquares = 0;
-  for (uint32_t id : program.outputs()) {
-    HostTensor want, got;
-    MLPERF_RETURN_IF_ERROR(reference.read(id, want));
-    MLPERF_RETURN_IF_ERROR(candidate.read(id, got));
-    if (!want.ints.empty() || !got.ints.empty()) {
-      if (want.ints != got.ints) {
-        result.detail = "integer result '" + check.plan.buffers(id).name() + "' differs";
-        return Status::ok();
-      }
-      continue;
-    }
-    for (size_t i = 0; i < want.values.size(); ++i) {
-      float a = want.values[i], b = got.values[i];
-      bool sameSpecial = (std::isinf(a) && a == b) || (std::isnan(a) && std::isnan(b));
-      double difference = sameSpecial ? 0.0 : std::fabs(static_cast<double>(a) - b);
-      if (std::isnan(difference)) {
-        difference = INFINITY;
-      }
-      result.maxAbsError = std::max(result.maxAbsError, difference);
-      result.maxUlps = std::max(result.maxUlps, ulpDistance(want.dtype, a, b));
-      if (std::isfinite(a)) {
-        referenceSquares += static_cast<double>(a) * a;
-        differenceSquares += difference * difference;
-      }
-    }
-  }
-  result.relativeError = referenceSquares > 0 ? std::sqrt(differenceSquares / referenceSquares)
-                                              : std::sqrt(differenceSquares);
-  switch (check.tolerance) {
-  case Tolerance::kExact:
-    result.passed = result.maxUlps == 0;
-    break;
-  case Tolerance::kUlps:
-    result.passed = result.maxUlps <= kMaxUlps;
-    break;
-  case Tolerance::kNorm:
-    result.passed = result.relativeError <= check.normBound;
-    break;
-  }
-  if (!result.passed && result.detail.empty()) {
-    result.detail = std::string(toleranceName(check.tolerance)) + " bound exceeded";
-  }
-  return Status::ok();
 }
 
 } // namespace mlperf::rt::cuda
