@@ -63,6 +63,14 @@ if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$repo/
   die "pip install -r requirements.txt failed"
 fi
 say "Python packages from requirements.txt installed into $venv"
+# cudnn-frontend's C++ headers (the CUDA backend's fused attention, runtime/cuda/CudnnAttention),
+# pinned; only its include/ is used, and --no-deps keeps its Python dependencies out.
+frontend="$venv/cudnn-frontend"
+if [ ! -f "$frontend/include/cudnn_frontend.h" ]; then
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$frontend" \
+    nvidia-cudnn-frontend==1.32.0 || die "pip install nvidia-cudnn-frontend==1.32.0 failed"
+fi
+say "cudnn-frontend 1.32.0 headers at $frontend/include"
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   say "CUDA toolkit found at /usr/local/cuda: the CUDA backend will be built"

@@ -33,14 +33,12 @@ constexpr KnownDevice kKnownDevices[] = {
 /// Per-rank reserves. Sources: NVIDIA's CUDA programming guide (lazy module loading, the
 /// default since CUDA 12.2, keeps the context at about 0.5-1 GiB; we take the top), the
 /// cuBLASLt guidance of 32 MiB of workspace per stream on Hopper (Transformer Engine uses
-/// 32 MiB + 1 KiB), cuDNN's fused-attention workspace (tens of MiB at seq 8192, head dim 128),
-/// NCCL's per-communicator buffers (NCCL_BUFFSIZE 4 MiB per channel, peer and protocol: a few
-/// hundred MiB per communicator in practice), and slack for the runtime's own small device
-/// allocations outside the arenas (events, graph executables, scalars). A static arena has no
-/// caching-allocator fragmentation; its alignment padding is already in the arena sizes.
+/// 32 MiB + 1 KiB), NCCL's per-communicator buffers (NCCL_BUFFSIZE 4 MiB per channel, peer and
+/// protocol: a few hundred MiB per communicator in practice), and slack for the runtime's own small
+/// device allocations outside the arenas (events, graph executables, scalars). A static arena has
+/// no caching-allocator fragmentation; its alignment padding is already in the arena sizes.
 constexpr int64_t kCudaContextBytes = kGiB;
 constexpr int64_t kCublasLtWorkspaceBytes = rt::cuda::kCublasLtWorkspaceBytes; // the runtime's
-constexpr int64_t kCudnnWorkspaceBytes = 64 * kMiB;
 constexpr int64_t kNcclCommunicatorBytes = 384 * kMiB;
 constexpr int64_t kRuntimeSlackBytes = 256 * kMiB;
 
@@ -101,12 +99,86 @@ rt::Status parseDevice(std::string_view text, DeviceMemory &device) {
   return rt::Status::ok();
 }
 
-std::vector<MemoryReserve> rankReserves(const rt::MeshShape &mesh) {
+MemoryReserve backendScratch(plan_ir::PlanOp plan) {
+  mlir::Block &body = plan.getBody().front();
+  llvm::DenseMap<mlir::Attribute, mlir::RankedTensorType> types; // by buffer name
+  for (auto buffer : body.getOps<plan_ir::BufferOp>()) {
+    types[buffer.getSymNameAttr()] = mlir::cast<mlir::RankedTensorType>(buffer.getType());
+  }
+  auto typeOf = [&](mlir::ArrayAttr names, unsigned i) {
+    return types.lookup(mlir::cast<mlir::FlatSymbolRefAttr>(names[i]).getAttr());
+  };
+  auto bytesOf = [](mlir::RankedTensorType type) -> int64_t {
+    return type.getElementType().isF32() ? 4 : type.getElementType().getIntOrFloatBitWidth() / 8;
+  };
+  auto bf16 = [](mlir::RankedTensorType type) { return type && type.getElementType().isBF16(); };
+  MemoryReserve largest{"CUDA backend scratch", 0};
+  std::string largestKernel;
+  for (auto program : body.getOps<plan_ir::ProgramOp>()) {
+    for (auto command : program.getBody().front().getOps<plan_ir::CommandOp>()) {
+      llvm::StringRef kernel = command.getKernel();
+      mlir::ArrayAttr operands = command.getOperands(), results = command.getResults();
+      int64_t bytes = 0;
+      if (kernel == "attention" || kernel == "attention_grad") {
+        const bool backward = kernel == "attention_grad";
+        mlir::RankedTensorType q = typeOf(operands, 0), k = typeOf(operands, 1),
+                               v = typeOf(operands, 2);
+        if (!q || !k || !v || q.getRank() != 4 || k.getRank() != 4) {
+          continue;
+        }
+        // What runtime/cuda/CudaBackend picks: cuDNN for bf16 (its forward's workspace is a
+        // few hundred bytes), the own kernel otherwise.
+        bool cudnn = bf16(q) && bf16(k) && bf16(v);
+        for (unsigned i = 0; i < results.size(); ++i) {
+          cudnn = cudnn && (backward || i == 1 || bf16(typeOf(results, i)));
+        }
+        int64_t b = q.getDimSize(0), h = q.getDimSize(1), s = q.getDimSize(2), d = q.getDimSize(3),
+                kv = k.getDimSize(1), keys = k.getDimSize(2);
+        if (cudnn) {
+          bytes = backward ? rt::cuda::cudnnSdpaBackwardWorkspaceBytes(b, h, s, keys, d) : 0;
+        } else {
+          bytes = rt::cuda::ownAttentionScratchBytes(h / std::max<int64_t>(kv, 1), s, keys, d,
+                                                     bytesOf(q), bytesOf(v), backward);
+        }
+      } else if (kernel == "linear_cross_entropy" || kernel == "linear_cross_entropy_grad") {
+        mlir::RankedTensorType hidden = typeOf(operands, 0), weight = typeOf(operands, 1);
+        if (!hidden || !weight || hidden.getRank() < 1 || weight.getRank() != 2) {
+          continue;
+        }
+        auto logitsType = command.getKernelAttrs().getAs<mlir::StringAttr>("logits_type");
+        int64_t width = hidden.getDimSize(hidden.getRank() - 1);
+        bytes = rt::cuda::linearCrossEntropyScratchBytes(
+            hidden.getNumElements() / std::max<int64_t>(width, 1), width, weight.getDimSize(0),
+            logitsType && logitsType.getValue() == "bf16" ? 2 : 4,
+            kernel == "linear_cross_entropy_grad");
+      } else if (kernel == "fp8_matmul") {
+        mlir::RankedTensorType a = typeOf(operands, 0), b = typeOf(operands, 1),
+                               c = typeOf(results, 0);
+        if (a && b && c) {
+          bytes = rt::cuda::fp8MatmulScratchBytes(a.getNumElements(), b.getNumElements(),
+                                                  c.getNumElements());
+        }
+      }
+      if (bytes > largest.bytes) {
+        largest.bytes = bytes;
+        largestKernel = kernel.str();
+      }
+    }
+  }
+  if (!largestKernel.empty()) {
+    largest.what += " (" + largestKernel + ")";
+  }
+  return largest;
+}
+
+std::vector<MemoryReserve> rankReserves(plan_ir::PlanOp plan, const rt::MeshShape &mesh) {
   std::vector<MemoryReserve> reserves{
       {"CUDA context", kCudaContextBytes},
       {"cuBLASLt workspace", kCublasLtWorkspaceBytes},
-      {"cuDNN attention workspace", kCudnnWorkspaceBytes},
   };
+  if (MemoryReserve scratch = backendScratch(plan); scratch.bytes > 0) {
+    reserves.push_back(scratch);
+  }
   for (rt::MeshAxis axis : {rt::MeshAxis::kTP, rt::MeshAxis::kDP, rt::MeshAxis::kPP}) {
     if (mesh.axisSize(axis) > 1) {
       reserves.push_back({std::string("NCCL ") + rt::meshAxisName(axis) + " communicator",
@@ -139,7 +211,8 @@ RankMemory rankMemory(plan_ir::PlanOp plan, const rt::MeshShape &mesh) {
                                                                 : memory.activationArena) =
         arena.getSize();
   }
-  for (const MemoryReserve &reserve : rankReserves(mesh)) {
+  memory.reserveList = rankReserves(plan, mesh);
+  for (const MemoryReserve &reserve : memory.reserveList) {
     memory.reserves += reserve.bytes;
   }
   return memory;

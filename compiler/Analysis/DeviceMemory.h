@@ -42,14 +42,21 @@ struct MemoryReserve {
   int64_t bytes = 0;
 };
 
-/// The reserves of one rank of `mesh` (one NCCL communicator per mesh axis longer than 1).
-std::vector<MemoryReserve> rankReserves(const rt::MeshShape &mesh);
+/// The CUDA backend's scratch for `plan`: as much as its largest user needs (cuDNN's attention
+/// backward workspace, the own attention kernel, the fused loss, fp8_matmul's f32 copies; the
+/// formulas of runtime/cuda/Reserves.h), named after that command's kernel.
+MemoryReserve backendScratch(plan_ir::PlanOp plan);
+
+/// The reserves of one rank of `mesh` running `plan` (one NCCL communicator per mesh axis
+/// longer than 1; the backend's scratch).
+std::vector<MemoryReserve> rankReserves(plan_ir::PlanOp plan, const rt::MeshShape &mesh);
 
 /// One rank's memory in a placed plan.
 struct RankMemory {
   int64_t parameters = 0, gradients = 0, optimizerState = 0; // inside the persistent arena
   int64_t persistentArena = 0, activationArena = 0;
-  int64_t reserves = 0; // rankReserves' sum
+  int64_t reserves = 0;                   // rankReserves' sum
+  std::vector<MemoryReserve> reserveList; // rankReserves, by name
   int64_t peak() const { return persistentArena + activationArena + reserves; }
 };
 

@@ -287,7 +287,7 @@ Status Dispatch::run(std::string_view op) {
     shape.valueType = in(2).dtype;
     int64_t bad = op == "attention"
                       ? cpu::attentionForward(f(0), f(1), f(2), out(0).data(), out(1).data(), shape)
-                      : cpu::attentionBackward(f(0), f(1), f(2), f(4), out(0).data(), out(1).data(),
+                      : cpu::attentionBackward(f(0), f(1), f(2), f(5), out(0).data(), out(1).data(),
                                                out(2).data(), shape, in(0).dtype);
     if (bad >= 0) {
       return invalidInput("attention row " + std::to_string(bad) +

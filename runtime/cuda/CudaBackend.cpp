@@ -15,6 +15,7 @@
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cuda/CudaOps.h"
 #include "runtime/cuda/CudaStatus.h"
+#include "runtime/cuda/CudnnAttention.h"
 #include "runtime/cuda/Device.h"
 #include "runtime/cuda/GemmAlgorithmCache.h"
 #include "runtime/cuda/GemmLayout.h"
@@ -30,6 +31,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <vector>
@@ -143,7 +145,7 @@ AttentionLayout attentionLayout(const plan::Plan &plan, const plan::Command &com
     l.dsAt = take(l.scores * queryBytes);
     l.keyHeadsAt = take(l.group * l.keys * l.headDim * 4);
     l.valueHeadsAt = take(l.group * l.keys * l.headDim * 4);
-    const plan::DType dout = plan.buffers(command.operands(4)).dtype();
+    const plan::DType dout = plan.buffers(command.operands(5)).dtype();
     l.gemms.push_back(
         {cpu::matmulShape(l.rows, l.keys, l.headDim, false, true), dout, v.dtype(), plan::F32});
     l.gemms.push_back({cpu::matmulShape(l.rows, l.headDim, l.keys), q.dtype(), k.dtype(), out});
@@ -156,10 +158,9 @@ AttentionLayout attentionLayout(const plan::Plan &plan, const plan::Command &com
   return l;
 }
 
-/// The fused output layer and loss on the GPU: tokens in chunks of at most kChunkTokens, each
+/// The fused output layer and loss on the GPU: tokens in chunks of at most kLossChunkTokens, each
 /// chunk's logits (rounded to logits_type) by one GEMM, the loss terms per token in f64 and
 /// added in token order; the backward's weight gradient summed over chunks in f32 scratch.
-constexpr int64_t kChunkTokens = 4096;
 struct LinearCrossEntropyLayout {
   int64_t tokens = 0, hidden = 0, vocab = 0, chunk = 0;
   plan::DType logitsType = plan::F32;
@@ -179,7 +180,7 @@ LinearCrossEntropyLayout linearCrossEntropyLayout(const plan::Plan &plan,
   l.hidden = hidden.shape(hidden.shape_size() - 1);
   l.tokens = elementsOf(hidden) / std::max<int64_t>(l.hidden, 1);
   l.vocab = weight.shape(0);
-  l.chunk = std::max<int64_t>(1, std::min(l.tokens, kChunkTokens));
+  l.chunk = std::max<int64_t>(1, std::min(l.tokens, kLossChunkTokens));
   const plan::Attribute *logitsType = findAttribute(command, "logits_type");
   l.logitsType = logitsType && logitsType->s() == "bf16" ? plan::BF16 : plan::F32;
   size_t at = 0;
@@ -242,7 +243,8 @@ struct PreparedCommand {
   std::vector<int> gemms;   // indices into matmuls, in the order the command's layout lists them
   int64_t frequencies = -1; // rope: offset of its headDim/2 frequencies in the constants
   int64_t errorWord = -1;   // ops that check their inputs on the device: index of their word
-  std::optional<AttentionLayout> attention;                   // attention, attention_grad
+  std::optional<AttentionLayout> attention; // attention, attention_grad
+  std::shared_ptr<const SdpaGraph> sdpa;    // attention through cuDNN (then `attention` is empty)
   std::optional<LinearCrossEntropyLayout> linearCrossEntropy; // and its gradient
 };
 
@@ -252,6 +254,43 @@ public:
   const char *name() const override { return "cuda"; }
 
   ~CudaBackend() override { release(); }
+
+  /// The event the traced times count from: recorded on stream 0 before the first command
+  /// run since the last reset.
+  Status recordEpoch() {
+    if (!epochEvent) {
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaEventCreate(&epochEvent));
+    }
+    MLPERF_CUDA_RETURN_IF_ERROR(cudaEventRecord(epochEvent, streams[0]));
+    epochRecorded = true;
+    return Status::ok();
+  }
+
+  /// Two events from the pool (grown on first use, reused after each reset).
+  Status timingEvents(cudaEvent_t &start, cudaEvent_t &end) {
+    while (usedTimingEvents + 2 > timingPool.size()) {
+      cudaEvent_t event = nullptr;
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event));
+      timingPool.push_back(event);
+    }
+    start = timingPool[usedTimingEvents++];
+    end = timingPool[usedTimingEvents++];
+    return Status::ok();
+  }
+
+  /// The timed commands of the program just synchronized, as spans and stream totals.
+  Status collectTimings() {
+    for (const TimedCommand &command : timed) {
+      float fromEpoch = 0, duration = 0;
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&fromEpoch, epochEvent, command.start));
+      MLPERF_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&duration, command.start, command.end));
+      spans.push_back(
+          {command.program, command.command, command.stream, fromEpoch * 1e-3, duration * 1e-3});
+      (command.stream == 1 ? times.communication : times.compute) += duration * 1e-3;
+    }
+    timed.clear();
+    return Status::ok();
+  }
 
   Status prepare(const plan::Plan &plan, Communicator &communicator) override {
     this->plan = &plan;
@@ -335,7 +374,27 @@ public:
       }
     }
     MLPERF_RETURN_IF_ERROR(status);
+    MLPERF_RETURN_IF_ERROR(collectTimings());
     return checkErrorWords();
+  }
+
+  // --trace on the GPU: each command between two CUDA events on its stream, read after the
+  // program's synchronization; times count from the last resetStreamTimes (an event on
+  // stream 0). Only while tracing: two event records per command cost a few microseconds.
+  void traceCommands(bool on) override { tracing = on; }
+  void resetStreamTimes() override {
+    spans.clear();
+    timed.clear();
+    times = StreamTimes();
+    usedTimingEvents = 0;
+    epochRecorded = false; // at the next program's start
+  }
+  StreamTimes streamTimes() const override { return times; }
+  std::vector<CommandSpan> commandSpans() const override {
+    std::vector<CommandSpan> all = spans;
+    std::sort(all.begin(), all.end(),
+              [](const CommandSpan &a, const CommandSpan &b) { return a.start < b.start; });
+    return all;
   }
 
   Status write(uint32_t id, const HostTensor &value) override {
@@ -378,13 +437,37 @@ private:
         } else if (op == "matmul") {
           gemms.push_back(matmulSpec(*plan, command, false));
         } else if (op == "attention" || op == "attention_grad") {
-          entry.attention = attentionLayout(*plan, command);
-          gemms = entry.attention->gemms;
-          scratchNeeded = entry.attention->bytes;
+          std::string why;
+          entry.sdpa = cudnnAttention(command, why);
+          if (entry.sdpa) {
+            scratchNeeded = static_cast<size_t>(entry.sdpa->workspaceBytes());
+            checkSdpaWorkspace(program, c, scratchNeeded);
+            cudnnWorkspace = std::max(cudnnWorkspace, scratchNeeded);
+            ++cudnnCommands;
+          } else {
+            ownAttention.try_emplace(why, program.name(), c).first->second.count++;
+            entry.attention = attentionLayout(*plan, command);
+            gemms = entry.attention->gemms;
+            scratchNeeded = entry.attention->bytes;
+            const AttentionLayout &l = *entry.attention;
+            const plan::Buffer &q = plan->buffers(command.operands(0)),
+                               &v = plan->buffers(command.operands(2));
+            MLPERF_RETURN_IF_ERROR(checkScratchModel(
+                program, c, scratchNeeded,
+                ownAttentionScratchBytes(l.group, l.queries, l.keys, l.headDim,
+                                         planDTypeBytes(q.dtype()), planDTypeBytes(v.dtype()),
+                                         op == "attention_grad")));
+          }
         } else if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
           entry.linearCrossEntropy = linearCrossEntropyLayout(*plan, command);
           gemms = entry.linearCrossEntropy->gemms;
           scratchNeeded = entry.linearCrossEntropy->bytes;
+          const LinearCrossEntropyLayout &l = *entry.linearCrossEntropy;
+          MLPERF_RETURN_IF_ERROR(
+              checkScratchModel(program, c, scratchNeeded,
+                                linearCrossEntropyScratchBytes(l.tokens, l.hidden, l.vocab,
+                                                               planDTypeBytes(l.logitsType),
+                                                               op == "linear_cross_entropy_grad")));
         } else if (op == "cross_entropy") {
           scratchNeeded = 2 * alignedBytes(elementsOf(plan->buffers(command.operands(1))) * 8);
         } else if (op == "cross_entropy_grad") {
@@ -399,8 +482,7 @@ private:
                              &b = plan->buffers(command.operands(1)),
                              &result = plan->buffers(command.results(0));
           gemms.push_back(matmulSpec(*plan, command, true));
-          scratchNeeded = alignedBytes(elementsOf(a) * 4) + alignedBytes(elementsOf(b) * 4) +
-                          alignedBytes(elementsOf(result) * 4);
+          scratchNeeded = fp8MatmulScratchBytes(elementsOf(a), elementsOf(b), elementsOf(result));
         } else if (op == "global_norm" || op == "sum_squares" || op == "amax") {
           for (uint32_t id : command.operands()) {
             scratchNeeded += sumSquaresPartials(elementsOf(plan->buffers(id))) * sizeof(double);
@@ -448,7 +530,122 @@ private:
     if (!gemmSpecs.empty()) {
       workspaceBytes = kCublasLtWorkspaceBytes;
     }
+    reportAttentionKernels();
     return Status::ok();
+  }
+
+  /// The compiler's memory model (compiler/Analysis/DeviceMemory) sizes the scratch by the
+  /// formulas of runtime/cuda/Reserves.h: a layout that takes other bytes is a bug here.
+  Status checkScratchModel(const plan::Program &program, int command, size_t bytes,
+                           int64_t modelled) const {
+    if (static_cast<int64_t>(bytes) == modelled) {
+      return Status::ok();
+    }
+    return invalidCommand(program, command,
+                          "internal: its scratch layout takes " + std::to_string(bytes) +
+                              " bytes and runtime/cuda/Reserves.h models " +
+                              std::to_string(modelled));
+  }
+
+  /// cuDNN's workspace against the model's formula (measured on cuDNN 9.19): another cuDNN
+  /// version may ask for more, which the fit check of `mlperfc compile` did not count. Prepare
+  /// still counts what cuDNN asks for; this says why a plan that "fit" may not.
+  void checkSdpaWorkspace(const plan::Program &program, int command, size_t bytes) {
+    const plan::Command &attention = program.commands(command);
+    if (attention.op() != "attention_grad" || sdpaWorkspaceWarned) {
+      return;
+    }
+    const plan::Buffer &q = plan->buffers(attention.operands(0)),
+                       &k = plan->buffers(attention.operands(1));
+    int64_t modelled =
+        cudnnSdpaBackwardWorkspaceBytes(q.shape(0), q.shape(1), q.shape(2), k.shape(2), q.shape(3));
+    if (static_cast<int64_t>(bytes) > modelled) {
+      sdpaWorkspaceWarned = true;
+      std::fprintf(stderr,
+                   "cuda backend: warning: cuDNN asks %s of workspace for the attention backward "
+                   "of program '%s', command %d; the compiler's memory model counted %s "
+                   "(runtime/cuda/Reserves.h, measured with cuDNN 9.19)\n",
+                   bytesText(bytes).c_str(), program.name().c_str(), command,
+                   bytesText(static_cast<size_t>(modelled)).c_str());
+    }
+  }
+
+  /// cuDNN's fused SDPA graph for an attention command, or nullptr and why the backend's own
+  /// kernel runs it instead.
+  std::shared_ptr<const SdpaGraph> cudnnAttention(const plan::Command &command, std::string &why) {
+#ifndef MLPERFC_HAVE_CUDNN
+    (void)command;
+    why = "this build has no cuDNN attention (configured without cudnn-frontend's headers; "
+          "scripts/setup.sh installs them)";
+    return nullptr;
+#else
+    if (!options.cudnnAttention) {
+      why = "--no-cudnn-attention";
+      return nullptr;
+    }
+    const bool backward = command.op() == "attention_grad";
+    const plan::Buffer &q = plan->buffers(command.operands(0)),
+                       &k = plan->buffers(command.operands(1));
+    // Every tensor but the f32 log-sum-exp is bf16: q, k, v (and o, dO) in, o (or dq, dk, dv)
+    // out. The lse is the forward's second result and the backward's fifth operand.
+    std::vector<uint32_t> tensors(command.operands().begin(), command.operands().end());
+    tensors.insert(tensors.end(), command.results().begin(), command.results().end());
+    constexpr size_t lseAt = 4; // forward q, k, v | o, lse; backward q, k, v, o, lse, dO | ...
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const plan::DType want = i == lseAt ? plan::F32 : plan::BF16;
+      const plan::DType have = plan->buffers(tensors[i]).dtype();
+      if (have != want) {
+        why = "cuDNN's SDPA takes bf16 tensors and an f32 log-sum-exp; this command has " +
+              plan::DType_Name(have) + " '" + plan->buffers(tensors[i]).name() + "'";
+        return nullptr;
+      }
+    }
+    if (!cudnnOpened) {
+      cudnnOpened = true;
+      cudnn = Cudnn::open(cudnnUnavailable);
+    }
+    if (!cudnn) {
+      why = cudnnUnavailable;
+      return nullptr;
+    }
+    SdpaShape shape;
+    shape.batch = q.shape(0);
+    shape.heads = q.shape(1);
+    shape.queries = q.shape(2);
+    shape.headDim = q.shape(3);
+    shape.kvHeads = k.shape(1);
+    shape.keys = k.shape(2);
+    const plan::Attribute *causal = findAttribute(command, "causal");
+    const plan::Attribute *scale = findAttribute(command, "scale");
+    shape.causal = causal && causal->i() != 0;
+    shape.scale = scale ? scale->f() : 1.0;
+    shape.backward = backward;
+    const plan::Attribute *tokensMajor = findAttribute(command, "output_tokens_major");
+    shape.outputTokensMajor = tokensMajor && tokensMajor->i() != 0;
+    return cudnn->sdpa(shape, why);
+#endif
+  }
+
+  /// One line on stderr for what runs attention: cuDNN's fused SDPA, and for each reason the
+  /// backend's own (unfused, slower) kernel runs some commands instead, how many and the first.
+  void reportAttentionKernels() {
+#ifdef MLPERFC_HAVE_CUDNN
+    if (cudnnCommands > 0 && cudnn) {
+      std::fprintf(stderr,
+                   "cuda backend: %d attention command(s) through cuDNN %s fused SDPA "
+                   "(workspace %s)\n",
+                   cudnnCommands, cudnn->version().c_str(), bytesText(cudnnWorkspace).c_str());
+    }
+#endif
+    for (const auto &[why, first] : ownAttention) {
+      if (why == "--no-cudnn-attention") {
+        continue; // asked for
+      }
+      std::fprintf(stderr,
+                   "cuda backend: warning: %d attention command(s) run the backend's own kernel, "
+                   "not cuDNN's fused SDPA (first: program '%s', command %d): %s\n",
+                   first.count, first.program.c_str(), first.command, why.c_str());
+    }
   }
 
   Status prepareMatmuls() {
@@ -650,6 +847,9 @@ private:
   /// calls of earlier programs only, so the recursion ends.
   Status run(int index) {
     const plan::Program &program = plan->programs(index);
+    if (tracing && !epochRecorded) {
+      MLPERF_RETURN_IF_ERROR(recordEpoch());
+    }
     for (int c = 0; c < program.commands_size(); ++c) {
       const plan::Command &command = program.commands(c);
       if (command.op() == "call") {
@@ -663,7 +863,17 @@ private:
         MLPERF_RETURN_IF_ERROR(joinStreams());
         continue;
       }
-      Status status = enqueue(index, c, streams[command.stream() == 1 ? 1 : 0]);
+      const int streamIndex = command.stream() == 1 ? 1 : 0;
+      cudaEvent_t start = nullptr, end = nullptr;
+      if (tracing) {
+        MLPERF_RETURN_IF_ERROR(timingEvents(start, end));
+        MLPERF_CUDA_RETURN_IF_ERROR(cudaEventRecord(start, streams[streamIndex]));
+      }
+      Status status = enqueue(index, c, streams[streamIndex]);
+      if (tracing && status.isOk()) {
+        MLPERF_CUDA_RETURN_IF_ERROR(cudaEventRecord(end, streams[streamIndex]));
+        timed.push_back({index, c, static_cast<uint32_t>(streamIndex), start, end});
+      }
       if (!status.isOk()) {
         return Status(status.code(), "program '" + program.name() + "', command " +
                                          std::to_string(c) + " (" + command.op() +
@@ -714,6 +924,19 @@ private:
                      address(buffer(command.operands(1))), address(out), 0.0f, stream);
     }
     BadIdWords *word = entry.errorWord >= 0 ? errorWords + entry.errorWord : nullptr;
+    if (entry.sdpa) {
+      // Forward q, k, v, o, lse; backward q, k, v, o, lse, dO, dq, dk, dv: operands, then
+      // results, in the plan's order.
+      void *tensors[9];
+      int n = 0;
+      for (uint32_t id : command.operands()) {
+        tensors[n++] = address(buffer(id));
+      }
+      for (uint32_t id : command.results()) {
+        tensors[n++] = address(buffer(id));
+      }
+      return entry.sdpa->run(stream, tensors, scratch);
+    }
     if (op == "attention" || op == "attention_grad") {
       return enqueueAttention(command, entry, word, stream);
     }
@@ -1069,7 +1292,7 @@ private:
           MLPERF_RETURN_IF_ERROR(runGemm(entry.gemms[1], probabilities.data, vh, og, 0.0f, stream));
           continue;
         }
-        const plan::Buffer &dout = plan->buffers(command.operands(4));
+        const plan::Buffer &dout = plan->buffers(command.operands(5));
         const uint8_t *dg =
             static_cast<uint8_t *>(address(dout)) + queryOffset * planDTypeBytes(dout.dtype());
         auto *dp = reinterpret_cast<float *>(base + l.dpAt);
@@ -1232,6 +1455,15 @@ private:
   }
 
   void release() {
+    for (cudaEvent_t event : timingPool) {
+      cudaEventDestroy(event);
+    }
+    if (epochEvent) {
+      cudaEventDestroy(epochEvent);
+    }
+#ifdef MLPERFC_HAVE_CUDNN
+    cudnn.reset(); // its graphs and handle, before the context's other objects
+#endif
     for (PreparedMatmul &m : matmuls) {
       if (m.x) {
         cublasLtMatrixLayoutDestroy(m.x);
@@ -1297,6 +1529,36 @@ private:
   void *scratch = nullptr;
   int64_t errorWordCount = 0;
   BadIdWords *errorWords = nullptr;
+#ifdef MLPERFC_HAVE_CUDNN
+  std::unique_ptr<Cudnn> cudnn; // opened at the first attention command cuDNN may take
+  bool cudnnOpened = false;
+  std::string cudnnUnavailable; // why it could not be opened
+#endif
+  int cudnnCommands = 0;     // attention commands through cuDNN
+  size_t cudnnWorkspace = 0; // the largest workspace of their graphs
+  bool sdpaWorkspaceWarned = false;
+  // --trace (traceCommands): events around every command, read after each program.
+  struct TimedCommand {
+    int program, command;
+    uint32_t stream;
+    cudaEvent_t start, end;
+  };
+  bool tracing = false;
+  bool epochRecorded = false;
+  cudaEvent_t epochEvent = nullptr;
+  std::vector<cudaEvent_t> timingPool;
+  size_t usedTimingEvents = 0;
+  std::vector<TimedCommand> timed;
+  std::vector<CommandSpan> spans;
+  StreamTimes times;
+  struct FirstCommand {
+    FirstCommand(std::string program, int command)
+        : program(std::move(program)), command(command) {}
+    std::string program;
+    int command;
+    int count = 0;
+  };
+  std::map<std::string, FirstCommand> ownAttention; // by why cuDNN does not run them
 };
 
 } // namespace

@@ -203,7 +203,7 @@ std::string unsupportedReason(const plan::Plan &plan, const plan::Command &comma
     const plan::Buffer &q = buffer(command.operands(0)), &k = buffer(command.operands(1)),
                        &v = buffer(command.operands(2));
     if (q.dtype() != k.dtype() ||
-        (op == "attention_grad" && buffer(command.operands(4)).dtype() != v.dtype())) {
+        (op == "attention_grad" && buffer(command.operands(5)).dtype() != v.dtype())) {
       return "op '" + op +
              "': its CUDA kernel (cuBLASLt GEMMs) needs query and key, and the "
              "output gradient and value, in one type each";

@@ -63,6 +63,11 @@ Status createBackend(const std::string &name, std::unique_ptr<Backend> &backend,
     return Status(StatusCode::kInvalidArgument,
                   "--gemm-cache chooses cuBLASLt algorithms: it applies to --backend cuda");
   }
+  if (name == "cpu" && !options.cudnnAttention) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--no-cudnn-attention chooses the CUDA attention kernel: it applies to "
+                  "--backend cuda");
+  }
   if (name == "cpu") {
     backend = createCpuBackend();
     return Status::ok();

@@ -73,6 +73,9 @@ struct BackendOptions {
   /// file, reused by later runs (runtime/cuda/GemmAlgorithmCache.h); empty: cuBLASLt's first
   /// heuristic choice, untimed.
   std::string gemmAlgorithmCache;
+  /// cuda: run tg.attention and its gradient through cuDNN's fused SDPA where cuDNN takes them
+  /// (bf16, libcudnn.so.9 loadable); false: always the backend's own kernel.
+  bool cudnnAttention = true;
 };
 
 /// "cpu" (the reference backend) or "cuda" (runtime/cuda, when this build has it; without a

@@ -164,11 +164,12 @@ Status calibrateBackend(const std::string &backendName,
         uint32_t o = bench.buffer({1, heads, seq, dim}, plan::BF16);
         c = bench.command("attention", {q, k, v}, {o, lse});
       } else {
-        uint32_t dout = bench.buffer({1, heads, seq, dim}, plan::BF16),
+        uint32_t o = bench.buffer({1, heads, seq, dim}, plan::BF16),
+                 dout = bench.buffer({1, heads, seq, dim}, plan::BF16),
                  dq = bench.buffer({1, heads, seq, dim}, plan::BF16),
                  dk = bench.buffer({1, heads / 2, seq, dim}, plan::BF16),
                  dv = bench.buffer({1, heads / 2, seq, dim}, plan::BF16);
-        c = bench.command("attention_grad", {q, k, v, lse, dout}, {dq, dk, dv});
+        c = bench.command("attention_grad", {q, k, v, o, lse, dout}, {dq, dk, dv});
       }
       plan::Attribute *scale = c->add_attributes();
       scale->set_name("scale");

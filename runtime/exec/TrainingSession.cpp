@@ -122,7 +122,8 @@ Status TrainingSession::open(const SessionOptions &options, RankInfo rank,
   s.mesh = planMesh(s.planFile);
   MLPERF_RETURN_IF_ERROR(makeCommunicator(s.mesh, s.communicator));
   MLPERF_RETURN_IF_ERROR(s.checkRanksRunOneCompile());
-  MLPERF_RETURN_IF_ERROR(createBackend(options.backend, s.backend, {options.gemmCache}));
+  MLPERF_RETURN_IF_ERROR(
+      createBackend(options.backend, s.backend, {options.gemmCache, !options.noCudnnAttention}));
   MLPERF_RETURN_IF_ERROR(s.backend->prepare(s.planFile, *s.communicator));
   s.backend->traceCommands(!options.trace.empty());
   MLPERF_RETURN_IF_ERROR(PlanTrainer::create(s.planFile, *s.backend, *s.communicator, s.trainer));

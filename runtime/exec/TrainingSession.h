@@ -26,8 +26,9 @@ namespace mlperf::rt {
 struct SessionOptions {
   std::string plan; // PLAN.pb (or the prefix of plan.stage<k>.pb)
   std::string backend = "cpu";
-  std::string gemmCache;      // BackendOptions::gemmAlgorithmCache (mlperf-run --gemm-cache)
-  std::string data, evalData; // Megatron indexed datasets (PREFIX)
+  std::string gemmCache;         // BackendOptions::gemmAlgorithmCache (mlperf-run --gemm-cache)
+  bool noCudnnAttention = false; // !BackendOptions::cudnnAttention (--no-cudnn-attention)
+  std::string data, evalData;    // Megatron indexed datasets (PREFIX)
   std::string dataOrder = "shuffled"; // or "sequential"
   std::string target;                 // eval loss to stop at; empty: the model's
   std::string initFrom, resume, save, mllog, metricsOut;

@@ -295,8 +295,11 @@ std::string Checker::run() {
       sameShape(q, out(0));
       sameShape({q[0], q[1], q[2]}, out(1));
     } else if (shapes) {
-      sameShape({q[0], q[1], q[2]}, in(3));
-      sameShape(q, in(4));
+      const plan::Attribute *tokensMajor = attribute("output_tokens_major");
+      sameShape(tokensMajor && tokensMajor->i() ? Shape{q[0], q[2], q[1], q[3]} : q,
+                in(3)); // the forward's output
+      sameShape({q[0], q[1], q[2]}, in(4));
+      sameShape(q, in(5));
       sameShape(q, out(0));
       sameShape(k, out(1));
       sameShape(v, out(2));

@@ -27,7 +27,7 @@ constexpr PlanOpSignature kOps[] = {
     {"causal_mask", 1, 1, 1, 1},
     {"softmax", 1, 1, 1, 1},
     {"attention", 3, 3, 2, 2},
-    {"attention_grad", 5, 5, 3, 3},
+    {"attention_grad", 6, 6, 3, 3},
     {"softmax_grad", 2, 2, 1, 1},
     {"repeat", 1, 1, 1, 1},
     {"repeat_grad", 1, 1, 1, 1},

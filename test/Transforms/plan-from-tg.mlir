@@ -4,7 +4,7 @@
 // gradient, f32 master and moments) and for the inputs and scalars, the parameter record,
 // programs whose inputs and outputs are those buffers, one command per tg op with its
 // attributes, numbered activation buffers, and the model metadata. Offsets come later.
-// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 3 : i64, model = {
+// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 4 : i64, model = {
 // CHECK-SAME: global_batch_size = 2 : i64, gradient_accumulation_steps = 2 : i64
 // CHECK-SAME: precision = "fp32"
 // CHECK: plan.arena @persistent persistent

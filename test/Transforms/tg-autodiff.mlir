@@ -138,3 +138,57 @@ tg.model @tlhs {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// Tests the fused attention's VJP: tg.attention_grad takes the forward's output for a fused
+// backward (cuDNN's reads it), and takes it as the [b, s, h, d] transpose the output
+// projection reads (output_tokens_major) when the forward has one, so that the backward keeps
+// nothing more alive than the projection's weight gradient already does.
+// CHECK-LABEL: func.func @forward_backward
+// CHECK: %[[O:.+]], %[[LSE:.+]] = tg.attention
+// CHECK: %[[T:.+]] = tg.transpose %[[O]] {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK: tg.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %[[T]], %[[LSE]], %{{.+}} {causal, output_tokens_major, scale = 5.000000e-01 : f64} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x4x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x4xf32>
+tg.model @tokens_major {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    %h4 = tg.reshape %h : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+    %heads = tg.transpose %h4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x4xf32> -> tensor<1x2x4x4xf32>
+    %o, %lse = tg.attention %heads, %heads, %heads {scale = 0.5 : f64, causal} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>, tensor<1x2x4xf32>
+    %tokens_major = tg.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x2x4x4xf32> -> tensor<1x4x2x4xf32>
+    %flat = tg.reshape %tokens_major : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+    %logits = tg.matmul %flat, %e {transpose_rhs} : tensor<1x4x8xf32>, tensor<16x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// Without that transpose the backward takes the output as it is.
+// CHECK-LABEL: func.func @forward_backward
+// CHECK: %[[O:.+]], %[[LSE:.+]] = tg.attention
+// CHECK: tg.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %[[O]], %[[LSE]], %{{.+}} {scale = 5.000000e-01 : f64} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x4xf32>
+tg.model @heads_major {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    %heads = tg.reshape %h : tensor<1x4x8xf32> -> tensor<1x2x4x4xf32>
+    %o, %lse = tg.attention %heads, %heads, %heads {scale = 0.5 : f64} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>, tensor<1x2x4xf32>
+    %flat = tg.reshape %o : tensor<1x2x4x4xf32> -> tensor<1x4x8xf32>
+    %logits = tg.matmul %flat, %e {transpose_rhs} : tensor<1x4x8xf32>, tensor<16x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

@@ -15,6 +15,7 @@
 #include "runtime/cuda/GemmAlgorithmCache.h"
 #include "runtime/cuda/GemmLayout.h"
 #include "runtime/cuda/OpCheck.h"
+#include "runtime/cuda/Reserves.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/PlanOps.h"
 
@@ -173,6 +174,32 @@ TEST(CudaOps, AllowsInPlaceElementwiseButNoOtherOverlap) {
       EXPECT_NE(reason.find("shares bytes"), std::string::npos) << reason;
     }
   }
+}
+
+// What cuDNN 9.19 asked for on an H200 (docs/benchmarks.md): the compiler's memory model
+// reserves the formula, so it must give these bytes exactly.
+TEST(Reserves, CudnnAttentionBackwardWorkspaceEqualsWhatCudnnAskedFor) {
+  EXPECT_EQ(cuda::cudnnSdpaBackwardWorkspaceBytes(1, 32, 8192, 8192, 128), 4430233856);
+  EXPECT_EQ(cuda::cudnnSdpaBackwardWorkspaceBytes(2, 4, 80, 80, 64), 428800);
+  EXPECT_EQ(cuda::cudnnSdpaBackwardWorkspaceBytes(4, 4, 32, 32, 16), 297216);
+  EXPECT_EQ(cuda::cudnnSdpaBackwardWorkspaceBytes(1, 4, 32, 32, 16), 74496);
+}
+
+TEST(Reserves, ScratchFormulasCountEveryAlignedPart) {
+  // Own attention, group 4, 8 queries and keys (256 scores), head dim 16, bf16: scores in f32
+  // and probabilities in bf16; the backward adds dp (f32), ds (bf16) and two f32 head sums.
+  EXPECT_EQ(cuda::ownAttentionScratchBytes(4, 8, 8, 16, 2, 2, false), 1024 + 512);
+  EXPECT_EQ(cuda::ownAttentionScratchBytes(4, 8, 8, 16, 2, 2, true),
+            1024 + 512 + 1024 + 512 + 2 * 2048);
+  // The fused loss keeps one chunk of logits: 10,000 tokens are chunks of 4,096.
+  const int64_t chunkLogits = int64_t{4096} * 32000 * 2;
+  EXPECT_EQ(cuda::linearCrossEntropyScratchBytes(10000, 64, 32000, 2, false),
+            chunkLogits + 2 * cuda::scratchAligned(10000 * 8));
+  EXPECT_EQ(cuda::linearCrossEntropyScratchBytes(10000, 64, 32000, 2, true),
+            2 * chunkLogits + 2 * cuda::scratchAligned(10000 * 8) + 4096 * 16 + 256 +
+                32000 * 64 * 4);
+  // Odd sizes are padded to 256 bytes each.
+  EXPECT_EQ(cuda::fp8MatmulScratchBytes(10, 20, 30), 256 * 3);
 }
 
 TEST(GemmLayout, InterpretedLayoutEqualsCpuMatmulOnRandomShapes) {

@@ -282,6 +282,9 @@ int main(int argc, char **argv) {
   cli.addString("gemm-cache", &options.session.gemmCache, "FILE",
                 "cuda: time cuBLASLt's candidates for every GEMM at initialization and keep the "
                 "choices in FILE, reused by later runs (default: cuBLASLt's first choice)");
+  cli.addFlag("no-cudnn-attention", &options.session.noCudnnAttention,
+              "cuda: run attention on the backend's own kernel, not cuDNN's fused SDPA (which is "
+              "used by default where cuDNN takes the command: bf16, libcudnn.so.9 loadable)");
   cli.addString("data", &options.session.data, "PREFIX",
                 "Training data: Megatron indexed dataset PREFIX.bin/.idx (required)");
   cli.addString("eval-data", &options.session.evalData, "PREFIX",

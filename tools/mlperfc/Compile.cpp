@@ -326,7 +326,7 @@ static void describeRankMemory(const RankMemory &memory, const rt::MeshShape &me
                              " over: does not fit)")
                << ": arenas " << rt::humanBytes(memory.persistentArena + memory.activationArena)
                << " + reserves " << rt::humanBytes(memory.reserves) << " (";
-  llvm::interleaveComma(rankReserves(mesh), llvm::outs(), [](const MemoryReserve &reserve) {
+  llvm::interleaveComma(memory.reserveList, llvm::outs(), [](const MemoryReserve &reserve) {
     llvm::outs() << reserve.what << " " << rt::humanBytes(reserve.bytes);
   });
   llvm::outs() << ")\n";

@@ -596,21 +596,28 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [Pure, AllTypesMatch<["query", 
   let summary = "Vector-Jacobian product of tg.attention";
   let description = [{
     For `result, lse = tg.attention(query, key, value)` and the cotangent `grad` of `result`
-    (`lse` takes none), exactly what tg-autodiff builds for the unfused graph, per block of
+    (`lse` takes none), with `output` that `result`, exactly what tg-autodiff builds for the unfused graph, per block of
     query rows: `p` recomputed as in the forward; `dp = grad · valueᵀ` rounded to `value`'s
     type; `ds = p · (dp − Σ dp · p)` in f32 (`tg.softmax_grad`), 0 where masked, times
     `scale`, rounded to `query`'s type; `query_grad = ds · key`, and `key_grad = Σ dsᵀ · query`,
     `value_grad = Σ pᵀ · grad` over the query rows, then summed over each KV head's group of
     query heads (`tg.repeat_grad`). Every sum is in f32 blocks of 256 terms added in f64, as
     `tg.matmul`'s. `lse` is there for kernels that recompute `p` from it (FlashAttention-2);
-    the CPU kernels recompute each row's maximum and sum as the forward did.
+    the CPU kernels recompute each row's maximum and sum as the forward did. `output` is there
+    for kernels that take `Σ dp · p` as `Σ grad · output` per row (FlashAttention-2, cuDNN's
+    SDPA backward); the CPU kernels do not read it. It is the forward's `result`
+    `[batch, heads, seq, head_dim]`, or with `output_tokens_major` its transpose
+    `[batch, seq, heads, head_dim]`: the tensor the output projection reads and keeps for its
+    weight gradient, so that handing it over keeps nothing more alive (tg-autodiff picks it
+    when the forward has that transpose).
   }];
-  let arguments = (ins TG_Tensor:$query, TG_Tensor:$key, TG_Tensor:$value, TG_Tensor:$lse,
-                       TG_Tensor:$grad, F64Attr:$scale, UnitAttr:$causal);
+  let arguments = (ins TG_Tensor:$query, TG_Tensor:$key, TG_Tensor:$value, TG_Tensor:$output,
+                       TG_Tensor:$lse, TG_Tensor:$grad, F64Attr:$scale, UnitAttr:$causal,
+                       UnitAttr:$output_tokens_major);
   let results = (outs TG_Tensor:$query_grad, TG_Tensor:$key_grad, TG_Tensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $lse `,` $grad attr-dict `:` type($query) `,` type($key) `,`
-        type($value) `,` type($lse) `,` type($grad)
+    $query `,` $key `,` $value `,` $output `,` $lse `,` $grad attr-dict `:` type($query) `,`
+        type($key) `,` type($value) `,` type($output) `,` type($lse) `,` type($grad)
   }];
 }
 

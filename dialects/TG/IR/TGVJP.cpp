@@ -164,9 +164,23 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
     return emitOpError() << "tg-autodiff cannot differentiate through lse: it is an output for "
                             "the fused backward, not a value of the model";
   }
-  auto grad = AttentionGradOp::create(b, getLoc(), getQuery().getType(), getKey().getType(),
-                                      getValue().getType(), getQuery(), getKey(), getValue(),
-                                      getLse(), grads[0], getScaleAttr(), getCausalAttr());
+  // A fused backward reads the forward's output. The output projection reads its
+  // [batch, seq, heads, head_dim] transpose and keeps that for its weight gradient: hand that
+  // over instead, so that the backward keeps nothing more alive than the unfused graph did.
+  Value output = getResult();
+  UnitAttr tokensMajor;
+  for (Operation *user : getResult().getUsers()) {
+    auto transpose = dyn_cast<TransposeOp>(user);
+    if (transpose && transpose.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3}) {
+      output = transpose.getResult();
+      tokensMajor = b.getUnitAttr();
+      break;
+    }
+  }
+  auto grad =
+      AttentionGradOp::create(b, getLoc(), getQuery().getType(), getKey().getType(),
+                              getValue().getType(), getQuery(), getKey(), getValue(), output,
+                              getLse(), grads[0], getScaleAttr(), getCausalAttr(), tokensMajor);
   operandGrads.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   return success();
 }
