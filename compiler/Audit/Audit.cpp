@@ -502,7 +502,10 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
                             found + ") is not what " +
                             (input.dumpDirectory.empty() ? input.modelPath : "the last IR dump") +
                             " compiles to with its recorded options (" + expected +
-                            "): the plan was edited, or compiled by another mlperfc";
+                            "); the first difference, expected -> found: " +
+                            rt::planDifference(rebuilt[stage], input.plans[stage]) +
+                            ". A plan compiled from another declaration (or edited, or by another "
+                            "mlperfc) differs so";
       }
     }
     if (identity.ok) {

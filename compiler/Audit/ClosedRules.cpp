@@ -893,16 +893,31 @@ private:
       long double sequences = static_cast<long double>(accumulation) *
                               static_cast<long double>(info.micro_batch_size()) *
                               static_cast<long double>(dp);
-      if (info.global_batch_size() != gbs || info.micro_batch_size() != micro ||
-          info.seq_len() != seq || sequences != static_cast<long double>(gbs)) {
+      // Name each batch field the plan and the declaration disagree on; the product of
+      // accumulation, micro-batch and dp is the rule only when they agree.
+      std::string differing;
+      auto compare = [&](const char *field, int64_t declared, int64_t planned) {
+        if (declared != planned) {
+          differing += std::string(differing.empty() ? "" : ", ") + field + " " +
+                       std::to_string(declared) + " in the declaration, " +
+                       std::to_string(planned) + " in the plan";
+        }
+      };
+      compare("global batch", gbs, info.global_batch_size());
+      compare("micro-batch", micro, info.micro_batch_size());
+      compare("sequence length", seq, info.seq_len());
+      if (!differing.empty()) {
         ++problems;
-        violation("batch.accumulation",
-                  "expected " + std::to_string(gbs) + " sequences per step (declaration) = " +
-                      "micro-batches x micro_batch x dp, the plan has " +
-                      std::to_string(accumulation) + " x " +
-                      std::to_string(info.micro_batch_size()) + " x " + std::to_string(dp) +
-                      " (global batch " + std::to_string(info.global_batch_size()) + ", seq " +
-                      std::to_string(info.seq_len()) + ")" + at(stage));
+        violation("batch.accumulation", "the plan is not of this batch: " + differing +
+                                            " (compiled from another declaration?)" + at(stage));
+      } else if (sequences != static_cast<long double>(gbs)) {
+        ++problems;
+        violation("batch.accumulation", "expected " + std::to_string(gbs) +
+                                            " sequences per step (declaration) = " +
+                                            "micro-batches x micro_batch x dp, the plan has " +
+                                            std::to_string(accumulation) + " x " +
+                                            std::to_string(info.micro_batch_size()) + " x " +
+                                            std::to_string(dp) + at(stage));
       }
       const plan::Program *step = findProgram(plan, "train_step");
       if (!step) {

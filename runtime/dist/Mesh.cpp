@@ -251,9 +251,27 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
   int64_t micro = mesh.microBatch > 0 ? mesh.microBatch : model.microBatch;
   mesh.microBatch = micro;
   if (model.globalBatch % (mesh.dp * micro) != 0) {
-    return invalid("the global batch of " + str(model.globalBatch) +
+    // What would work: the nearest data-parallel sizes that divide the batch's micro-batches,
+    // and the nearest global batches this dp takes.
+    const int64_t unit = mesh.dp * micro, samples = model.globalBatch;
+    std::string nearestDp;
+    if (samples % micro == 0) {
+      int64_t below = 0, above = 0;
+      for (int64_t dp = mesh.dp - 1; dp >= 1 && !below; --dp) {
+        below = samples / micro % dp == 0 ? dp : 0;
+      }
+      for (int64_t dp = mesh.dp + 1; dp <= samples / micro && !above; ++dp) {
+        above = samples / micro % dp == 0 ? dp : 0;
+      }
+      nearestDp = "dp=" + str(below) + (above ? " or dp=" + str(above) : "") +
+                  " divides it (a cluster of that many ranks times tp × pp), or ";
+    }
+    const int64_t lower = samples / unit * unit, upper = lower + unit;
+    return invalid("the global batch of " + str(samples) +
                    " samples is not divisible by dp × micro_batch = " + str(mesh.dp) + " × " +
-                   str(micro));
+                   str(micro) + ": " + nearestDp + "a global batch of " +
+                   (lower > 0 ? str(lower) + " or " : "") + str(upper) +
+                   " samples takes this dp (emit-model --set gbs=N)");
   }
   int64_t microBatches = model.globalBatch / (mesh.dp * micro);
   if (mesh.pp > 1 && microBatches < mesh.pp) {

@@ -168,6 +168,19 @@ Status TrainingSession::loadPlan() {
     path = stagePlanPath(path, rankCoordinates(stageMesh, rank.rank).pp);
   }
   MLPERF_RETURN_IF_ERROR(rt::loadPlan(path, planFile));
+  if (planMesh(planFile).pp > 1 && path == options.plan) {
+    // One stage's own file: every rank must read its own stage, found from the plan's name.
+    const MeshShape mesh = planMesh(planFile);
+    const std::string suffix = ".stage" + std::to_string(planFile.pipeline_stage()) + ".pb";
+    std::string name = path.size() > suffix.size() &&
+                               path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0
+                           ? path.substr(0, path.size() - suffix.size()) + ".pb"
+                           : "the name given to mlperfc compile -o";
+    return invalid(path + " is pipeline stage " + std::to_string(planFile.pipeline_stage()) +
+                   " of a " + std::to_string(mesh.pp) + "-stage plan: pass the plan's name, " +
+                   name + ", from which every rank reads its own stage (mpirun -np " +
+                   std::to_string(mesh.worldSize()) + " mlperf-run " + name + " ...)");
+  }
   if (planMesh(planFile).pp > 1) {
     // The stages' schedules must agree on every transfer before anything runs.
     std::vector<plan::Plan> stages(planMesh(planFile).pp);

@@ -9,6 +9,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -77,7 +78,9 @@ uint64_t commandBytes(const plan::Plan &plan, const plan::Command &command) {
   return bytes;
 }
 
-std::string planFingerprint(const plan::Plan &plan) {
+namespace {
+/// The part of a plan its fingerprint covers: what it computes.
+plan::Plan computedPart(const plan::Plan &plan) {
   plan::Plan computed = plan;
   computed.clear_producer();
   computed.clear_compile_options(); // how it was compiled, not what it computes
@@ -86,6 +89,24 @@ std::string planFingerprint(const plan::Plan &plan) {
       command.clear_origin(); // where in the declaration, not what
     }
   }
+  return computed;
+}
+} // namespace
+
+std::string planDifference(const plan::Plan &expected, const plan::Plan &found) {
+  std::string report;
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&report);
+  if (differencer.Compare(computedPart(expected), computedPart(found))) {
+    return "";
+  }
+  size_t lines = std::count(report.begin(), report.end(), '\n');
+  std::string first = report.substr(0, report.find('\n'));
+  return first + (lines > 1 ? " (and " + std::to_string(lines - 1) + " more differences)" : "");
+}
+
+std::string planFingerprint(const plan::Plan &plan) {
+  plan::Plan computed = computedPart(plan);
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

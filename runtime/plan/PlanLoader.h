@@ -53,6 +53,10 @@ std::vector<int64_t> stateLocalShape(const plan::Plan &plan, const plan::StateTe
 /// continues with the plan that trained them.
 std::string planFingerprint(const plan::Plan &plan);
 
+/// The first difference between two plans in what their fingerprints cover, as a field path
+/// and both values ("modified: model.seq_len: 64 -> 32", and how many more), or "" when equal.
+std::string planDifference(const plan::Plan &expected, const plan::Plan &found);
+
 /// Reads `path`, parses and validates it.
 Status loadPlan(const std::string &path, plan::Plan &plan);
 

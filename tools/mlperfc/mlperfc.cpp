@@ -80,7 +80,22 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &llvm::errs())) {
+  // One error per mistake: an unknown option's value (`--paralel dp=2`) would also be counted
+  // as a stray positional argument, a second error that is only the first one's echo.
+  std::string parseErrors;
+  llvm::raw_string_ostream parseErrorStream(parseErrors);
+  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &parseErrorStream)) {
+    const bool unknownOption =
+        parseErrors.find("Unknown command line argument") != std::string::npos;
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(parseErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef line : lines) {
+      if (unknownOption && (line.contains("Too many positional arguments") ||
+                            line.starts_with("Can specify at most"))) {
+        continue;
+      }
+      llvm::errs() << line << "\n";
+    }
     return 1;
   }
   if (checkCommand) {
