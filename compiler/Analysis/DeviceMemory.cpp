@@ -73,6 +73,33 @@ std::optional<int64_t> parseByteSize(std::string_view size) {
   return static_cast<int64_t>(bytes);
 }
 
+rt::Status parseMemoryHeadroom(std::string_view text, int64_t capacityBytes,
+                               int64_t &headroomBytes) {
+  if (text == "0") {
+    headroomBytes = 0;
+    return rt::Status::ok();
+  }
+  if (!text.empty() && text.back() == '%') {
+    double percent = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size() - 1, percent);
+    if (error == std::errc() && end == text.data() + text.size() - 1 && percent >= 0 &&
+        percent < 100) {
+      headroomBytes = static_cast<int64_t>(static_cast<double>(capacityBytes) * percent / 100.0);
+      return rt::Status::ok();
+    }
+  } else if (std::optional<int64_t> bytes = parseByteSize(text)) {
+    if (*bytes < capacityBytes) {
+      headroomBytes = *bytes;
+      return rt::Status::ok();
+    }
+    return invalid("--memory-headroom " + std::string(text) +
+                   " is not less than the device's capacity");
+  }
+  return invalid("--memory-headroom '" + std::string(text) +
+                 "': give a size with a unit (for example 2GiB), a percentage of the device "
+                 "below 100 (for example 2%), or 0");
+}
+
 rt::Status parseDevice(std::string_view text, DeviceMemory &device) {
   for (const KnownDevice &known : kKnownDevices) {
     if (text == known.name) {

@@ -27,7 +27,21 @@ class PlanOp;
 struct DeviceMemory {
   std::string name;          // "h100", or the NAME of NAME=SIZE
   int64_t capacityBytes = 0; // device memory as the CUDA runtime reports its total
+  /// What a fit should leave free (--memory-headroom): auto recompute aims for a peak of at
+  /// most capacity - headroom; a plan within capacity but with less free still compiles, with a
+  /// warning. The reserves are estimates: this is their margin of error.
+  int64_t headroomBytes = 0;
+  int64_t targetBytes() const { return capacityBytes - headroomBytes; }
 };
+
+/// The default --memory-headroom: 1 GiB, the spread of what the reserves estimate (the CUDA
+/// context is 0.5-1 GiB by driver and module loading; NCCL sizes its buffers at run time by
+/// channels and NCCL_BUFFSIZE; cuDNN versions other than 9.19 may ask for another workspace).
+constexpr int64_t kDefaultMemoryHeadroomBytes = int64_t{1} << 30;
+
+/// `--memory-headroom`: SIZE with a unit (as parseByteSize), `N%` of `capacityBytes`, or `0`.
+rt::Status parseMemoryHeadroom(std::string_view text, int64_t capacityBytes,
+                               int64_t &headroomBytes);
 
 /// `h100`, `h200`, `b200`, or `NAME=SIZE` with SIZE a positive number and a unit: B, KiB,
 /// MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000), e.g. `mygpu=80GiB`.

@@ -127,7 +127,8 @@ FailureOr<CompiledStep> compileForDevice(ModuleOp declaration, const TrainStepOp
     }
     bool changed = false;
     for (size_t stage = 0; stage < compiled.stages.size() && stage < models.size(); ++stage) {
-      int64_t overflow = compiled.stages[stage].peak() - device.capacityBytes;
+      // Against the target, which leaves the headroom free.
+      int64_t overflow = compiled.stages[stage].peak() - device.targetBytes();
       StageRecompute recompute = stageRecompute(models[stage]);
       int64_t &budget = trial.recomputeBudgets[stage];
       if (first) {

@@ -117,6 +117,14 @@ static cl::opt<std::string> compileDevice(
              "each rank's peak memory against it, recompute defaults to auto, and a strategy "
              "that cannot fit is refused with the strategies nearby that would"),
     cl::cat(mlperfcCategory()));
+static cl::opt<std::string> compileMemoryHeadroom(
+    "memory-headroom", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::value_desc("SIZE|PERCENT"),
+    cl::desc("With --device: what a fit should leave free, as a size (2GiB) or a share of the "
+             "device (2%); auto recompute aims for it and a plan that fits with less is "
+             "compiled with a warning (default 1GiB: the spread of the estimated reserves; 0 "
+             "for none)"),
+    cl::init("1GiB"), cl::cat(mlperfcCategory()));
 static cl::opt<bool> compileTiming(
     "timing", cl::sub(compileCommand),
     cl::desc("Print the wall time of every pass (MLIR's pass timing report) to stderr"),
@@ -330,6 +338,14 @@ static void describeRankMemory(const RankMemory &memory, const rt::MeshShape &me
     llvm::outs() << reserve.what << " " << rt::humanBytes(reserve.bytes);
   });
   llvm::outs() << ")\n";
+  if (peak <= device->capacityBytes && device->capacityBytes - peak < device->headroomBytes) {
+    llvm::outs() << "  warning: it fits with " << rt::humanBytes(device->capacityBytes - peak)
+                 << " free, less than the memory headroom of "
+                 << rt::humanBytes(device->headroomBytes)
+                 << " (--memory-headroom): a reserve larger than estimated would not fit; "
+                    "recompute more, shard more (zero=1, tp, pp), or accept it with a lower "
+                    "--memory-headroom\n";
+  }
 }
 
 /// A plan that cannot fit its device is not written: the error gives the numbers, and the
@@ -448,6 +464,13 @@ int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainS
     if (rt::Status parsed = parseDevice(compileDevice, *device); !parsed.isOk()) {
       return fail(parsed.message());
     }
+    if (rt::Status parsed = parseMemoryHeadroom(compileMemoryHeadroom, device->capacityBytes,
+                                                device->headroomBytes);
+        !parsed.isOk()) {
+      return fail(parsed.message());
+    }
+  } else if (compileMemoryHeadroom.getNumOccurrences() > 0) {
+    return fail("--memory-headroom is what a fit to --device leaves free: give --device too");
   }
   options.recompute = !compileRecompute.empty() ? std::string(compileRecompute)
                       : device                  ? "auto"
