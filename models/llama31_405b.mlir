@@ -4,7 +4,9 @@
 // this file is exactly what the command above writes. Semantics: docs/models.md.
 tg.model @llama31_405b {
   tg.benchmark {name = "llama31_405b", eval_every_samples = 18432, eval_samples = 5760,
-                target_metric = "log_perplexity", target_value = 5.6}
+                target_metric = "log_perplexity", target_value = 5.6,
+                rcp_batch_sizes = array<i64: 1152, 2304, 4608>,
+                rcp_mean_samples = array<i64: 313344, 368640, 493056>}
   tg.batch {global_batch_size = 1152, micro_batch_size = 1, seq_len = 8192}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05,
                 weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}

@@ -116,7 +116,11 @@ LlamaConfig llama31_405b() {
   c.endLr = 8e-7;
   c.decaySteps = c.maxSteps - c.warmupSteps;
   c.benchmark = "llama31_405b";
-  c.rcpMeanSamples.clear(); // the 8B's (this preset starts from it); no 405B RCP is known here
+  // rcps_llama31_405b.json (mlcommons/logging training_6.0.0): the olympic mean (fastest and
+  // slowest of six runs left out, as the RCP checker computes it) of samples to converge. Their
+  // LR and warmup are the batch rules above: 8e-5 and 8000 steps at 1152, 1.6e-4 and 4000 at
+  // 2304, 3.2e-4 and 2000 at 4608.
+  c.rcpMeanSamples = {{1152, 313344}, {2304, 368640}, {4608, 493056}};
   c.evalEvery = 18432;
   c.evalSamples = 5760;
   c.target = 5.6;
@@ -308,6 +312,38 @@ Setter choiceField(std::string LlamaConfig::*field, std::vector<std::string> cho
   };
 }
 
+/// `rcp=GBS:SAMPLES[/GBS:SAMPLES...]`: the reference convergence points of a variant (mean
+/// samples to converge at each global batch), for predict's and plan-search's time to train.
+Setter rcpField() {
+  return [](LlamaConfig &c, StringRef value) -> Error {
+    llvm::SmallVector<StringRef> points;
+    value.split(points, '/', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+    std::vector<std::pair<int64_t, int64_t>> parsed;
+    for (StringRef point : points) {
+      auto [gbs, samples] = point.split(':');
+      int64_t batch = 0, mean = 0;
+      if (gbs.trim().getAsInteger(10, batch) || samples.trim().getAsInteger(10, mean) ||
+          batch <= 0 || mean <= 0) {
+        return makeError("expected GBS:SAMPLES points separated by '/' (for example "
+                         "1152:313344/2304:368640), got '" +
+                         value + "'");
+      }
+      for (const auto &[seen, unused] : parsed) {
+        if (seen == batch) {
+          return makeError("global batch " + llvm::Twine(batch) + " is given twice");
+        }
+      }
+      parsed.emplace_back(batch, mean);
+    }
+    if (parsed.empty()) {
+      return makeError("expected at least one GBS:SAMPLES point");
+    }
+    llvm::sort(parsed);
+    c.rcpMeanSamples = std::move(parsed);
+    return Error::success();
+  };
+}
+
 const std::map<std::string, Setter> &setters() {
   static const std::map<std::string, Setter> table = {
       {"name", choiceField(&LlamaConfig::name, {})},
@@ -350,6 +386,7 @@ const std::map<std::string, Setter> &setters() {
       {"eval_samples", intField(&LlamaConfig::evalSamples)},
       {"target_metric", choiceField(&LlamaConfig::targetMetric, {"log_perplexity", "eval_loss"})},
       {"target", floatField(&LlamaConfig::target)},
+      {"rcp", rcpField()},
   };
   return table;
 }
@@ -457,7 +494,9 @@ Error applyLlamaSettings(LlamaConfig &config, StringRef settings) {
   static const char *const kArchitectureKeys[] = {"layers", "hidden", "heads", "kv_heads",
                                                   "ffn",    "vocab",  "seq"};
   if (llvm::any_of(kArchitectureKeys, [&](const char *key) { return set.contains(key); })) {
-    config.rcpMeanSamples.clear(); // another model converges elsewhere
+    if (!set.contains("rcp")) {
+      config.rcpMeanSamples.clear(); // another model converges elsewhere, unless stated
+    }
     config.description = "A variant of the " + config.name +
                          " declaration with other sizes: not an MLPerf benchmark configuration";
   }

@@ -52,8 +52,9 @@ struct LlamaConfig {
   std::string benchmark, targetMetric;
   int64_t evalEvery = 0, evalSamples = 0;
   double target = 0;
-  /// Reference convergence points: global batch -> mean samples to converge (the RCP file's
-  /// mean over its runs); only the benchmark's own model has them (not variants).
+  /// Reference convergence points: global batch -> mean samples to converge (the RCP checker's
+  /// olympic mean of the RCP file's runs); a variant with other sizes has them only when
+  /// `--set rcp=GBS:SAMPLES/...` states them.
   std::vector<std::pair<int64_t, int64_t>> rcpMeanSamples;
 
   int64_t headDim() const { return heads > 0 ? hidden / heads : 0; }
