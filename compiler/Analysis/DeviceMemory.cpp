@@ -5,6 +5,7 @@
 #include "compiler/Analysis/MemoryPlan.h"
 #include "dialects/Plan/IR/PlanOps.h"
 #include "runtime/cuda/Reserves.h"
+#include "runtime/plan/StepRoles.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -229,9 +230,11 @@ RankMemory rankMemory(plan_ir::PlanOp plan, const rt::MeshShape &mesh) {
       continue; // frozen: no gradient, no optimizer state
     }
     memory.gradients += bufferBytes.lookup(parameter.getGradAttr().getAttr());
-    memory.optimizerState += bufferBytes.lookup(parameter.getMasterAttr().getAttr()) +
-                             bufferBytes.lookup(parameter.getExpAvgAttr().getAttr()) +
-                             bufferBytes.lookup(parameter.getExpAvgSqAttr().getAttr());
+  }
+  for (auto state : body.getOps<plan_ir::StateOp>()) {
+    if (!rt::role::isFp8State(state.getRole())) { // the optimizer's (fp8 scaling state is tiny)
+      memory.optimizerState += bufferBytes.lookup(state.getBufferAttr().getAttr());
+    }
   }
   for (auto arena : body.getOps<plan_ir::ArenaOp>()) {
     (arena.getMemoryClass() == plan_ir::MemoryClass::persistent ? memory.persistentArena

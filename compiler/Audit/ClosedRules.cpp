@@ -258,12 +258,17 @@ private:
                                       (number ? "has " + shown(*number) : "lacks it"));
       }
     }
-    size_t declaredCount = declared ? declared.size() : 0;
+    // What the plan must carry: the optimizer's keys and the benchmark's own.
+    NamedAttrList planKeys(optimizer.getMLLogKeys());
+    if (declared) {
+      planKeys.append(declared.getValue());
+    }
+    size_t declaredCount = planKeys.getAttrs().size();
     for (size_t stage = 0; stage < stages.size(); ++stage) {
       const plan::ModelInfo &info = stages[stage].model();
       bool same = static_cast<size_t>(info.mllog_size()) == declaredCount;
       for (const plan::Attribute &key : info.mllog()) {
-        Attribute value = declared ? declared.get(key.name()) : Attribute();
+        Attribute value = planKeys.get(key.name());
         auto integer = dyn_cast_or_null<IntegerAttr>(value);
         auto real = dyn_cast_or_null<FloatAttr>(value);
         auto text = dyn_cast_or_null<StringAttr>(value);
@@ -273,7 +278,8 @@ private:
       }
       if (!same) {
         ++problems;
-        violation("mllog", "the plan's log keys differ from the declaration's tg.benchmark mllog" +
+        violation("mllog", "the plan's log keys differ from the declaration's (tg.optimizer's "
+                           "hyperparameters and tg.benchmark's mllog)" +
                                at(stage));
       }
     }
@@ -850,7 +856,7 @@ private:
       std::set<std::string> trained;
       for (const plan::Plan &plan : stages) {
         for (const plan::StateTensor &tensor : plan.state()) {
-          if (tensor.role() == rt::role::kMaster) {
+          if (tensor.role() != rt::role::kParam && !rt::role::isFp8State(tensor.role())) {
             trained.insert(tensor.param());
           }
         }
@@ -1177,24 +1183,22 @@ llvm::json::Object declaredHyperparameters(tg::ModelOp declaration) {
       {"opt_learning_rate_warmup_steps", schedule.getWarmupSteps()},
       {"opt_learning_rate_decay_steps", schedule.getDecaySteps()},
       {"opt_learning_rate_decay_schedule", kind},
-      {"opt_adamw_beta_1", optimizer.getBeta1().convertToDouble()},
-      {"opt_adamw_beta_2", optimizer.getBeta2().convertToDouble()},
-      {"opt_adamw_epsilon", optimizer.getEpsilon().convertToDouble()},
-      {"opt_adamw_weight_decay", optimizer.getWeightDecay().convertToDouble()},
-      {"opt_gradient_clip_norm", optimizer.getClipGradNorm().convertToDouble()},
       {"eval_samples", benchmark.getEvalSamplesAttr().getInt()},
       {"max_steps", schedule.getMaxSteps()},
       {"opt_learning_rate_training_steps", schedule.getMaxSteps()},
   };
+  // The optimizer's keys (as the plan carries them) and the benchmark's own.
+  SmallVector<NamedAttribute> declaredKeys = optimizer.getMLLogKeys();
   if (DictionaryAttr mllog = benchmark.getMllogAttr()) {
-    for (NamedAttribute entry : mllog) {
-      if (auto integer = dyn_cast<IntegerAttr>(entry.getValue())) {
-        keys[entry.getName().strref()] = integer.getInt();
-      } else if (auto real = dyn_cast<FloatAttr>(entry.getValue())) {
-        keys[entry.getName().strref()] = real.getValueAsDouble();
-      } else if (auto text = dyn_cast<StringAttr>(entry.getValue())) {
-        keys[entry.getName().strref()] = text.str();
-      }
+    llvm::append_range(declaredKeys, mllog.getValue());
+  }
+  for (NamedAttribute entry : declaredKeys) {
+    if (auto integer = dyn_cast<IntegerAttr>(entry.getValue())) {
+      keys[entry.getName().strref()] = integer.getInt();
+    } else if (auto real = dyn_cast<FloatAttr>(entry.getValue())) {
+      keys[entry.getName().strref()] = real.getValueAsDouble();
+    } else if (auto text = dyn_cast<StringAttr>(entry.getValue())) {
+      keys[entry.getName().strref()] = text.str();
     }
   }
   return keys;

@@ -278,9 +278,14 @@ public:
     auto trainStep =
         dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "train_step"));
     if (trainStep) {
-      TrainState state = initialTrainState(*params);
-      state.seed = kEvidenceSeed; // the plans' seed: their dropout masks
       ReferenceTrainer trainer(model);
+      FailureOr<TrainState> initial = trainer.initialState(*params);
+      if (failed(initial)) {
+        outcome.undefined = "the interpreter failed on @init_optimizer (errors above)";
+        return outcome;
+      }
+      TrainState state = std::move(*initial);
+      state.seed = kEvidenceSeed; // the plans' seed: their dropout masks
       for (int step = 0; step < kEvidenceSteps; ++step) {
         FailureOr<StepMetrics> metrics = trainer.step(state, batch.tokens, batch.labels);
         if (failed(metrics)) {

@@ -15,42 +15,28 @@ using mlperf::rt::HostTensor;
 
 namespace mlperf {
 
-TrainState initialTrainState(ParamValues params) {
-  TrainState state;
-  for (const auto &[name, value] : params) {
-    HostTensor master = value;
-    master.dtype = DType::kF32; // bf16 values are exact in f32
-    state.masters[name] = master;
-    state.m[name] = HostTensor::zeros(DType::kF32, value.shape);
-    state.v[name] = HostTensor::zeros(DType::kF32, value.shape);
-  }
-  state.params = std::move(params);
-  return state;
-}
-
 namespace role = rt::role;
 
-/// The train-state group of a per-parameter role (@train_step's roles, StepRoles.h).
-static ParamValues *stateGroup(TrainState &state, std::string_view kind) {
+/// The train-state group of a per-parameter role: the parameters, or one kind of the
+/// optimizer's state (created when `create`).
+static ParamValues *stateGroup(TrainState &state, const std::string &kind, bool create) {
   if (kind == role::kParam) {
     return &state.params;
   }
-  if (kind == role::kMaster) {
-    return &state.masters;
+  if (kind == role::kGrad || role::isFp8State(kind)) {
+    return nullptr; // not state the interpreter carries
   }
-  if (kind == role::kExpAvg) {
-    return &state.m;
+  auto it = state.optimizer.find(kind);
+  if (it == state.optimizer.end()) {
+    return create ? &state.optimizer[kind] : nullptr;
   }
-  if (kind == role::kExpAvgSq) {
-    return &state.v;
-  }
-  return nullptr;
+  return &it->second;
 }
 
 FailureOr<TrainState> ReferenceTrainer::initialState(ParamValues params) {
   auto init = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "init_optimizer"));
   if (!init) {
-    return initialTrainState(std::move(params));
+    return model.emitError() << "the model has no @init_optimizer: run the train-step pipeline";
   }
   // As the plan starts it: @init_optimizer from the parameters (a ZeRO-1 rank its shards).
   TrainState state;
@@ -70,7 +56,7 @@ FailureOr<TrainState> ReferenceTrainer::initialState(ParamValues params) {
   }
   for (unsigned i = 0; i < init.getNumResults(); ++i) {
     std::optional<StepRole> r = resultRole(init, i);
-    ParamValues *group = r ? stateGroup(state, r->role) : nullptr;
+    ParamValues *group = r ? stateGroup(state, r->role, /*create=*/true) : nullptr;
     if (!group) {
       return init.emitError() << "result " << i << " has no train-state role";
     }
@@ -122,9 +108,10 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
       HostTensor seedTensor = HostTensor::zeros(DType::kI64, {});
       seedTensor.ints[0] = static_cast<int64_t>(state.seed);
       args.push_back(std::move(seedTensor));
-    } else if (ParamValues *group = r ? stateGroup(state, r->role) : nullptr) {
-      auto it = group->find(r->param);
-      if (it == group->end()) {
+    } else if (r && !r->param.empty()) {
+      ParamValues *group = stateGroup(state, r->role, /*create=*/false);
+      auto it = group ? group->find(r->param) : ParamValues::iterator();
+      if (!group || it == group->end()) {
         return trainStep.emitError()
                << "no " << r->role << " state for parameter @\"" << r->param << "\"";
       }
@@ -158,7 +145,7 @@ FailureOr<StepMetrics> ReferenceTrainer::step(TrainState &state, const HostTenso
       metrics.lr = value.values[0];
     } else if (r->role == role::kGradNorm) {
       metrics.gradNorm = value.values[0];
-    } else if (ParamValues *group = stateGroup(state, r->role)) {
+    } else if (ParamValues *group = stateGroup(state, r->role, /*create=*/false)) {
       updates.push_back({group, {r->param, &value}});
     }
   }

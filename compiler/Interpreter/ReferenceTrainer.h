@@ -12,22 +12,24 @@
 
 #include "compiler/Interpreter/TGInterpreter.h"
 
+#include <map>
+
 namespace mlperf {
 
+/// What training carries from step to step, as the plan's train state holds it: the
+/// parameters and, by role, the optimizer's state of the trained ones.
 struct TrainState {
-  ParamValues params;        // in their declared types
-  ParamValues masters, m, v; // f32 master weights and AdamW moments
-  int64_t step = 0;          // optimizer steps taken
-  uint64_t seed = 0;         // the run's seed, which keys the dropout masks
+  ParamValues params; // in their declared types
+  // Role ("master", "exp_avg", ...: @optimizer_step's tg.role) -> parameter -> value.
+  std::map<std::string, ParamValues> optimizer;
+  int64_t step = 0;  // optimizer steps taken
+  uint64_t seed = 0; // the run's seed, which keys the dropout masks
 };
 
 struct StepMetrics {
   int64_t step = 0;
   double loss = 0, lr = 0, gradNorm = 0;
 };
-
-/// The state before the first step: f32 masters equal to the parameters, zero moments.
-TrainState initialTrainState(ParamValues params);
 
 class ReferenceTrainer {
 public:
@@ -37,7 +39,7 @@ public:
       : model(model), communicator(communicator) {}
 
   /// The state before the first step as the plan starts it: @init_optimizer of the
-  /// parameters (a ZeRO-1 rank's masters and moments are its shards), or initialTrainState.
+  /// parameters (a ZeRO-1 rank's optimizer state is its shards).
   mlir::FailureOr<TrainState> initialState(ParamValues params);
 
   /// One optimizer step on this rank's micro-batches: tokens and labels [rows, seq], rows the

@@ -107,11 +107,6 @@ LogicalResult fillModelInfo(plan_ir::PlanOp planOp, plan::ModelInfo &info) {
   info.set_target_metric(str("target_metric"));
   info.set_target_value(real("target_value"));
   info.set_optimizer(str("optimizer"));
-  info.set_beta1(real("beta1"));
-  info.set_beta2(real("beta2"));
-  info.set_epsilon(real("epsilon"));
-  info.set_weight_decay(real("weight_decay"));
-  info.set_clip_grad_norm(real("clip_grad_norm"));
   info.set_lr_schedule(str("lr_schedule"));
   info.set_base_lr(real("base_lr"));
   info.set_end_lr(real("end_lr"));
@@ -201,23 +196,17 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     }
   }
   auto id = [&](Attribute ref) { return idOf.lookup(cast<FlatSymbolRefAttr>(ref).getAttr()); };
-  // The train state: per parameter its value and its optimizer state, by checkpoint name.
-  for (auto parameter : body.getOps<plan_ir::ParameterOp>()) {
-    namespace role = rt::role;
-    for (auto [kind, ref] : {std::pair{role::kParam, parameter.getValueAttr()},
-                             {role::kMaster, parameter.getMasterAttr()},
-                             {role::kExpAvg, parameter.getExpAvgAttr()},
-                             {role::kExpAvgSq, parameter.getExpAvgSqAttr()}}) {
-      if (!ref) {
-        continue; // a frozen parameter has no optimizer state
-      }
+  // The train state, by checkpoint name: per parameter its value, then the state tensors
+  // (optimizer state and tg-fp8's scaling state) in the plan's order.
+  for (Operation &op : body) {
+    if (auto parameter = dyn_cast<plan_ir::ParameterOp>(op)) {
       plan::StateTensor *out = result.add_state();
-      out->set_name(role::stateKey(kind, parameter.getName()));
-      out->set_buffer(id(ref));
-      out->set_role(std::string(kind));
+      out->set_name(parameter.getName().str());
+      out->set_buffer(id(parameter.getValueAttr()));
+      out->set_role(std::string(rt::role::kParam));
       out->set_param(parameter.getName().str());
       // --init-from slices full weights into the parameter; its state starts from it.
-      if (parameter.getSplitAxis() && kind == role::kParam) {
+      if (parameter.getSplitAxis()) {
         out->set_split_axis(parameter.getSplitAxis()->str());
         out->set_split_dim(*parameter.getSplitDim());
         out->set_split_count(*parameter.getSplitCount());
@@ -227,8 +216,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
           }
         }
       }
-      if (std::optional<ArrayAttr> parts = parameter.getCheckpointParts();
-          parts && kind == role::kParam) {
+      if (std::optional<ArrayAttr> parts = parameter.getCheckpointParts()) {
         for (Attribute part : *parts) {
           out->add_checkpoint_parts(cast<StringAttr>(part).str());
         }
@@ -238,24 +226,25 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
           }
         }
       }
-      std::optional<llvm::ArrayRef<int64_t>> valueShardOf = parameter.getValueShardOf();
-      if (parameter.getShardAxis() && (kind != role::kParam || valueShardOf)) {
+      // A ZeRO-3 value is a shard of the (tensor-parallel local) parameter.
+      if (std::optional<llvm::ArrayRef<int64_t>> valueShardOf = parameter.getValueShardOf()) {
         out->set_shard_axis(parameter.getShardAxis()->str());
         out->set_shard_count(*parameter.getShardCount());
-      }
-      if (valueShardOf && kind == role::kParam) {
         for (int64_t dim : *valueShardOf) {
           out->add_unsharded_shape(dim);
         }
       }
+    } else if (auto state = dyn_cast<plan_ir::StateOp>(op)) {
+      plan::StateTensor *out = result.add_state();
+      out->set_name(state.getName().str());
+      out->set_buffer(id(state.getBufferAttr()));
+      out->set_role(state.getRole().str());
+      out->set_param(state.getParam().str());
+      if (std::optional<StringRef> axis = state.getShardAxis()) {
+        out->set_shard_axis(axis->str());
+        out->set_shard_count(*state.getShardCount());
+      }
     }
-  }
-  for (auto state : body.getOps<plan_ir::StateOp>()) {
-    plan::StateTensor *out = result.add_state();
-    out->set_name(state.getName().str());
-    out->set_buffer(id(state.getBufferAttr()));
-    out->set_role(state.getRole().str());
-    out->set_param(state.getParam().str());
   }
   for (auto program : body.getOps<plan_ir::ProgramOp>()) {
     plan::Program *out = result.add_programs();

@@ -28,6 +28,15 @@ constexpr llvm::StringLiteral kInitZeros = "zeros";
 // On the calls and transfers of @train_step: the micro-batch they work on (for readers).
 constexpr llvm::StringLiteral kMicroBatchAttr = "tg.micro_batch";
 
+/// The per-parameter optimizer state roles tg-optimizer gives @optimizer_step's arguments:
+/// the f32 master weight and AdamW's moments. Only the compiler knows them; the plan names
+/// them and the runtime carries them through by name.
+namespace optimizer_role {
+constexpr llvm::StringLiteral kMaster = "master";
+constexpr llvm::StringLiteral kExpAvg = "exp_avg";
+constexpr llvm::StringLiteral kExpAvgSq = "exp_avg_sq";
+} // namespace optimizer_role
+
 /// A role and, for per-parameter state, the parameter's name.
 struct StepRole {
   std::string role;

@@ -8,10 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Support/RewriteClass.h"
+#include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
+#include "runtime/plan/StepRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
 #define DEBUG_TYPE "dist-partition"
@@ -106,13 +109,40 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
   }
 
   LogicalResult partitionOptimizer(tg::ModelOp model, func::FuncOp step) {
-    size_t count = (step.getNumArguments() - 1) / 4;
     Block &entry = step.getBody().front();
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
-    ArrayAttr names = step->getAttrOfType<ArrayAttr>("tg.parameters");
-    if (step.getNumArguments() != 1 + 4 * count || !names || names.size() != count) {
-      return step.emitError() << "dist-partition: @optimizer_step is not tg-optimizer's";
+    // The arguments and results by role (tg-optimizer's): per trained parameter, in gradient
+    // order, its gradient, its optimizer state and its new value.
+    SmallVector<unsigned> gradArgs;
+    SmallVector<StringRef> names;
+    llvm::StringMap<SmallVector<unsigned>> stateArgs;
+    llvm::StringMap<unsigned> paramResult;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      std::optional<StepRole> r = argRole(step, i);
+      if (!r) {
+        return step.emitError() << "dist-partition: @optimizer_step argument " << i
+                                << " has no tg.role: run tg-optimizer";
+      }
+      if (r->role == rt::role::kGrad) {
+        gradArgs.push_back(i);
+      } else if (r->role != rt::role::kStep && !rt::role::isFp8State(r->role)) {
+        stateArgs[r->param].push_back(i);
+      }
     }
+    for (unsigned i = 0; i < step.getNumResults(); ++i) {
+      if (std::optional<StepRole> r = resultRole(step, i); r && r->role == rt::role::kParam) {
+        paramResult[r->param] = i;
+      }
+    }
+    for (unsigned i : gradArgs) {
+      auto param = cast<FlatSymbolRefAttr>(step.getArgAttrDict(i).get(kRoleParamAttr));
+      if (!paramResult.count(param.getValue())) {
+        return step.emitError() << "dist-partition: @optimizer_step returns no new value of "
+                                << param;
+      }
+      names.push_back(param.getValue());
+    }
+    size_t count = gradArgs.size();
     MLIRContext *context = step.getContext();
     OpBuilder builder = OpBuilder::atBlockBegin(&entry);
 
@@ -123,13 +153,14 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
         context, FlatSymbolRefAttr::get(context, kMesh),
         ArrayAttr::get(context, {ArrayAttr::get(context, {StringAttr::get(context, "dp")})}),
         DenseI64ArrayAttr());
-    llvm::DenseMap<Value, size_t> gradIndex; // the gradient value tg.adamw reads -> parameter
+    llvm::DenseMap<Value, size_t> gradIndex; // the gradient value an update reads -> parameter
     for (size_t i = 0; i < count; ++i) {
-      Value grad = entry.getArgument(1 + i);
+      Value grad = entry.getArgument(gradArgs[i]);
       auto type = cast<RankedTensorType>(grad.getType());
-      paramTypes.push_back(cast<RankedTensorType>(ret.getOperand(i).getType()));
+      paramTypes.push_back(
+          cast<RankedTensorType>(ret.getOperand(paramResult.lookup(names[i])).getType()));
       // A sequence-parallel norm weight has one gradient share per sequence slice.
-      auto param = SymbolTable::lookupSymbolIn(model, cast<FlatSymbolRefAttr>(names[i]).getAttr());
+      auto param = SymbolTable::lookupSymbolIn(model, names[i]);
       if (tp > 1 && param && param->hasAttr("dist.sequence_parallel")) {
         Value sum = collective<dist::AllReduceStartOp>(builder, grad.getLoc(), grad, type, "tp");
         grad.replaceAllUsesExcept(sum,
@@ -151,7 +182,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       int64_t elements = type.getNumElements();
       if (elements % dp != 0) {
         return step.emitError() << "dist-partition: zero=" << mesh.getZero()
-                                << " shards every parameter over dp=" << dp << ", but " << names[i]
+                                << " shards every parameter over dp=" << dp << ", but @" << names[i]
                                 << " has " << elements << " elements on each rank";
       }
       auto flatType = RankedTensorType::get({elements}, type.getElementType());
@@ -159,10 +190,16 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       Value flat = tg::ReshapeOp::create(builder, grad.getLoc(), flatType, grad);
       grads.push_back(
           collective<dist::ReduceScatterStartOp>(builder, grad.getLoc(), flat, shardType, "dp"));
-      auto stateShard = RankedTensorType::get({elements / dp}, builder.getF32Type());
-      for (size_t group = 1; group <= 3; ++group) {
-        unsigned index = 1 + group * count + i;
-        entry.getArgument(index).setType(stateShard);
+      // Its optimizer state, whatever the optimizer keeps, as this rank's flat shard.
+      for (unsigned index : stateArgs.lookup(names[i])) {
+        BlockArgument state = entry.getArgument(index);
+        auto stateType = cast<RankedTensorType>(state.getType());
+        if (stateType.getNumElements() != elements) {
+          return step.emitError() << "dist-partition: the " << argRole(step, index)->role
+                                  << " state of @" << names[i] << " is " << stateType
+                                  << ", not one element per parameter element";
+        }
+        state.setType(RankedTensorType::get({elements / dp}, stateType.getElementType()));
         step.setArgAttr(index, "dist.sharding", sharding);
       }
     }
@@ -177,8 +214,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       builder.setInsertionPoint(norm);
       SmallVector<Value> split, replicated;
       for (size_t i = 0; i < count; ++i) {
-        auto param =
-            SymbolTable::lookupSymbolIn(model, cast<FlatSymbolRefAttr>(names[i]).getAttr());
+        auto param = SymbolTable::lookupSymbolIn(model, names[i]);
         (param && param->hasAttr("dist.sharding") ? split : replicated).push_back(grads[i]);
       }
       Location loc = norm.getLoc();
@@ -208,42 +244,72 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
       return success();
     }
 
-    // 3. ZeRO-1: AdamW on the shards; the new parameter is the gather of the rounded shards.
-    SmallVector<Value> returned(ret.getOperands());
-    for (auto update : llvm::to_vector(entry.getOps<tg::AdamWOp>())) {
-      auto found = gradIndex.find(update.getGrad());
-      size_t i = found == gradIndex.end() ? count : found->second;
+    // 3. ZeRO-1: each update (elementwise over a parameter's state and gradient) on the
+    // shards; the new parameter is the gather of the rounded shard of the new master (the
+    // update result it was converted from).
+    // What it returned before (an erased update drops its uses, the return's operands too).
+    const SmallVector<Value> original(ret.getOperands());
+    SmallVector<Value> returned(original);
+    for (Operation *update : updateOps(entry)) {
+      size_t i = count;
+      for (Value operand : update->getOperands()) {
+        if (auto found = gradIndex.find(operand); found != gradIndex.end()) {
+          i = found->second;
+        }
+      }
       if (i >= count) {
-        return update.emitError() << "dist-partition: tg.adamw must read a gradient argument";
+        return update->emitError()
+               << "dist-partition: " << update->getName() << " must read a gradient argument";
       }
       builder.setInsertionPoint(update);
-      Type stateShard = update.getMaster().getType();
-      auto sharded = tg::AdamWOp::create(
-          builder, update.getLoc(), stateShard, stateShard, stateShard, update.getMaster(),
-          update.getM(), update.getV(), grads[i], update.getLr(), update.getClip(),
-          update.getStep(), update.getBeta1Attr(), update.getBeta2Attr(), update.getEpsilonAttr(),
-          update.getWeightDecayAttr());
+      IRMapping mapping;
+      for (Value operand : update->getOperands()) {
+        if (auto found = gradIndex.find(operand); found != gradIndex.end() && found->second == i) {
+          mapping.map(operand, grads[i]);
+        }
+      }
+      Operation *sharded = builder.clone(*update, mapping);
+      for (auto [result, old] : llvm::zip(sharded->getResults(), update->getResults())) {
+        auto oldType = cast<RankedTensorType>(old.getType());
+        result.setType(
+            RankedTensorType::get({oldType.getNumElements() / dp}, oldType.getElementType()));
+      }
+      unsigned valueIndex = paramResult.lookup(names[i]);
+      Value newValue = original[valueIndex];
+      if (auto convert = newValue.getDefiningOp<tg::ConvertOp>()) {
+        newValue = convert.getInput();
+      }
+      auto master = dyn_cast<OpResult>(newValue);
+      if (!master || master.getOwner() != update) {
+        return update->emitError() << "dist-partition: the new value of @" << names[i]
+                                   << " is not a result of its update";
+      }
       RankedTensorType paramType = paramTypes[i];
-      Value shard = sharded.getNewMaster();
+      Value shard = sharded->getResult(master.getResultNumber());
       auto shardType = cast<RankedTensorType>(shard.getType());
       if (paramType.getElementType() != shardType.getElementType()) {
         shard = tg::ConvertOp::create(
-            builder, update.getLoc(),
+            builder, update->getLoc(),
             RankedTensorType::get(shardType.getShape(), paramType.getElementType()), shard);
       }
       if (shardParameters) {
         // ZeRO-3: the parameter stays a shard (dist-shard-parameters gathers it where read).
-        returned[i] = shard;
+        returned[valueIndex] = shard;
       } else {
         auto flatType =
             RankedTensorType::get({paramType.getNumElements()}, paramType.getElementType());
         Value gathered =
-            collective<dist::AllGatherStartOp>(builder, update.getLoc(), shard, flatType, "dp");
-        returned[i] = tg::ReshapeOp::create(builder, update.getLoc(), paramType, gathered);
+            collective<dist::AllGatherStartOp>(builder, update->getLoc(), shard, flatType, "dp");
+        returned[valueIndex] =
+            tg::ReshapeOp::create(builder, update->getLoc(), paramType, gathered);
       }
-      returned[count + i] = sharded.getNewMaster();
-      returned[2 * count + i] = sharded.getNewM();
-      returned[3 * count + i] = sharded.getNewV();
+      // The new state: the sharded update's results where the old ones were returned.
+      for (auto [j, operand] : llvm::enumerate(original)) {
+        auto result = dyn_cast<OpResult>(operand);
+        if (result && result.getOwner() == update && j != valueIndex) {
+          returned[j] = sharded->getResult(result.getResultNumber());
+        }
+      }
       // The old update's users (the return, converts to the parameter type) go away below.
       update->dropAllUses();
       update->erase();
@@ -267,6 +333,17 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     step.setFunctionType(FunctionType::get(context, entry.getArgumentTypes(),
                                            entry.getTerminator()->getOperandTypes()));
     return success();
+  }
+
+  /// The optimizer's per-parameter updates of @optimizer_step (tg-optimizer's).
+  static SmallVector<Operation *> updateOps(Block &entry) {
+    SmallVector<Operation *> updates;
+    for (Operation &op : entry) {
+      if (isa<tg::AdamWOp>(op)) {
+        updates.push_back(&op);
+      }
+    }
+    return updates;
   }
 
   dist::MeshOp mesh;

@@ -80,8 +80,6 @@ private:
   // Per parameter and state role ("param", "master", ...), its persistent buffer.
   std::map<std::pair<std::string, std::string>, FlatSymbolRefAttr> stateBuffers;
   FlatSymbolRefAttr stepRef, lrRef, normRef, lossRef, seedRef;
-  // ZeRO-1: parameter name -> (mesh axis, shard count) of its optimizer state.
-  llvm::StringMap<std::pair<std::string, int64_t>> shards;
   // Symbols of the plan: the arenas and programs, then every buffer.
   llvm::StringSet<> usedNames{"persistent",       "activations",       "forward",
                               "forward_backward", "forward_and_stash", "backward_from_stash",
@@ -93,6 +91,29 @@ private:
 bool isFp8State(func::FuncOp func, unsigned index, bool argument) {
   std::optional<StepRole> role = argument ? argRole(func, index) : resultRole(func, index);
   return role && rt::role::isFp8State(role->role);
+}
+
+/// Per parameter, the arguments of @optimizer_step that are its optimizer state (every role
+/// but the step, the gradients and tg-fp8's scaling state), in argument order.
+FailureOr<llvm::StringMap<SmallVector<unsigned>>> optimizerStateArgs(func::FuncOp optimizerStep) {
+  llvm::StringMap<SmallVector<unsigned>> stateArgs;
+  for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
+    std::optional<StepRole> role = argRole(optimizerStep, i);
+    if (!role) {
+      return optimizerStep.emitError()
+             << "plan-from-tg: @optimizer_step argument " << i << " has no tg.role";
+    }
+    if (role->role == rt::role::kStep || role->role == rt::role::kGrad ||
+        rt::role::isFp8State(role->role)) {
+      continue;
+    }
+    if (role->param.empty()) {
+      return optimizerStep.emitError() << "plan-from-tg: @optimizer_step argument " << i
+                                       << " (role '" << role->role << "') names no parameter";
+    }
+    stateArgs[role->param].push_back(i);
+  }
+  return stateArgs;
 }
 
 /// The buffers of a sub-program's fp8 state arguments or results, one per (role, group).
@@ -512,9 +533,20 @@ DictionaryAttr PlanBuilder::modelInfo(StringRef precision, int64_t accumulation)
     if (IntegerAttr skip = benchmark.getEvalSkipAttr()) {
       add("eval_skip", skip);
     }
-    if (DictionaryAttr mllog = benchmark.getMllogAttr()) {
-      add("mllog", mllog);
+  }
+  // Every MLPerf key the runtime logs as it is: the optimizer's hyperparameters, then what
+  // the benchmark declares (tg.benchmark's verifier keeps the two apart).
+  NamedAttrList mllog;
+  for (auto optimizer : body.getOps<tg::OptimizerOp>()) {
+    mllog.append(optimizer.getMLLogKeys());
+  }
+  for (auto benchmark : body.getOps<tg::BenchmarkOp>()) {
+    if (DictionaryAttr declared = benchmark.getMllogAttr()) {
+      mllog.append(declared.getValue());
     }
+  }
+  if (!mllog.empty()) {
+    add("mllog", mllog.getDictionary(builder.getContext()));
   }
   for (auto batch : body.getOps<tg::BatchOp>()) {
     add("global_batch_size", batch.getGlobalBatchSizeAttr());
@@ -523,11 +555,6 @@ DictionaryAttr PlanBuilder::modelInfo(StringRef precision, int64_t accumulation)
   }
   for (auto optimizer : body.getOps<tg::OptimizerOp>()) {
     add("optimizer", optimizer.getNameAttr());
-    add("beta1", optimizer.getBeta1Attr());
-    add("beta2", optimizer.getBeta2Attr());
-    add("epsilon", optimizer.getEpsilonAttr());
-    add("weight_decay", optimizer.getWeightDecayAttr());
-    add("clip_grad_norm", optimizer.getClipGradNormAttr());
   }
   for (auto schedule : body.getOps<tg::LRScheduleOp>()) {
     add("lr_schedule", schedule.getKindAttr());
@@ -578,59 +605,35 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   persistent = FlatSymbolRefAttr::get(context, "persistent");
   activations = FlatSymbolRefAttr::get(context, "activations");
 
-  // Persistent memory: per parameter its value, gradient and optimizer state.
+  // Persistent memory: per parameter its value and, when trained, its gradient and optimizer
+  // state. What the state is (roles, types, ZeRO-1 shards) is read from @optimizer_step's
+  // arguments, so another optimizer changes nothing here.
   Block &body = model.getBody().front();
-  SmallVector<FlatSymbolRefAttr> values, grads, masters, moments, squares;
-  SmallVector<std::tuple<tg::ParamOp, FlatSymbolRefAttr, FlatSymbolRefAttr, FlatSymbolRefAttr,
-                         FlatSymbolRefAttr, FlatSymbolRefAttr>>
-      parameters;
-  // @optimizer_step holds state for the trained parameters only (tg-optimizer skips frozen
-  // ones), in declaration order.
-  size_t parameterIndex = 0,
-         parameterCount = llvm::count_if(body.getOps<tg::ParamOp>(),
-                                         [](tg::ParamOp param) { return !param.getFrozen(); });
-  // A malformed @optimizer_step keeps whole f32 state here; buildProgram reports its signature.
-  // fp8 scaling state (tg-fp8) follows the step, gradients and optimizer state.
-  unsigned optimizerCoreArgs = 0;
-  for (unsigned i = 0; i < optimizerStep.getNumArguments(); ++i) {
-    optimizerCoreArgs += isFp8State(optimizerStep, i, true) ? 0 : 1;
+  FailureOr<llvm::StringMap<SmallVector<unsigned>>> stateArgsOf = optimizerStateArgs(optimizerStep);
+  if (failed(stateArgsOf)) {
+    return failure();
   }
-  bool wellFormedStep = optimizerCoreArgs == 1 + 4 * parameterCount;
+  struct ParameterBuffers {
+    tg::ParamOp param;
+    FlatSymbolRefAttr value, grad;
+    // Its optimizer state: (role, buffer, ZeRO-1 shard axis and count) in argument order.
+    SmallVector<std::tuple<StringRef, FlatSymbolRefAttr, StringAttr, int64_t>> state;
+  };
+  SmallVector<ParameterBuffers> parameters;
   for (auto param : body.getOps<tg::ParamOp>()) {
     if (param.getRepeat()) {
       return param.emitError() << "plan-from-tg needs concrete parameters: run "
                                   "tg-inline-layers first";
     }
     StringRef name = param.getSymName();
+    ParameterBuffers &entry = parameters.emplace_back();
+    entry.param = param;
+    entry.value = addBuffer(name, param.getType(), persistent);
+    parameterValue[name] = entry.value;
+    stateBuffers[{std::string(rt::role::kParam), name.str()}] = entry.value;
     if (param.getFrozen()) {
-      // Its value only: no gradient, master weight or moments.
-      FlatSymbolRefAttr value = addBuffer(name, param.getType(), persistent);
-      parameterValue[name] = value;
-      stateBuffers[{std::string(rt::role::kParam), name.str()}] = value;
-      parameters.emplace_back(param, value, FlatSymbolRefAttr(), FlatSymbolRefAttr(),
-                              FlatSymbolRefAttr(), FlatSymbolRefAttr());
-      continue;
+      continue; // its value only: no gradient, no optimizer state
     }
-    // Optimizer state has the type @optimizer_step takes: whole, or a ZeRO-1 shard.
-    unsigned masterArg = 1 + parameterCount + parameterIndex++;
-    Type state = RankedTensorType::get(param.getUnshardedType().getShape(), builder.getF32Type());
-    if (wellFormedStep) {
-      state = optimizerStep.getArgumentTypes()[masterArg];
-    }
-    if (auto sharding = wellFormedStep ? optimizerStep.getArgAttrOfType<dist::ShardingAttr>(
-                                             masterArg, "dist.sharding")
-                                       : dist::ShardingAttr()) {
-      auto axes =
-          sharding.getDims().empty() ? ArrayAttr() : dyn_cast<ArrayAttr>(sharding.getDims()[0]);
-      auto mesh = SymbolTable::lookupSymbolIn(model, sharding.getMesh().getValue());
-      if (!axes || axes.size() != 1 || !isa_and_nonnull<dist::MeshOp>(mesh)) {
-        return optimizerStep.emitError()
-               << "plan-from-tg: optimizer state can be sharded along one mesh axis only";
-      }
-      StringRef axis = cast<StringAttr>(axes[0]).getValue();
-      shards[name] = {axis.str(), cast<dist::MeshOp>(mesh).getAxisSize(axis)};
-    }
-    FlatSymbolRefAttr value = addBuffer(name, param.getType(), persistent);
     // An fp8 weight (tg-fp8) has a bf16 gradient: its GEMMs' output type.
     // A ZeRO-3 parameter's gradient is whole (it is accumulated before it is reduced).
     RankedTensorType localType = param.getUnshardedType();
@@ -638,37 +641,46 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     if (isa<Float8E4M3FNType, Float8E5M2Type>(localType.getElementType())) {
       gradType = RankedTensorType::get(localType.getShape(), builder.getBF16Type());
     }
-    FlatSymbolRefAttr grad = addBuffer(("grad." + name).str(), gradType, persistent);
-    FlatSymbolRefAttr master = addBuffer(("optimizer.master." + name).str(), state, persistent);
-    FlatSymbolRefAttr m = addBuffer(("optimizer.exp_avg." + name).str(), state, persistent);
-    FlatSymbolRefAttr v = addBuffer(("optimizer.exp_avg_sq." + name).str(), state, persistent);
-    parameterValue[name] = value;
-    for (auto [role, ref] : {std::pair{rt::role::kParam, value},
-                             {rt::role::kGrad, grad},
-                             {rt::role::kMaster, master},
-                             {rt::role::kExpAvg, m},
-                             {rt::role::kExpAvgSq, v}}) {
-      stateBuffers[{std::string(role), name.str()}] = ref;
+    entry.grad = addBuffer(("grad." + name).str(), gradType, persistent);
+    stateBuffers[{std::string(rt::role::kGrad), name.str()}] = entry.grad;
+    for (unsigned i : stateArgsOf->lookup(name)) {
+      StepRole role = *argRole(optimizerStep, i);
+      StringAttr axis;
+      int64_t count = 0;
+      if (auto sharding = optimizerStep.getArgAttrOfType<dist::ShardingAttr>(i, "dist.sharding")) {
+        auto axes =
+            sharding.getDims().empty() ? ArrayAttr() : dyn_cast<ArrayAttr>(sharding.getDims()[0]);
+        auto mesh = SymbolTable::lookupSymbolIn(model, sharding.getMesh().getValue());
+        if (!axes || axes.size() != 1 || !isa_and_nonnull<dist::MeshOp>(mesh)) {
+          return optimizerStep.emitError()
+                 << "plan-from-tg: optimizer state can be sharded along one mesh axis only";
+        }
+        axis = cast<StringAttr>(axes[0]);
+        count = cast<dist::MeshOp>(mesh).getAxisSize(axis.getValue());
+      }
+      std::string key = rt::role::stateKey(role.role, name);
+      FlatSymbolRefAttr ref = addBuffer(key, optimizerStep.getArgumentTypes()[i], persistent);
+      stateBuffers[{role.role, name.str()}] = ref;
+      entry.state.emplace_back(
+          cast<StringAttr>(optimizerStep.getArgAttrDict(i).get(kRoleAttr)).getValue(), ref, axis,
+          count);
     }
-    values.push_back(value);
-    grads.push_back(grad);
-    masters.push_back(master);
-    moments.push_back(m);
-    squares.push_back(v);
-    parameters.emplace_back(param, value, grad, master, m, v);
   }
-  for (auto [param, value, grad, master, m, v] : parameters) {
-    // ZeRO-3: the value is a shard too (of a frozen parameter, the only one it has).
+  for (ParameterBuffers &entry : parameters) {
+    tg::ParamOp param = entry.param;
+    // ZeRO-3: the value is a shard (of a frozen parameter, the only state it has).
     DenseI64ArrayAttr valueShardOf;
+    StringAttr valueShardAxis;
+    IntegerAttr valueShardCount;
     if (auto axis = param->getAttrOfType<StringAttr>(dist::kZeroShardAttr)) {
       auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"));
       if (!mesh) {
         return param.emitError() << "plan-from-tg: a sharded parameter needs the model's @mesh";
       }
-      shards.try_emplace(param.getSymName(), axis.str(), mesh.getAxisSize(axis.getValue()));
       valueShardOf = builder.getDenseI64ArrayAttr(param.getUnshardedType().getShape());
+      valueShardAxis = axis;
+      valueShardCount = builder.getI64IntegerAttr(mesh.getAxisSize(axis.getValue()));
     }
-    auto shard = shards.find(param.getSymName());
     // Tensor parallelism: the one split dim of the parameter (dist-tensor-parallel).
     FailureOr<dist::ParameterSplit> split = dist::parameterSplit(param, "plan-from-tg");
     if (failed(split)) {
@@ -678,15 +690,20 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     IntegerAttr splitDim = splitAxis ? builder.getI64IntegerAttr(split->dim) : IntegerAttr();
     IntegerAttr splitCount = splitAxis ? builder.getI64IntegerAttr(split->count) : IntegerAttr();
     plan_ir::ParameterOp::create(
-        builder, param.getLoc(), param.getSymNameAttr(), value, grad, master, m, v,
+        builder, param.getLoc(), param.getSymNameAttr(), entry.value, entry.grad,
         param.getInitAttr(),
         builder.getF64FloatAttr(param.getStd() ? param.getStd()->convertToDouble() : 0.0),
-        shard == shards.end() ? StringAttr() : builder.getStringAttr(shard->second.first),
-        shard == shards.end() ? IntegerAttr() : builder.getI64IntegerAttr(shard->second.second),
-        splitAxis, splitDim, splitCount, splitAxis ? split->blocks : DenseI64ArrayAttr(),
-        param.getCheckpointPartsAttr(),
+        valueShardAxis, valueShardCount, splitAxis, splitDim, splitCount,
+        splitAxis ? split->blocks : DenseI64ArrayAttr(), param.getCheckpointPartsAttr(),
         param.getCheckpointParts() ? param.getShardBlocksAttr() : DenseI64ArrayAttr(),
         valueShardOf);
+    // Its optimizer state, right after it (checkpoints keep a parameter's tensors together).
+    for (auto [role, ref, axis, count] : entry.state) {
+      plan_ir::StateOp::create(builder, param.getLoc(),
+                               builder.getStringAttr(rt::role::stateKey(role, param.getSymName())),
+                               ref, builder.getStringAttr(role), param.getSymNameAttr(), axis,
+                               axis ? builder.getI64IntegerAttr(count) : IntegerAttr());
+    }
   }
   // fp8 scaling state (tg-fp8): one persistent, checkpointed buffer per role and GEMM group,
   // as @train_step takes it.
@@ -700,7 +717,8 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       FlatSymbolRefAttr ref = addBuffer(key, trainStep.getArgumentTypes()[i], persistent);
       stateBuffers[{role.role, role.param}] = ref;
       plan_ir::StateOp::create(builder, model.getLoc(), builder.getStringAttr(key), ref,
-                               builder.getStringAttr(role.role), builder.getStringAttr(role.param));
+                               builder.getStringAttr(role.role), builder.getStringAttr(role.param),
+                               StringAttr(), IntegerAttr());
     }
   }
   for (auto mesh : body.getOps<dist::MeshOp>()) {
@@ -723,9 +741,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   // (`forward.chunk1`, ...), with the chunk's buffers suffixed alike.
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
   llvm::StringMap<FlatSymbolRefAttr> gradOf, reducedGradOf;
-  for (auto [param, value, grad, master, m, v] : parameters) {
-    if (grad) {
-      gradOf[param.getSymName()] = grad;
+  for (ParameterBuffers &entry : parameters) {
+    if (entry.grad) {
+      gradOf[entry.param.getSymName()] = entry.grad;
     }
   }
   auto buildChunk = [&](func::FuncOp chunkForward, func::FuncOp stashForward,
@@ -761,8 +779,8 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         names.push_back(cast<FlatSymbolRefAttr>(name).getValue());
       }
     } else {
-      for (auto &entry : parameters) {
-        names.push_back(std::get<0>(entry).getSymName());
+      for (ParameterBuffers &entry : parameters) {
+        names.push_back(entry.param.getSymName());
       }
     }
     size_t gradients = names.size();
@@ -916,36 +934,45 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                                                << " and @backward_from_stash" << suffix << ")";
     }
   }
-  // A gradient the last backward reduced to another type (a ZeRO-1 shard) is read from the
-  // buffer it was reduced into.
-  SmallVector<FlatSymbolRefAttr> optGrads(grads);
-  SmallVector<tg::ParamOp> trained; // the parameters @optimizer_step updates, in its order
-  for (auto &entry : parameters) {
-    if (std::get<2>(entry)) {
-      trained.push_back(std::get<0>(entry));
+  // @optimizer_step's inputs and outputs by role. A gradient the last backward reduced to
+  // another type (a ZeRO-1 shard) is read from the buffer it was reduced into.
+  SmallVector<FlatSymbolRefAttr> optInputs, optOutputs;
+  for (bool input : {true, false}) {
+    TypeRange types =
+        input ? TypeRange(optimizerStep.getArgumentTypes()) : optimizerStep.getResultTypes();
+    for (unsigned i = 0; i < types.size(); ++i) {
+      if (isFp8State(optimizerStep, i, input)) {
+        continue; // tg-fp8's, given buffers of their own below
+      }
+      std::optional<StepRole> role =
+          input ? argRole(optimizerStep, i) : resultRole(optimizerStep, i);
+      if (!role) {
+        return optimizerStep.emitError()
+               << "plan-from-tg: @optimizer_step " << (input ? "argument " : "result ") << i
+               << " has no tg.role";
+      }
+      if (input && role->role == rt::role::kGrad) {
+        FlatSymbolRefAttr grad = gradOf.lookup(role->param);
+        if (grad && bufferOps.lookup(grad.getValue()).getType() != types[i]) {
+          grad = reducedGradOf.lookup(role->param);
+          if (!grad) {
+            return optimizerStep.emitError()
+                   << "plan-from-tg: @optimizer_step takes the gradient of @" << role->param
+                   << " as " << types[i] << ", but no backward reduces it to that";
+          }
+        }
+        if (grad) {
+          optInputs.push_back(grad);
+          continue;
+        }
+      }
+      FailureOr<FlatSymbolRefAttr> ref = stepBuffer(optimizerStep, *role, types[i], input);
+      if (failed(ref)) {
+        return failure();
+      }
+      (input ? optInputs : optOutputs).push_back(*ref);
     }
   }
-  for (auto [i, param] : llvm::enumerate(trained)) {
-    Type type = optimizerStep.getArgumentTypes()[1 + i];
-    if (type == bufferOps.lookup(grads[i].getValue()).getType()) {
-      continue;
-    }
-    optGrads[i] = reducedGradOf.lookup(param.getSymName());
-    if (!optGrads[i]) {
-      return optimizerStep.emitError()
-             << "plan-from-tg: @optimizer_step takes the gradient of @" << param.getSymName()
-             << " as " << type << ", but no backward reduces it to that";
-    }
-  }
-  SmallVector<FlatSymbolRefAttr> optInputs{step};
-  for (auto *group : {&optGrads, &masters, &moments, &squares}) {
-    optInputs.append(group->begin(), group->end());
-  }
-  SmallVector<FlatSymbolRefAttr> optOutputs(values);
-  for (auto *group : {&masters, &moments, &squares}) {
-    optOutputs.append(group->begin(), group->end());
-  }
-  optOutputs.append({lr, norm});
   auto addState = [&](StringRef name, Type type) { return addBuffer(name, type, persistent); };
   SmallVector<FlatSymbolRefAttr> optState = fp8StateBuffers(optimizerStep, true, addState);
   optInputs.append(optState.begin(), optState.end());

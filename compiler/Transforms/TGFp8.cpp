@@ -946,7 +946,7 @@ LogicalResult Fp8Rewriter::rewriteInit() {
   // it), replayed here on the drawn value instead of the fp8 parameter.
   auto masterFromDraw = [&](const std::string &weight, Value drawn) -> FailureOr<Value> {
     std::optional<unsigned> result =
-        findResult(initOptimizer, {std::string(role::kMaster), weight});
+        findResult(initOptimizer, {std::string(optimizer_role::kMaster), weight});
     std::optional<unsigned> argument = findArg(initOptimizer, {std::string(role::kParam), weight});
     if (!result || !argument) {
       return initOptimizer.emitError()
@@ -1007,7 +1007,7 @@ LogicalResult Fp8Rewriter::rewriteInit() {
         return failure();
       }
       results.push_back(*master);
-      roles.push_back({std::string(role::kMaster), weight});
+      roles.push_back({std::string(optimizer_role::kMaster), weight});
     }
     amaxes.push_back(parts.size() == 1
                          ? parts.front()
@@ -1054,7 +1054,7 @@ LogicalResult Fp8Rewriter::rewriteInit() {
   SmallVector<DictionaryAttr> keptAttrs;
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
     std::optional<StepRole> r = resultRole(func, i);
-    if (r && r->role == role::kMaster && groupOfWeight.count(r->param)) {
+    if (r && r->role == optimizer_role::kMaster && groupOfWeight.count(r->param)) {
       continue;
     }
     kept.push_back(ret.getOperand(i));

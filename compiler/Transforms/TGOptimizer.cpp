@@ -127,18 +127,19 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
     func->setAttr("tg.parameters", builder.getArrayAttr(names));
     // What each argument and result is, so later passes find them by role.
     namespace role = rt::role;
+    namespace state = optimizer_role;
     SmallVector<std::optional<StepRole>> argRoles(func.getNumArguments()),
         resultRoles(func.getNumResults());
     argRoles[0] = StepRole{std::string(role::kStep), ""};
     for (size_t i = 0; i < n; ++i) {
       std::string name = params[i].getSymName().str();
-      for (auto [group, kind] : llvm::enumerate(
-               std::array{role::kGrad, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {
-        argRoles[1 + group * n + i] = StepRole{std::string(kind), name};
+      for (auto [group, kind] : llvm::enumerate(std::array<StringRef, 4>{
+               role::kGrad, state::kMaster, state::kExpAvg, state::kExpAvgSq})) {
+        argRoles[1 + group * n + i] = StepRole{kind.str(), name};
       }
-      for (auto [group, kind] : llvm::enumerate(
-               std::array{role::kParam, role::kMaster, role::kExpAvg, role::kExpAvgSq})) {
-        resultRoles[group * n + i] = StepRole{std::string(kind), name};
+      for (auto [group, kind] : llvm::enumerate(std::array<StringRef, 4>{
+               role::kParam, state::kMaster, state::kExpAvg, state::kExpAvgSq})) {
+        resultRoles[group * n + i] = StepRole{kind.str(), name};
       }
     }
     resultRoles[4 * n] = StepRole{std::string(role::kLr), ""};

@@ -5,9 +5,9 @@
 // the plan), so a step here is: write this rank's micro-batches and the step counter into
 // the inputs with those roles, replay, read lr, grad_norm and the losses; eval_step runs
 // once per evaluation micro-batch. It also initializes, loads and saves the train state
-// (parameters, f32 masters, moments, step) in the backend's persistent arena; checkpoints
-// are safetensors in the run-reference train-state layout (Hugging Face names,
-// optimizer.{master,exp_avg,exp_avg_sq}.<name>, metadata step).
+// (the plan's state tensors: parameters and the optimizer's state by role, and the step) in
+// the backend's persistent arena; checkpoints are safetensors in the run-reference
+// train-state layout (Hugging Face names, optimizer.<role>.<name>, metadata step).
 //
 //===----------------------------------------------------------------------===//
 

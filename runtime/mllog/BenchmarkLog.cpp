@@ -20,11 +20,7 @@ BenchmarkConfig benchmarkConfig(const plan::ModelInfo &model) {
   config.decaySteps = model.decay_steps();
   config.baseLr = model.base_lr();
   config.endLr = model.end_lr();
-  config.beta1 = model.beta1();
-  config.beta2 = model.beta2();
-  config.epsilon = model.epsilon();
-  config.weightDecay = model.weight_decay();
-  config.gradientClipNorm = model.clip_grad_norm();
+  config.optimizer = model.optimizer();
   if (model.precision() == "fp32") {
     config.lowestPrecisionLinear = config.lowestPrecisionAttention = "float32";
   } else if (model.precision() == "fp8") {
@@ -61,11 +57,6 @@ void logBenchmarkConfig(MLLogger &logger, const BenchmarkConfig &c) {
   // The schedule's length (the LoRA checker's key; HF's max_steps).
   MLLOG_POINT(logger, "opt_learning_rate_training_steps", c.trainingSteps);
   MLLOG_POINT(logger, "opt_learning_rate_decay_schedule", c.schedule);
-  MLLOG_POINT(logger, "opt_adamw_beta_1", c.beta1);
-  MLLOG_POINT(logger, "opt_adamw_beta_2", c.beta2);
-  MLLOG_POINT(logger, "opt_adamw_epsilon", c.epsilon);
-  MLLOG_POINT(logger, "opt_adamw_weight_decay", c.weightDecay);
-  MLLOG_POINT(logger, "opt_gradient_clip_norm", c.gradientClipNorm);
   MLLOG_POINT(logger, "max_steps", c.maxSteps);
   MLLOG_POINT(logger, "train_samples", c.trainSamples);
   MLLOG_POINT(logger, "eval_samples", c.evalSamples);

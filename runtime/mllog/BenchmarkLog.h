@@ -18,11 +18,11 @@ struct BenchmarkConfig {
   int64_t globalBatchSize = 0, microBatchSize = 0, gradientAccumulationSteps = 0;
   int64_t maxSequenceLength = 0, evalSamples = 0, trainSamples = 0, maxSteps = 0;
   int64_t warmupSteps = 0, decaySteps = 0, trainingSteps = 0;
-  std::string optimizer = "adamw", schedule = "cosine with linear warmup";
-  double baseLr = 0, endLr = 0, beta1 = 0, beta2 = 0, epsilon = 0, weightDecay = 0;
-  double gradientClipNorm = 0;
+  std::string optimizer, schedule = "cosine with linear warmup";
+  double baseLr = 0, endLr = 0;
   std::string lowestPrecisionLinear = "bfloat16", lowestPrecisionAttention = "bfloat16";
-  /// The benchmark's further keys, as its declaration states them (lora_rank, ...).
+  /// The keys the declaration states, logged as they are: the optimizer's hyperparameters
+  /// (opt_adamw_beta_1, ...) and the benchmark's own (lora_rank, ...).
   MLLogMetadata extraKeys;
 };
 

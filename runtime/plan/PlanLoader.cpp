@@ -127,6 +127,14 @@ Status validatePlan(const plan::Plan &p) {
                       ": recompile the model with a matching mlperfc (plan written by '" +
                       p.producer() + "')");
   }
+  // mlperf-run logs each key once; the checker refuses a key logged twice.
+  for (int a = 1; a < p.model().mllog_size(); ++a) {
+    for (int b = 0; b < a; ++b) {
+      if (p.model().mllog(a).name() == p.model().mllog(b).name()) {
+        return invalid("the model record has log key '" + p.model().mllog(a).name() + "' twice");
+      }
+    }
+  }
   uint64_t arenaSize[3] = {0, 0, 0};
   bool hasArena[3] = {false, false, false};
   for (const plan::Arena &arena : p.arenas()) {
@@ -303,6 +311,14 @@ Status validatePlan(const plan::Plan &p) {
           !inArity(command.results_size(), signature->minResults, signature->maxResults)) {
         return invalid(where + " has " + std::to_string(command.operands_size()) +
                        " operands and " + std::to_string(command.results_size()) + " results");
+      }
+      // One value per attribute name: with two, which one a kernel reads is undefined.
+      for (int a = 1; a < command.attributes_size(); ++a) {
+        for (int b = 0; b < a; ++b) {
+          if (command.attributes(a).name() == command.attributes(b).name()) {
+            return invalid(where + " has attribute '" + command.attributes(a).name() + "' twice");
+          }
+        }
       }
       for (uint32_t id : command.operands()) {
         if (!validId(id)) {

@@ -10,8 +10,10 @@
 #ifndef MLPERFC_RUNTIME_PLAN_STEPROLES_H
 #define MLPERFC_RUNTIME_PLAN_STEPROLES_H
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace mlperf::rt::role {
 
@@ -23,12 +25,10 @@ constexpr std::string_view kSeed = "seed";     // the initialization seed (i64 s
 // The dropout key [seed, micro-batch counter] a function called per micro-batch takes
 // (tg-train-step computes it; never fed by the runtime).
 constexpr std::string_view kDropoutKey = "dropout_key";
-// Per parameter: the train state (checkpointed) and the gradient.
+// Per parameter: its value and its gradient. The optimizer's state has roles of the
+// optimizer's own (tg-optimizer names them); the runtime only carries them through the plan.
 constexpr std::string_view kParam = "param";
 constexpr std::string_view kGrad = "grad";
-constexpr std::string_view kMaster = "master";
-constexpr std::string_view kExpAvg = "exp_avg";
-constexpr std::string_view kExpAvgSq = "exp_avg_sq";
 // fp8 scaling state (tg-fp8), per GEMM group, named by the group's first weight: the amax
 // history and scale of its input (E4M3) and of its output gradient (E5M2), and of its weights
 // the history, the scale of the next cast and the scale the stored fp8 weights were cast with.
@@ -47,12 +47,6 @@ constexpr std::string_view kGradNorm = "grad_norm";
 constexpr std::string_view kLosses = "losses"; // every micro-batch loss of the global batch
 constexpr std::string_view kLoss = "loss";     // an eval micro-batch's loss
 
-/// Whether a per-parameter role belongs to the checkpointed train state.
-inline bool isTrainState(std::string_view role) {
-  return role == kParam || role == kMaster || role == kExpAvg || role == kExpAvgSq ||
-         isFp8State(role);
-}
-
 /// Checkpoint tensors of optimizer state start with this.
 constexpr std::string_view kOptimizerStatePrefix = "optimizer.";
 
@@ -63,6 +57,20 @@ inline std::string stateKey(std::string_view role, std::string_view param) {
     return std::string(param);
   }
   return std::string(kOptimizerStatePrefix) + std::string(role) + "." + std::string(param);
+}
+
+/// The role and parameter of optimizer-state checkpoint tensor `key` (stateKey's inverse;
+/// roles have no '.'); nullopt for a parameter's own value.
+inline std::optional<std::pair<std::string, std::string>> parseStateKey(std::string_view key) {
+  if (key.substr(0, kOptimizerStatePrefix.size()) != kOptimizerStatePrefix) {
+    return std::nullopt;
+  }
+  key.remove_prefix(kOptimizerStatePrefix.size());
+  size_t dot = key.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == key.size()) {
+    return std::nullopt;
+  }
+  return std::pair{std::string(key.substr(0, dot)), std::string(key.substr(dot + 1))};
 }
 
 /// Whether checkpoint tensor `key` is optimizer state (not a parameter).

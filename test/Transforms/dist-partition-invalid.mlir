@@ -5,7 +5,7 @@
 // dist-tensor-parallel places, every model is refused:
 // MESH: error: dist-partition needs the model's @mesh: run dist-tensor-parallel first
 
-// An @optimizer_step that tg-optimizer did not write (no tg.parameters) is refused.
+// An @optimizer_step that tg-optimizer did not write (no tg.role on its arguments) is refused.
 tg.model @m {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}
@@ -19,7 +19,7 @@ tg.model @m {
     %loss = tg.cross_entropy %l, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
     return %loss : tensor<f32>
   }
-  // expected-error @below {{dist-partition: @optimizer_step is not tg-optimizer's}}
+  // expected-error @below {{dist-partition: @optimizer_step argument 0 has no tg.role: run tg-optimizer}}
   func.func @optimizer_step(%step: tensor<i64>, %g: tensor<16x4xf32>, %master: tensor<16x4xf32>, %m: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>) {
     %n = tg.global_norm %g : tensor<16x4xf32>
     %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
@@ -46,7 +46,7 @@ tg.model @m {
     return %loss : tensor<f32>
   }
   // expected-error @below {{dist-partition: zero=1 shards every parameter over dp=2, but @w has 45 elements on each rank}}
-  func.func @optimizer_step(%step: tensor<i64>, %g: tensor<15x3xf32>, %master: tensor<15x3xf32>, %m: tensor<15x3xf32>, %v: tensor<15x3xf32>) -> (tensor<15x3xf32>, tensor<15x3xf32>, tensor<15x3xf32>) attributes {tg.parameters = [@w]} {
+  func.func @optimizer_step(%step: tensor<i64> {tg.role = "step"}, %g: tensor<15x3xf32> {tg.param = @w, tg.role = "grad"}, %master: tensor<15x3xf32> {tg.param = @w, tg.role = "master"}, %m: tensor<15x3xf32> {tg.param = @w, tg.role = "exp_avg"}, %v: tensor<15x3xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) -> (tensor<15x3xf32> {tg.param = @w, tg.role = "param"}, tensor<15x3xf32> {tg.param = @w, tg.role = "exp_avg"}, tensor<15x3xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) attributes {tg.parameters = [@w]} {
     %n = tg.global_norm %g : tensor<15x3xf32>
     %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
     %lr = tg.lr_value %step {base_lr = 1.0e-03 : f64, end_lr = 1.0e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
@@ -72,7 +72,7 @@ tg.model @m {
     return %loss : tensor<f32>
   }
   // expected-error @below {{dist-partition: expected one tg.global_norm}}
-  func.func @optimizer_step(%step: tensor<i64>, %g: tensor<16x4xf32>, %master: tensor<16x4xf32>, %m: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>) attributes {tg.parameters = [@w]} {
+  func.func @optimizer_step(%step: tensor<i64> {tg.role = "step"}, %g: tensor<16x4xf32> {tg.param = @w, tg.role = "grad"}, %master: tensor<16x4xf32> {tg.param = @w, tg.role = "master"}, %m: tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg"}, %v: tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) -> (tensor<16x4xf32> {tg.param = @w, tg.role = "param"}, tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg"}, tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) attributes {tg.parameters = [@w]} {
     %c = tg.fill {value = 1.0 : f64} : tensor<f32>
     %lr = tg.lr_value %step {base_lr = 1.0e-03 : f64, end_lr = 1.0e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
     %nw, %nm, %nv = tg.adamw %master, %m, %v, %g, %lr, %c, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-05 : f64, weight_decay = 0.1 : f64} : tensor<16x4xf32>, tensor<16x4xf32>
@@ -96,7 +96,7 @@ tg.model @m {
     %loss = tg.cross_entropy %l, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
     return %loss : tensor<f32>
   }
-  func.func @optimizer_step(%step: tensor<i64>, %g: tensor<16x4xf32>, %master: tensor<16x4xf32>, %m: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>) attributes {tg.parameters = [@w]} {
+  func.func @optimizer_step(%step: tensor<i64> {tg.role = "step"}, %g: tensor<16x4xf32> {tg.param = @w, tg.role = "grad"}, %master: tensor<16x4xf32> {tg.param = @w, tg.role = "master"}, %m: tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg"}, %v: tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) -> (tensor<16x4xf32> {tg.param = @w, tg.role = "param"}, tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg"}, tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) attributes {tg.parameters = [@w]} {
     %n = tg.global_norm %g : tensor<16x4xf32>
     %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
     %lr = tg.lr_value %step {base_lr = 1.0e-03 : f64, end_lr = 1.0e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}

@@ -41,7 +41,7 @@ tg.model @wrong {
     %loss = tg.cross_entropy %logits, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
     return %loss : tensor<f32>
   }
-  func.func @optimizer_step(%step: tensor<i64>) {
+  func.func @optimizer_step(%step: tensor<i64> {tg.role = "step"}) {
     return
   }
 }

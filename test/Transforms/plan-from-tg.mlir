@@ -1,10 +1,11 @@
 // RUN: mlperf-opt %s --tg-autodiff --tg-optimizer --tg-train-step=accumulation-steps=2 --plan-from-tg="precision=fp32 accumulation-steps=2" | FileCheck %s
 
 // Tests the plan of a one-parameter train step: persistent buffers per parameter (value,
-// gradient, f32 master and moments) and for the inputs and scalars, the parameter record,
+// gradient, f32 master and moments) and for the inputs and scalars, the parameter record
+// and its optimizer state by the roles @optimizer_step gives it,
 // programs whose inputs and outputs are those buffers, one command per tg op with its
 // attributes, numbered activation buffers, and the model metadata. Offsets come later.
-// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 4 : i64, model = {
+// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 5 : i64, model = {
 // CHECK-SAME: global_batch_size = 2 : i64, gradient_accumulation_steps = 2 : i64
 // CHECK-SAME: precision = "fp32"
 // CHECK: plan.arena @persistent persistent
@@ -14,7 +15,10 @@
 // CHECK: plan.buffer @optimizer.master.embed : tensor<16x8xf32> in @persistent{{$}}
 // CHECK: plan.buffer @optimizer.exp_avg.embed
 // CHECK: plan.buffer @optimizer.exp_avg_sq.embed
-// CHECK: plan.parameter "embed" {exp_avg = @optimizer.exp_avg.embed, exp_avg_sq = @optimizer.exp_avg_sq.embed, grad = @grad.embed, init = "normal", master = @optimizer.master.embed, std = 2.000000e-02 : f64, value = @embed}
+// CHECK: plan.parameter "embed" {grad = @grad.embed, init = "normal", std = 2.000000e-02 : f64, value = @embed}
+// CHECK-NEXT: plan.state "optimizer.master.embed" @optimizer.master.embed {param = "embed", role = "master"}
+// CHECK-NEXT: plan.state "optimizer.exp_avg.embed" @optimizer.exp_avg.embed {param = "embed", role = "exp_avg"}
+// CHECK-NEXT: plan.state "optimizer.exp_avg_sq.embed" @optimizer.exp_avg_sq.embed {param = "embed", role = "exp_avg_sq"}
 // CHECK: plan.buffer @input.tokens : tensor<1x4xi32> in @persistent{{$}}
 // CHECK: plan.buffer @input.labels : tensor<1x4xi32> in @persistent{{$}}
 // CHECK: plan.buffer @loss : tensor<f32> in @persistent

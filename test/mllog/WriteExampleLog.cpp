@@ -102,11 +102,13 @@ int main(int argc, char **argv) {
   config.decaySteps = 1200000 - 128;
   config.baseLr = 8e-4;
   config.endLr = 8e-5;
-  config.beta1 = 0.9;
-  config.beta2 = 0.95;
-  config.epsilon = 1e-5;
-  config.weightDecay = 0.1;
-  config.gradientClipNorm = 1.0;
+  // What a plan's model record carries for Llama 3.1 8B's AdamW (tg.optimizer's keys).
+  config.optimizer = "adamw";
+  config.extraKeys = {{"opt_adamw_beta_1", 0.9},
+                      {"opt_adamw_beta_2", 0.95},
+                      {"opt_adamw_epsilon", 1e-5},
+                      {"opt_adamw_weight_decay", 0.1},
+                      {"opt_gradient_clip_norm", 1.0}};
 
   return writeRun(argv[1], config, {{12288, 3.9}, {24576, 3.28}});
 }

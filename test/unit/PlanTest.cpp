@@ -97,6 +97,24 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
        "writes it"},
       {[](plan::Plan &p) { *p.add_programs() = p.programs(0); }, "appears twice"},
       {[](plan::Plan &p) {
+         for (int64_t rank : {16, 32}) {
+           plan::Attribute *key = p.mutable_model()->add_mllog();
+           key->set_name("lora_rank");
+           key->set_i(rank);
+         }
+       },
+       "the model record has log key 'lora_rank' twice"},
+      // A command with one attribute name twice: which value a kernel reads is undefined.
+      {[](plan::Plan &p) {
+         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+         for (double factor : {2.0, 3.0}) {
+           plan::Attribute *attribute = command->add_attributes();
+           attribute->set_name("factor");
+           attribute->set_f(factor);
+         }
+       },
+       "command 0 ('scale') of 'forward' has attribute 'factor' twice"},
+      {[](plan::Plan &p) {
          plan::StateTensor *state = p.add_state();
          state->set_name("w");
          state->set_buffer(3);

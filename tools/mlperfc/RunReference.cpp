@@ -137,7 +137,7 @@ static rt::HostTensor stepSlice(const rt::HostTensor &all, int64_t step) {
 
 /// Optimizer state saved by --train-steps -o (or an empty state when none was loaded).
 struct LoadedOptimizerState {
-  ParamValues masters, m, v;
+  std::map<std::string, ParamValues> byRole; // as TrainState::optimizer
   int64_t step = 0;
   bool present = false;
 };
@@ -207,21 +207,27 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &
   TrainState state = std::move(*initial);
   state.seed = refSeed;
   if (loaded.present) {
-    // Resume: every trained parameter needs its f32 master and moments of the same shape.
-    for (const auto &[name, master] : state.masters) {
-      const rt::HostTensor &value = state.params.at(name);
-      for (ParamValues *group : {&loaded.masters, &loaded.m, &loaded.v}) {
-        auto it = group->find(name);
-        if (it == group->end() || it->second.dtype != rt::DType::kF32 ||
-            it->second.shape != value.shape) {
-          return fail(refParams + ": incomplete optimizer state for '" + name +
-                      "' (master, exp_avg and exp_avg_sq, f32, the parameter's shape)");
+    // Resume: every piece of optimizer state the step starts needs its saved value, of the
+    // same type and shape.
+    for (const auto &[role, values] : state.optimizer) {
+      for (const auto &[name, initial] : values) {
+        auto group = loaded.byRole.find(role);
+        auto it = group == loaded.byRole.end() ? ParamValues::iterator() : group->second.find(name);
+        if (group == loaded.byRole.end() || it == group->second.end() ||
+            it->second.dtype != initial.dtype || it->second.shape != initial.shape) {
+          return fail(refParams + ": no usable '" + rt::role::stateKey(role, name) +
+                      "' (the optimizer's " + role + " state, " + initial.describe() + ")");
         }
       }
     }
-    state.masters = std::move(loaded.masters);
-    state.m = std::move(loaded.m);
-    state.v = std::move(loaded.v);
+    for (const auto &[role, values] : loaded.byRole) {
+      if (!state.optimizer.count(role)) {
+        return fail(refParams + ": holds '" + role +
+                    "' optimizer state, which this model's "
+                    "optimizer does not have");
+      }
+    }
+    state.optimizer = std::move(loaded.byRole);
     state.step = loaded.step;
   }
   for (int64_t step = 0; step < refTrainSteps; ++step) {
@@ -247,12 +253,12 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &
     out.metadata = {{"format", "mlperfc train state"}, {"step", std::to_string(state.step)}};
     for (auto &[name, value] : state.params) {
       out.tensors[name] = value;
-      if (!state.masters.count(name)) {
-        continue; // frozen: its value is all the state it has, as mlperf-run saves it
+    }
+    // A frozen parameter has no optimizer state: its value is all mlperf-run saves of it.
+    for (const auto &[role, values] : state.optimizer) {
+      for (const auto &[name, value] : values) {
+        out.tensors[rt::role::stateKey(role, name)] = value;
       }
-      out.tensors[rt::role::stateKey(rt::role::kMaster, name)] = state.masters[name];
-      out.tensors[rt::role::stateKey(rt::role::kExpAvg, name)] = state.m[name];
-      out.tensors[rt::role::stateKey(rt::role::kExpAvgSq, name)] = state.v[name];
     }
     rt::Status written = rt::writeSafetensors(refOutput, out);
     if (!written.isOk()) {
@@ -314,20 +320,15 @@ int runRunReference() {
     }
     // A train-state file holds the optimizer state next to the parameters.
     for (auto &[name, tensor] : file.tensors) {
-      llvm::StringRef key = name;
-      namespace role = rt::role;
-      if (key.consume_front(role::stateKey(role::kMaster, ""))) {
-        optimizerState.masters[key.str()] = std::move(tensor);
-      } else if (key.consume_front(role::stateKey(role::kExpAvgSq, ""))) {
-        optimizerState.v[key.str()] = std::move(tensor);
-      } else if (key.consume_front(role::stateKey(role::kExpAvg, ""))) {
-        optimizerState.m[key.str()] = std::move(tensor);
+      if (auto key = rt::role::parseStateKey(name)) {
+        optimizerState.byRole[key->first][key->second] = std::move(tensor);
+      } else if (rt::role::isOptimizerStateKey(name)) {
+        return fail(refParams + ": '" + name + "' is no optimizer.<role>.<parameter> name");
       } else {
         params[name] = std::move(tensor);
       }
     }
-    optimizerState.present =
-        !optimizerState.masters.empty() || !optimizerState.m.empty() || !optimizerState.v.empty();
+    optimizerState.present = !optimizerState.byRole.empty();
     auto step = file.metadata.find("step");
     if (optimizerState.present &&
         (step == file.metadata.end() ||

@@ -61,24 +61,39 @@ int runShow() {
   }
   os << "\n";
   auto num = [](double value) { return rt::shortestDecimal(value); };
-  os << "optimizer " << m.optimizer() << " (beta1 " << num(m.beta1()) << ", beta2 "
-     << num(m.beta2()) << ", eps " << num(m.epsilon()) << ", weight decay " << num(m.weight_decay())
-     << ", clip " << num(m.clip_grad_norm()) << "); LR " << m.lr_schedule() << " "
-     << num(m.base_lr()) << " -> " << num(m.end_lr()) << ", warmup " << m.warmup_steps()
-     << ", max steps " << m.max_steps() << "\n";
+  auto keyValue = [&](const plan::Attribute &key) {
+    return key.name() + "=" +
+           (key.has_i()   ? std::to_string(key.i())
+            : key.has_f() ? num(key.f())
+                          : key.s());
+  };
+  // The optimizer's hyperparameters are the opt_* log keys the declaration gives it.
+  auto isOptimizerKey = [](const plan::Attribute &key) {
+    return llvm::StringRef(key.name()).starts_with("opt_");
+  };
+  os << "optimizer " << m.optimizer() << " (";
+  bool first = true;
+  for (const plan::Attribute &key : m.mllog()) {
+    if (isOptimizerKey(key)) {
+      os << (first ? "" : ", ") << keyValue(key);
+      first = false;
+    }
+  }
+  os << "); LR " << m.lr_schedule() << " " << num(m.base_lr()) << " -> " << num(m.end_lr())
+     << ", warmup " << m.warmup_steps() << ", max steps " << m.max_steps() << "\n";
   os << "evaluation: " << m.eval_samples() << " samples every " << m.eval_every_samples()
      << " training samples";
   if (m.eval_skip() > 0) {
     os << ", the first " << m.eval_skip() << " skipped";
   }
   os << "; target " << m.target_metric() << " <= " << num(m.target_value());
-  if (m.mllog_size() > 0) {
+  if (std::any_of(m.mllog().begin(), m.mllog().end(),
+                  [&](const plan::Attribute &key) { return !isOptimizerKey(key); })) {
     os << "; log keys";
     for (const plan::Attribute &key : m.mllog()) {
-      os << " " << key.name() << "="
-         << (key.has_i()   ? std::to_string(key.i())
-             : key.has_f() ? num(key.f())
-                           : key.s());
+      if (!isOptimizerKey(key)) {
+        os << " " << keyValue(key);
+      }
     }
   }
   os << "\n";

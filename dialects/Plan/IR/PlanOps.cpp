@@ -132,19 +132,7 @@ static LogicalResult requirePersistent(Operation *user, SymbolTableCollection &s
 }
 
 LogicalResult ParameterOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  int present = static_cast<int>(static_cast<bool>(getGradAttr())) +
-                static_cast<bool>(getMasterAttr()) + static_cast<bool>(getExpAvgAttr()) +
-                static_cast<bool>(getExpAvgSqAttr());
-  if (present != 0 && present != 4) {
-    return emitOpError() << "has " << present
-                         << " of grad, master, exp_avg and exp_avg_sq: a trained parameter "
-                            "has all four, a frozen one none";
-  }
-  for (auto [ref, role] : {std::pair{getValueAttr(), "value"},
-                           {getGradAttr(), "gradient"},
-                           {getMasterAttr(), "master"},
-                           {getExpAvgAttr(), "exp_avg"},
-                           {getExpAvgSqAttr(), "exp_avg_sq"}}) {
+  for (auto [ref, role] : {std::pair{getValueAttr(), "value"}, {getGradAttr(), "gradient"}}) {
     if (!ref) {
       continue;
     }
@@ -153,10 +141,16 @@ LogicalResult ParameterOp::verifySymbolUses(SymbolTableCollection &symbols) {
       return failure();
     }
   }
+  if (getShardAxis().has_value() != getShardCount().has_value()) {
+    return emitOpError() << "needs both shard_axis and shard_count, or neither";
+  }
   return success();
 }
 
 LogicalResult StateOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (getShardAxis().has_value() != getShardCount().has_value()) {
+    return emitOpError() << "needs both shard_axis and shard_count, or neither";
+  }
   FailureOr<BufferOp> buffer = lookupBuffer(*this, symbols, getBufferAttr(), "state");
   return failure(failed(buffer) || failed(requirePersistent(*this, symbols, *buffer, "state")));
 }

@@ -81,10 +81,7 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
                                              DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "A parameter: its Hugging Face name and state buffers";
   let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$value,
-                       OptionalAttr<FlatSymbolRefAttr>:$grad,
-                       OptionalAttr<FlatSymbolRefAttr>:$master,
-                       OptionalAttr<FlatSymbolRefAttr>:$exp_avg,
-                       OptionalAttr<FlatSymbolRefAttr>:$exp_avg_sq, StrAttr:$init,
+                       OptionalAttr<FlatSymbolRefAttr>:$grad, StrAttr:$init,
                        DefaultValuedAttr<F64Attr, "0.0">:$std,
                        OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count,
                        OptionalAttr<StrAttr>:$split_axis, OptionalAttr<I64Attr>:$split_dim,
@@ -94,28 +91,31 @@ def Plan_ParameterOp : Plan_Op<"parameter", [HasParent<"PlanOp">,
                        OptionalAttr<DenseI64ArrayAttr>:$checkpoint_part_rows,
                        OptionalAttr<DenseI64ArrayAttr>:$value_shard_of);
   let description = [{
-    A trained parameter has all four of `grad`, `master`, `exp_avg` and `exp_avg_sq`; a frozen
-    one (tg.param's `frozen`) none: its value is all the state it has.
-    With `shard_axis` and `shard_count` (ZeRO-1), `master`, `exp_avg` and `exp_avg_sq` are
-    1-D shards: this rank's 1/shard_count of the flattened parameter. With `split_axis`,
-    `split_dim` and `split_count` (tensor parallelism), the value is this rank's slice of the
-    full parameter along `split_dim` (of each of `split_blocks`, when the dim is made of
-    blocks). `checkpoint_parts`: the tensors a checkpoint may store it as instead, stacked
-    along dim 0 (tg.param's), of `checkpoint_part_rows` rows each when the declaration's
-    blocks say. With `value_shard_of` (ZeRO-3), the value is a 1-D shard over `shard_axis`
-    too, of the (tensor-parallel local) parameter of that shape.
+    A trained parameter has a `grad`, a frozen one (tg.param's `frozen`) none. Its optimizer
+    state is not listed here: `plan.state` ops name it by role, as the optimizer step's roles
+    say, so no optimizer is built into the plan dialect.
+    With `split_axis`, `split_dim` and `split_count` (tensor parallelism), the value is this
+    rank's slice of the full parameter along `split_dim` (of each of `split_blocks`, when the
+    dim is made of blocks). `checkpoint_parts`: the tensors a checkpoint may store it as
+    instead, stacked along dim 0 (tg.param's), of `checkpoint_part_rows` rows each when the
+    declaration's blocks say. With `value_shard_of` (ZeRO-3), the value is a 1-D shard over
+    `shard_axis` (`shard_count` shards) of the (tensor-parallel local) parameter of that shape.
   }];
   let assemblyFormat = "$name attr-dict";
 }
 
 def Plan_StateOp : Plan_Op<"state", [HasParent<"PlanOp">,
                                      DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "Train state beyond a parameter's own: a checkpointed persistent buffer";
+  let summary = "Train state beyond a parameter's value: a checkpointed persistent buffer";
   let description = [{
-    `name` is its checkpoint tensor name, `role` what it is (runtime/plan/StepRoles.h: the
-    fp8 scaling state of tg-fp8) and `param` the parameter (or fp8 GEMM group) it belongs to.
+    `name` is its checkpoint tensor name, `role` what it is (the optimizer's state, as
+    @optimizer_step's `tg.role`s name it: `master`, `exp_avg`, ...; or the fp8 scaling state of
+    tg-fp8) and `param` the parameter (or fp8 GEMM group) it belongs to. With `shard_axis` and
+    `shard_count` (ZeRO-1), the buffer is a 1-D shard: this rank's 1/shard_count of the
+    flattened (tensor-parallel local) tensor.
   }];
-  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer, StrAttr:$role, StrAttr:$param);
+  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer, StrAttr:$role, StrAttr:$param,
+                       OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count);
   let assemblyFormat = "$name $buffer attr-dict";
 }
 

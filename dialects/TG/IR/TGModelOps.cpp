@@ -90,11 +90,6 @@ LogicalResult BenchmarkOp::verify() {
                                                            "opt_learning_rate_decay_steps",
                                                            "opt_learning_rate_training_steps",
                                                            "opt_learning_rate_decay_schedule",
-                                                           "opt_adamw_beta_1",
-                                                           "opt_adamw_beta_2",
-                                                           "opt_adamw_epsilon",
-                                                           "opt_adamw_weight_decay",
-                                                           "opt_gradient_clip_norm",
                                                            "max_steps",
                                                            "train_samples",
                                                            "eval_samples",
@@ -114,6 +109,14 @@ LogicalResult BenchmarkOp::verify() {
         return emitOpError() << "mllog key '" << key
                              << "' is logged by the runtime from the declaration itself; do not "
                                 "restate it";
+      }
+      for (auto optimizer : getParentOp()->getRegion(0).front().getOps<OptimizerOp>()) {
+        for (NamedAttribute optimizerKey : optimizer.getMLLogKeys()) {
+          if (optimizerKey.getName() == key) {
+            return emitOpError() << "mllog key '" << key << "' is logged from tg.optimizer "
+                                 << "(its hyperparameters); do not restate it";
+          }
+        }
       }
       if (!isa<IntegerAttr, FloatAttr, StringAttr>(entry.getValue())) {
         return emitOpError() << "mllog value of '" << key
@@ -179,6 +182,16 @@ LogicalResult OptimizerOp::verify() {
                       getClipGradNorm().convertToDouble());
   }
   return success();
+}
+
+SmallVector<NamedAttribute> OptimizerOp::getMLLogKeys() {
+  Builder builder(getContext());
+  // closed_common.yaml / closed_llama31_*.yaml: AdamW's keys and the clipping norm.
+  return {builder.getNamedAttr("opt_adamw_beta_1", getBeta1Attr()),
+          builder.getNamedAttr("opt_adamw_beta_2", getBeta2Attr()),
+          builder.getNamedAttr("opt_adamw_epsilon", getEpsilonAttr()),
+          builder.getNamedAttr("opt_adamw_weight_decay", getWeightDecayAttr()),
+          builder.getNamedAttr("opt_gradient_clip_norm", getClipGradNormAttr())};
 }
 
 LogicalResult LRScheduleOp::verify() {

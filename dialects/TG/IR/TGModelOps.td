@@ -101,6 +101,13 @@ def TG_OptimizerOp : TG_ModelMetadataOp<"optimizer"> {
   let arguments = (ins StrAttr:$name, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
                        F64Attr:$weight_decay, StrAttr:$weight_decay_params,
                        F64Attr:$clip_grad_norm);
+  let extraClassDeclaration = [{
+    /// The MLPerf log keys of this optimizer's hyperparameters (`opt_adamw_beta_1`, ...,
+    /// `opt_gradient_clip_norm`) with their values. The plan carries them (ModelInfo.mllog)
+    /// and mlperf-run logs them as they are, so the runtime knows no optimizer; the audit
+    /// compares them with the reference's.
+    ::llvm::SmallVector<::mlir::NamedAttribute> getMLLogKeys();
+  }];
 }
 
 def TG_LRScheduleOp : TG_ModelMetadataOp<"lr_schedule"> {
