@@ -617,7 +617,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
     tg::ParamOp param;
     FlatSymbolRefAttr value, grad;
     // Its optimizer state: (role, buffer, ZeRO-1 shard axis and count) in argument order.
-    SmallVector<std::tuple<StringRef, FlatSymbolRefAttr, StringAttr, int64_t>> state;
+    SmallVector<std::tuple<std::string, FlatSymbolRefAttr, StringAttr, int64_t>> state;
   };
   SmallVector<ParameterBuffers> parameters;
   for (auto param : body.getOps<tg::ParamOp>()) {
@@ -661,9 +661,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       std::string key = rt::role::stateKey(role.role, name);
       FlatSymbolRefAttr ref = addBuffer(key, optimizerStep.getArgumentTypes()[i], persistent);
       stateBuffers[{role.role, name.str()}] = ref;
-      entry.state.emplace_back(
-          cast<StringAttr>(optimizerStep.getArgAttrDict(i).get(kRoleAttr)).getValue(), ref, axis,
-          count);
+      entry.state.emplace_back(role.role, ref, axis, count);
     }
   }
   for (ParameterBuffers &entry : parameters) {

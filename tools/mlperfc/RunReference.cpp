@@ -248,7 +248,7 @@ static int trainSteps(tg::ModelOp model, ParamValues params, const BatchSource &
     llvm::outs().flush();
   }
   if (!refOutput.empty()) {
-    // Parameters by Hugging Face name; optimizer state under PyTorch's AdamW names.
+    // Parameters by Hugging Face name; optimizer state as optimizer.<role>.<name>.
     rt::TensorFile out;
     out.metadata = {{"format", "mlperfc train state"}, {"step", std::to_string(state.step)}};
     for (auto &[name, value] : state.params) {
