@@ -10,6 +10,7 @@
 #include "runtime/cpu/LinearCrossEntropy.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/Optimizer.h"
+#include "runtime/plan/ElementwiseProgram.h"
 
 #include <algorithm>
 #include <cmath>
@@ -510,6 +511,45 @@ Status Dispatch::run(std::string_view op) {
     out().data()[0] = static_cast<float>(std::sqrt(static_cast<double>(in(0).data()[0])));
   } else if (op == "clip_coefficient") {
     out().data()[0] = static_cast<float>(cpu::clipCoefficient(in(0).data()[0], real("max_norm")));
+  } else if (op == "elementwise") {
+    ElementwiseProgram program;
+    std::string error =
+        compileElementwiseProgram(text("program"), static_cast<int>(operands.size()),
+                                  static_cast<int>(results.size()), program);
+    if (!error.empty()) {
+      return invalidInput("elementwise program " + error);
+    }
+    // One-element operands broadcast: their stride is 0.
+    const float *sources[ElementwiseProgram::kMaxOperands];
+    int64_t strides[ElementwiseProgram::kMaxOperands];
+    const int64_t count = out(0).numElements();
+    for (size_t n = 0; n < operands.size(); ++n) {
+      if (in(n).numElements() != 1 && in(n).numElements() != count) {
+        return invalidInput("elementwise operand " + std::to_string(n) + " has " +
+                            std::to_string(in(n).numElements()) + " elements, not 1 or " +
+                            std::to_string(count));
+      }
+      sources[n] = in(n).data();
+      strides[n] = in(n).numElements() == 1 ? 0 : 1;
+    }
+    for (const HostTensor &result : results) {
+      if (result.numElements() != count) {
+        return invalidInput("elementwise results differ in size");
+      }
+    }
+    cpu::parallelChunks(count, int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+      float values[ElementwiseProgram::kMaxOperands];
+      float computed[ElementwiseProgram::kMaxResults];
+      for (int64_t i = begin; i < end; ++i) {
+        for (size_t n = 0; n < operands.size(); ++n) {
+          values[n] = sources[n][i * strides[n]];
+        }
+        evaluateElementwise(program, values, computed);
+        for (size_t k = 0; k < results.size(); ++k) {
+          results[k].data()[i] = computed[k];
+        }
+      }
+    });
   } else if (op == "adamw") {
     // adamw(master, m, v, grad, lr, clip, step) -> (new_master, new_m, new_v)
     for (size_t i = 0; i < 3; ++i) {

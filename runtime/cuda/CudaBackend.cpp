@@ -246,6 +246,7 @@ struct PreparedCommand {
   std::optional<AttentionLayout> attention; // attention, attention_grad
   std::shared_ptr<const SdpaGraph> sdpa;    // attention through cuDNN (then `attention` is empty)
   std::optional<LinearCrossEntropyLayout> linearCrossEntropy; // and its gradient
+  std::optional<ElementwiseProgram> elementwise;              // its program, compiled once
 };
 
 class CudaBackend final : public Backend {
@@ -436,6 +437,17 @@ private:
           events.emplace(command.event(), nullptr);
         } else if (op == "matmul") {
           gemms.push_back(matmulSpec(*plan, command, false));
+        } else if (op == "elementwise") {
+          // The loader checked the program (CommandTypes.cpp); compiled here once, not per step.
+          entry.elementwise.emplace();
+          std::string error = compileElementwiseProgram(
+              entry.attributes.getString("program") ? *entry.attributes.getString("program") : "",
+              command.operands_size(), command.results_size(), *entry.elementwise);
+          if (!error.empty()) {
+            return Status(StatusCode::kInvalidArgument, program.name() + " command " +
+                                                            std::to_string(c) +
+                                                            ": elementwise program " + error);
+          }
         } else if (op == "attention" || op == "attention_grad") {
           std::string why;
           entry.sdpa = cudnnAttention(command, why);
@@ -978,6 +990,17 @@ private:
         total += sumSquaresPartials(elements);
       }
       return launchFinishSum(partials, total, op == "global_norm", result(0), stream);
+    }
+    if (op == "elementwise") {
+      ElementwiseBuffers buffers;
+      for (int i = 0; i < command.operands_size(); ++i) {
+        buffers.operands[i] = operand(i);
+        buffers.broadcast[i] = elementsOf(buffer(command.operands(i))) == 1;
+      }
+      for (int i = 0; i < command.results_size(); ++i) {
+        buffers.results[i] = result(i);
+      }
+      return launchElementwiseProgram(*entry.elementwise, buffers, count, stream);
     }
     if (op == "adamw") {
       MLPERF_RETURN_IF_ERROR(need({"beta1", "beta2", "epsilon", "weight_decay"}));

@@ -57,6 +57,7 @@ constexpr CudaOpEntry kOps[] = {
     {"global_norm", true, {}},
     {"clip_coefficient", true, {}},
     {"adamw", true, {}},
+    {"elementwise", true, {}},
     {"sum_squares", true, {}},
     {"sqrt", true, {}},
     {"fp8_quantize", true, {}},
@@ -78,9 +79,9 @@ constexpr CudaOpEntry kOps[] = {
 /// (or, for the row ops, read a whole row before writing it): a result may be an operand's
 /// very bytes (the memory planner's in-place reuse), but no other overlap.
 const std::set<std::string_view> kInPlaceOps = {
-    "add",         "mul",     "scale",    "silu",         "silu_grad", "swiglu",
-    "swiglu_grad", "convert", "rms_norm", "add_rms_norm", "softmax",   "softmax_grad",
-    "causal_mask", "rope",    "rope_qk",  "copy",         "reshape",   "adamw"};
+    "add",     "mul",      "scale",        "silu",    "silu_grad",    "swiglu",      "swiglu_grad",
+    "convert", "rms_norm", "add_rms_norm", "softmax", "softmax_grad", "causal_mask", "rope",
+    "rope_qk", "copy",     "reshape",      "adamw",   "elementwise"};
 
 /// Ops that move elements without arithmetic: any storage type, as long as operands and
 /// results share it.

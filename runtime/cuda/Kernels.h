@@ -10,6 +10,7 @@
 #define MLPERFC_RUNTIME_CUDA_KERNELS_H
 
 #include "runtime/cuda/ElementMath.cuh"
+#include "runtime/plan/ElementwiseProgram.h"
 #include "runtime/support/Status.h"
 
 #include <cuda_runtime_api.h>
@@ -91,6 +92,16 @@ Status launchLrValue(IntPointer step, TypedPointer out, double baseLr, double en
                      int64_t warmupSteps, int64_t maxSteps, cudaStream_t stream);
 Status launchClipCoefficient(TypedPointer norm, TypedPointer out, double maxNorm,
                              cudaStream_t stream);
+/// The buffers of an `elementwise` command: a broadcast operand is read at element 0.
+struct ElementwiseBuffers {
+  TypedPointer operands[ElementwiseProgram::kMaxOperands];
+  bool broadcast[ElementwiseProgram::kMaxOperands] = {};
+  TypedPointer results[ElementwiseProgram::kMaxResults];
+};
+/// results[k][i] = program's result k on the operands' element i, for i < count.
+Status launchElementwiseProgram(const ElementwiseProgram &program,
+                                const ElementwiseBuffers &buffers, int64_t count,
+                                cudaStream_t stream);
 /// adamw(master, m, v, grad, lr, clip, step) -> (master', m', v'), element by element.
 Status launchAdamw(TypedPointer master, TypedPointer m, TypedPointer v, TypedPointer grad,
                    TypedPointer lr, TypedPointer clip, IntPointer step, TypedPointer newMaster,

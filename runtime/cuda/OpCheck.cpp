@@ -721,6 +721,16 @@ std::vector<OpCheckCase> opCheckCases() {
           .real("beta2", 0.95)
           .real("epsilon", 1e-8)
           .real("weight_decay", 0.1));
+  // An Adagrad-shaped program: a bf16 operand, a broadcast scalar, a temporary, two results.
+  add(CaseBuilder("elementwise program", "elementwise", T::kExact)
+          .input(kF32, {1000})
+          .input(kF32, {1000}, 0, 1e-2)
+          .input(kBF16, {1000}, -0.1, 0.1)
+          .input(kF32, {}, 1e-4, 1e-3)
+          .output(kF32, {1000})
+          .output(kBF16, {1000})
+          .text("program", "s = a1 a2 a2 * +; r0 = s; r1 = a0 a3 neg a2 * s sqrt 1e-08 + / + a0 "
+                           "0.5 * -"));
   add(CaseBuilder("lr_value", "lr_value", T::kUlps)
           .input(plan::I64, {}, 0, 1200)
           .output(kF32, {})
@@ -795,7 +805,7 @@ const std::map<std::string, std::vector<std::string>> &opCheckFamilies() {
       {"gemm", {"matmul", "fp8_matmul"}},
       {"elementwise",
        {"add", "mul", "scale", "silu", "silu_grad", "swiglu", "swiglu_grad", "convert", "fill",
-        "copy", "reshape"}},
+        "copy", "reshape", "elementwise"}},
       {"layout", {"transpose", "repeat", "repeat_grad", "split", "concat", "local_shard"}},
       {"norms",
        {"rms_norm", "rms_norm_grad", "add_rms_norm", "softmax", "softmax_grad", "causal_mask",

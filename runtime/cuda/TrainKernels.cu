@@ -102,6 +102,21 @@ __global__ void adamwKernel(TypedPointer master, TypedPointer m, TypedPointer v,
   }
 }
 
+__global__ void elementwiseProgramKernel(ElementwiseProgram program, ElementwiseBuffers buffers,
+                                         int64_t count) {
+  float values[ElementwiseProgram::kMaxOperands];
+  float computed[ElementwiseProgram::kMaxResults];
+  for (int64_t i = firstIndex(); i < count; i += gridStride()) {
+    for (int32_t n = 0; n < program.operandCount; ++n) {
+      values[n] = buffers.operands[n].load(buffers.broadcast[n] ? 0 : i);
+    }
+    evaluateElementwise(program, values, computed);
+    for (int32_t k = 0; k < program.resultCount; ++k) {
+      buffers.results[k].store(i, computed[k]);
+    }
+  }
+}
+
 __global__ void recordBadValueKernel(IntPointer ids, BadIdWords *words) {
   if (words->position != ~0ull) {
     words->value = ids.load(static_cast<int64_t>(words->position));
@@ -428,6 +443,13 @@ Status launchAdamw(TypedPointer master, TypedPointer m, TypedPointer v, TypedPoi
                                                          newMaster, newM, newV, count, beta1, beta2,
                                                          epsilon, weightDecay);
   return launched("adamwKernel");
+}
+
+Status launchElementwiseProgram(const ElementwiseProgram &program,
+                                const ElementwiseBuffers &buffers, int64_t count,
+                                cudaStream_t stream) {
+  elementwiseProgramKernel<<<blocksFor(count), kThreads, 0, stream>>>(program, buffers, count);
+  return launched("elementwiseProgramKernel");
 }
 
 Status launchRecordBadValue(IntPointer ids, BadIdWords *words, cudaStream_t stream) {

@@ -7,6 +7,7 @@
 
 #include "runtime/plan/CommandTypes.h"
 
+#include "runtime/plan/ElementwiseProgram.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <algorithm>
@@ -534,6 +535,29 @@ std::string Checker::run() {
     const plan::Attribute *program = attribute("program");
     expect(program && program->value_case() == plan::Attribute::kS,
            "attribute 'program' must name a program");
+  } else if (op == "elementwise") {
+    // f32/bf16 operands and results of one shape; a one-element operand is broadcast.
+    const plan::Attribute *text = attribute("program");
+    if (!text || text->value_case() != plan::Attribute::kS) {
+      fail("attribute 'program' must be the element program (a string)");
+      return problem;
+    }
+    ElementwiseProgram compiled;
+    std::string error = compileElementwiseProgram(text->s(), command.operands_size(),
+                                                  command.results_size(), compiled);
+    expect(error.empty(), "program " + error);
+    for (int i = 0; i < command.operands_size(); ++i) {
+      expect(operand(i).dtype() == plan::F32 || operand(i).dtype() == plan::BF16,
+             "buffer '" + operand(i).name() + "' must hold f32 or bf16");
+      expect(elements(in(i)) == 1 || in(i) == out(0),
+             "operand '" + operand(i).name() + "' " + describe(in(i)) +
+                 " must have one element or the results' shape " + describe(out(0)));
+    }
+    for (int i = 0; i < command.results_size(); ++i) {
+      expect(result(i).dtype() == plan::F32 || result(i).dtype() == plan::BF16,
+             "buffer '" + result(i).name() + "' must hold f32 or bf16");
+      sameShape(out(i), out(0));
+    }
   } else if (op == "adamw") {
     // (master, m, v, grad, lr, clip, step) -> (master, m, v)
     for (int i = 0; i < 6; ++i) {

@@ -461,4 +461,17 @@ TEST(Plan, Fp8CommandsCheckTheirTypes) {
   EXPECT_EQ(check("fp8_current_scale", {scale}, {scale}, {{"fp8_max", 57344.0}}), "");
   EXPECT_NE(check("fp8_current_scale", {x}, {scale}, {{"fp8_max", 57344.0}}).find("scalar"),
             std::string::npos);
+  // The element program (runtime/plan/ElementwiseProgram.h): compiled at load; operands of
+  // the results' shape or one element; f32 or bf16 only.
+  EXPECT_EQ(check("elementwise", {x, scale}, {wide}, {}, {{"program", "r0 = a0 a1 *"}}), "");
+  EXPECT_NE(check("elementwise", {x, scale}, {wide}, {}, {{"program", "r0 = a0 a1"}})
+                .find("program statement 1 'r0 = a0 a1': leaves 2 values on the stack"),
+            std::string::npos);
+  EXPECT_NE(check("elementwise", {x}, {wide}).find("attribute 'program'"), std::string::npos);
+  EXPECT_NE(check("elementwise", {x, history}, {wide}, {}, {{"program", "r0 = a0 a1 *"}})
+                .find("must have one element or the results' shape [2x4]"),
+            std::string::npos);
+  EXPECT_NE(
+      check("elementwise", {q}, {wide}, {}, {{"program", "r0 = a0"}}).find("must hold f32 or bf16"),
+      std::string::npos);
 }
