@@ -207,6 +207,11 @@ ModelSummary summarizeModel(tg::ModelOp model) {
     summary.seqLen = batch.getSeqLenAttr().getInt();
   }
 
+  // f32 optimizer state tensors per trainable parameter besides its master weight.
+  int64_t statePerElement = 2; // AdamW's moments
+  for (auto optimizer : body.getOps<tg::OptimizerOp>()) {
+    statePerElement = optimizer.getName() == "adagrad" ? 1 : 2; // Adagrad's sum of squares
+  }
   for (auto param : body.getOps<tg::ParamOp>()) {
     RankedTensorType type = param.getTensorType();
     int64_t count = type.getNumElements() * param.getCopies();
@@ -225,8 +230,8 @@ ModelSummary summarizeModel(tg::ModelOp model) {
     if (!element.isF32()) {
       summary.bytes["master_weights"]["f32"] += count * 4;
     }
-    // AdamW's first and second moments, fp32.
-    summary.bytes["optimizer_state"]["f32"] += 2 * count * 4;
+    // AdamW's first and second moments, Adagrad's sum of squares: fp32.
+    summary.bytes["optimizer_state"]["f32"] += statePerElement * count * 4;
   }
 
   if (auto forward = dyn_cast_or_null<func::FuncOp>(model.getForward())) {

@@ -3,6 +3,7 @@
 #include "compiler/Audit/ClosedRules.h"
 
 #include "compiler/Interpreter/TGInterpreter.h"
+#include "compiler/Support/OptimizerPrograms.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/StepRoles.h"
 
@@ -298,15 +299,23 @@ private:
       violation("optimizer", "expected optimizer " + rules->optimizer + " (" + rules->source +
                                  "), the declaration has " + name);
     }
-    declaredAgainstBenchmark("adamw.beta1", "beta1", optimizer.getBeta1().convertToDouble(),
-                             rules ? rules->beta1 : std::nullopt);
-    declaredAgainstBenchmark("adamw.beta2", "beta2", optimizer.getBeta2().convertToDouble(),
-                             rules ? rules->beta2 : std::nullopt);
-    declaredAgainstBenchmark("adamw.epsilon", "eps", optimizer.getEpsilon().convertToDouble(),
-                             rules ? rules->epsilon : std::nullopt);
-    declaredAgainstBenchmark("adamw.weight_decay", "weight decay",
+    const bool adamw = name == "adamw";
+    // The reference's hyperparameters are its optimizer's: compared only when the names agree
+    // (a different optimizer is the violation above).
+    const bool sameOptimizer = rules && name == rules->optimizer;
+    // The command that updates one parameter: AdamW's own, or Adagrad's element program.
+    const std::string updateOp = adamw ? "adamw" : "elementwise";
+    if (adamw) {
+      declaredAgainstBenchmark("adamw.beta1", "beta1", optimizer.getBeta1()->convertToDouble(),
+                               sameOptimizer ? rules->beta1 : std::nullopt);
+      declaredAgainstBenchmark("adamw.beta2", "beta2", optimizer.getBeta2()->convertToDouble(),
+                               sameOptimizer ? rules->beta2 : std::nullopt);
+    }
+    declaredAgainstBenchmark(name + ".epsilon", "eps", optimizer.getEpsilon().convertToDouble(),
+                             sameOptimizer ? rules->epsilon : std::nullopt);
+    declaredAgainstBenchmark(name + ".weight_decay", "weight decay",
                              optimizer.getWeightDecay().convertToDouble(),
-                             rules ? rules->weightDecay : std::nullopt);
+                             sameOptimizer ? rules->weightDecay : std::nullopt);
     std::string groups = optimizer.getWeightDecayParams().str();
     if (rules && !rules->weightDecayParams.empty() && groups != rules->weightDecayParams) {
       violation("adamw.weight_decay_params",
@@ -319,11 +328,13 @@ private:
       double declared;
       int64_t seen = 0, wrong = 0;
     };
-    Expected hyper[] = {
-        {"adamw.beta1", "beta1", "beta1", optimizer.getBeta1().convertToDouble()},
-        {"adamw.beta2", "beta2", "beta2", optimizer.getBeta2().convertToDouble()},
-        {"adamw.epsilon", "eps", "epsilon", optimizer.getEpsilon().convertToDouble()},
-    };
+    std::vector<Expected> hyper;
+    if (adamw) {
+      hyper = {{"adamw.beta1", "beta1", "beta1", optimizer.getBeta1()->convertToDouble()},
+               {"adamw.beta2", "beta2", "beta2", optimizer.getBeta2()->convertToDouble()},
+               {"adamw.epsilon", "eps", "epsilon", optimizer.getEpsilon().convertToDouble()}};
+    }
+    int64_t programWrong = 0;
     double decay = optimizer.getWeightDecay().convertToDouble();
     int64_t updates = 0, decayWrong = 0;
     std::map<std::string, int64_t> updatesOf;
@@ -341,7 +352,7 @@ private:
       auto state = stateOf(plan);
       for (int index = 0; index < step->commands_size(); ++index) {
         const plan::Command &command = step->commands(index);
-        if (command.op() != "adamw" || command.operands_size() < 1) {
+        if (command.op() != updateOp || command.operands_size() < 1) {
           continue;
         }
         ++updates;
@@ -364,6 +375,21 @@ private:
         auto declared = params.find(param);
         int64_t rank = declared == params.end() ? 2 : declared->second.rank;
         double expectedDecay = optimizer.getWeightDecayParams() == "all" || rank >= 2 ? decay : 0.0;
+        if (!adamw) {
+          // The whole update: the program tg-optimizer writes for the declared ε, weight
+          // decay and clipping, character for character.
+          std::string expected =
+              adagradProgram(optimizer.getClipGradNorm().has_value(), expectedDecay,
+                             optimizer.getEpsilon().convertToDouble());
+          std::optional<std::string> program = stringAttr(command, "program");
+          if (program != expected) {
+            ++programWrong;
+            violation("adagrad.update",
+                      "expected the update \"" + expected + "\" (declaration), plan has \"" +
+                          program.value_or("none") + "\" for " + param + at(stage));
+          }
+          continue;
+        }
         std::optional<double> value = doubleAttr(command, "weight_decay");
         if (!value || *value != expectedDecay) {
           ++decayWrong;
@@ -382,7 +408,13 @@ private:
                                 " in all " + std::to_string(expected.seen) + " adamw updates");
       }
     }
-    if (decayWrong == 0) {
+    if (!adamw && programWrong == 0) {
+      pass("adagrad.update", "eps " + formatRuleValue(optimizer.getEpsilon().convertToDouble()) +
+                                 ", weight decay " + formatRuleValue(decay) + " on " + groups +
+                                 " parameters in all " + std::to_string(updates) +
+                                 " adagrad updates");
+    }
+    if (adamw && decayWrong == 0) {
       pass("adamw.weight_decay", "weight decay " + formatRuleValue(decay) + " on " + groups +
                                      " parameters in all " + std::to_string(updates) +
                                      " adamw updates");
@@ -397,8 +429,8 @@ private:
               expected = entry.second.frozen ? 0 : 1;
       if (count != expected) {
         ++wrong;
-        violation("optimizer.updates", param + " is updated by " + std::to_string(count) +
-                                           " adamw commands, expected " + std::to_string(expected) +
+        violation("optimizer.updates", param + " is updated by " + std::to_string(count) + " " +
+                                           name + " updates, expected " + std::to_string(expected) +
                                            (entry.second.frozen ? " (frozen)" : ""));
       }
     }
@@ -421,7 +453,21 @@ private:
   }
 
   void checkClipping() {
-    double clip = optimizer.getClipGradNorm().convertToDouble();
+    if (!optimizer.getClipGradNorm()) {
+      if (rules && rules->clip) {
+        violation("clip.max_norm", "the reference clips to " + formatRuleValue(*rules->clip) +
+                                       " (" + rules->source + "), the declaration does not clip");
+      } else {
+        pass("clip", "no clipping declared");
+      }
+      return;
+    }
+    double clip = optimizer.getClipGradNorm()->convertToDouble();
+    // Where an update reads its gradient and the clipping coefficient.
+    const bool adamw = optimizer.getName() == "adamw";
+    const std::string updateOp = adamw ? "adamw" : "elementwise";
+    const int gradOperand = adamw ? 3 : adagrad_operand::kGrad;
+    const int clipOperand = adamw ? 5 : adagrad_operand::kClip;
     declaredAgainstBenchmark("clip.max_norm", "clip norm", clip,
                              rules ? rules->clip : std::nullopt);
     int64_t problems = 0;
@@ -444,8 +490,8 @@ private:
             normed.insert(operand);
           }
         }
-        if (command.op() == "adamw" && command.operands_size() >= 4) {
-          updated.insert(command.operands(3));
+        if (command.op() == updateOp && command.operands_size() > gradOperand) {
+          updated.insert(command.operands(gradOperand));
         }
       }
       if (clips.size() != 1) {
@@ -468,10 +514,11 @@ private:
       uint32_t factor = coefficient.results_size() ? coefficient.results(0) : ~0u;
       for (int index = 0; index < step->commands_size(); ++index) {
         const plan::Command &command = step->commands(index);
-        if (command.op() == "adamw" &&
-            (command.operands_size() < 6 || command.operands(5) != factor)) {
+        if (command.op() == updateOp &&
+            (command.operands_size() <= clipOperand || command.operands(clipOperand) != factor)) {
           ++problems;
-          violation("clip.formula", "adamw at optimizer_step command " + std::to_string(index) +
+          violation("clip.formula", updateOp + " at optimizer_step command " +
+                                        std::to_string(index) +
                                         " is not scaled by the clipping coefficient" + at(stage));
         }
       }

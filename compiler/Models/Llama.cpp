@@ -381,6 +381,9 @@ const std::map<std::string, Setter> &setters() {
       {"weight_decay", floatField(&LlamaConfig::weightDecay)},
       {"weight_decay_params", choiceField(&LlamaConfig::weightDecayParams, {"all", "matrices"})},
       {"clip", floatField(&LlamaConfig::clip)},
+      {"optimizer", choiceField(&LlamaConfig::optimizer, {"adamw", "adagrad"})},
+      {"adagrad_eps", floatField(&LlamaConfig::adagradEps)},
+      {"initial_accumulator_value", floatField(&LlamaConfig::initialAccumulatorValue)},
       {"benchmark", choiceField(&LlamaConfig::benchmark, {})},
       {"eval_every", intField(&LlamaConfig::evalEvery)},
       {"eval_samples", intField(&LlamaConfig::evalSamples)},
@@ -606,12 +609,21 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
   os << llvm::formatv("  tg.batch {{global_batch_size = {0}, micro_batch_size = {1}, "
                       "seq_len = {2}}\n",
                       c.gbs, c.microBatch, c.seq);
-  os << llvm::formatv(
-      "  tg.optimizer {{name = \"adamw\", beta1 = {0}, beta2 = {1}, epsilon = {2},\n"
-      "                weight_decay = {3}, weight_decay_params = \"{4}\", "
-      "clip_grad_norm = {5}}\n",
-      formatDouble(c.beta1), formatDouble(c.beta2), formatDouble(c.adamEps),
-      formatDouble(c.weightDecay), c.weightDecayParams, formatDouble(c.clip));
+  if (c.optimizer == "adagrad") {
+    os << llvm::formatv(
+        "  tg.optimizer {{name = \"adagrad\", epsilon = {0}, initial_accumulator_value = {1},\n"
+        "                weight_decay = {2}, weight_decay_params = \"{3}\", "
+        "clip_grad_norm = {4}}\n",
+        formatDouble(c.adagradEps), formatDouble(c.initialAccumulatorValue),
+        formatDouble(c.weightDecay), c.weightDecayParams, formatDouble(c.clip));
+  } else {
+    os << llvm::formatv(
+        "  tg.optimizer {{name = \"adamw\", beta1 = {0}, beta2 = {1}, epsilon = {2},\n"
+        "                weight_decay = {3}, weight_decay_params = \"{4}\", "
+        "clip_grad_norm = {5}}\n",
+        formatDouble(c.beta1), formatDouble(c.beta2), formatDouble(c.adamEps),
+        formatDouble(c.weightDecay), c.weightDecayParams, formatDouble(c.clip));
+  }
   os << llvm::formatv("  tg.lr_schedule {{kind = \"cosine_with_linear_warmup\", base_lr = {0}, "
                       "end_lr = {1},\n"
                       "                  warmup_steps = {2}, decay_steps = {3}, max_steps = {4}}\n",

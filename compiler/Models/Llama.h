@@ -48,6 +48,10 @@ struct LlamaConfig {
   int64_t warmupSteps = 0, maxSteps = 0, decaySteps = 0;
   double beta1 = 0, beta2 = 0, adamEps = 0, weightDecay = 0, clip = 0;
   std::string weightDecayParams; // all | matrices
+  /// adamw (the Llama references') or adagrad (epsilon adagrad_eps, the sum starting at
+  /// initial_accumulator_value; beta1, beta2 and adam_eps unused).
+  std::string optimizer = "adamw";
+  double adagradEps = 1e-8, initialAccumulatorValue = 0;
   // MLPerf metadata.
   std::string benchmark, targetMetric;
   int64_t evalEvery = 0, evalSamples = 0;

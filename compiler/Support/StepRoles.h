@@ -21,7 +21,7 @@ namespace mlperf {
 constexpr llvm::StringLiteral kRoleAttr = "tg.role";
 constexpr llvm::StringLiteral kRoleParamAttr = "tg.param";
 // On optimizer state arguments: how the state starts, "param" (the parameter's value, in the
-// state's type and layout) or "zeros".
+// state's type and layout), "zeros", or a float: every element that value.
 constexpr llvm::StringLiteral kInitAttr = "tg.init";
 constexpr llvm::StringLiteral kInitFromParam = "param";
 constexpr llvm::StringLiteral kInitZeros = "zeros";
@@ -29,12 +29,13 @@ constexpr llvm::StringLiteral kInitZeros = "zeros";
 constexpr llvm::StringLiteral kMicroBatchAttr = "tg.micro_batch";
 
 /// The per-parameter optimizer state roles tg-optimizer gives @optimizer_step's arguments:
-/// the f32 master weight and AdamW's moments. Only the compiler knows them; the plan names
+/// the f32 master weight, AdamW's moments, Adagrad's sum. Only the compiler knows them; the plan names
 /// them and the runtime carries them through by name.
 namespace optimizer_role {
 constexpr llvm::StringLiteral kMaster = "master";
 constexpr llvm::StringLiteral kExpAvg = "exp_avg";
 constexpr llvm::StringLiteral kExpAvgSq = "exp_avg_sq";
+constexpr llvm::StringLiteral kSum = "sum"; // Adagrad's sum of squared gradients
 } // namespace optimizer_role
 
 /// A role and, for per-parameter state, the parameter's name.

@@ -339,7 +339,9 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
   static SmallVector<Operation *> updateOps(Block &entry) {
     SmallVector<Operation *> updates;
     for (Operation &op : entry) {
-      if (isa<tg::AdamWOp>(op)) {
+      // tg-optimizer's updates: AdamW's op, or the element program of an optimizer without
+      // one (Adagrad) — the elementwise op that reads a gradient.
+      if (isa<tg::AdamWOp>(op) || isa<tg::ElementwiseOp>(op)) {
         updates.push_back(&op);
       }
     }

@@ -1,5 +1,6 @@
 //===- TGOptimizer.cpp - Build @optimizer_step from the metadata -*- C++ -*-===//
 
+#include "compiler/Support/OptimizerPrograms.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
@@ -8,8 +9,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
-
-#include <array>
 
 #define DEBUG_TYPE "tg-optimizer"
 
@@ -55,6 +54,22 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
 
     OpBuilder builder(model.getContext());
     Location loc = optimizer.getLoc();
+    bool adamw = optimizer.getName() == "adamw";
+    // The per-parameter state, one argument group per role, and how each starts: the f32
+    // master weight as the parameter; AdamW's moments at zero; Adagrad's sum of squares at
+    // its initial accumulator value.
+    SmallVector<std::pair<StringRef, Attribute>> stateGroups{
+        {optimizer_role::kMaster, builder.getStringAttr(kInitFromParam)}};
+    if (adamw) {
+      stateGroups.push_back({optimizer_role::kExpAvg, builder.getStringAttr(kInitZeros)});
+      stateGroups.push_back({optimizer_role::kExpAvgSq, builder.getStringAttr(kInitZeros)});
+    } else {
+      double initial = optimizer.getInitialAccumulatorValue()
+                           ? optimizer.getInitialAccumulatorValue()->convertToDouble()
+                           : 0.0;
+      stateGroups.push_back({optimizer_role::kSum, builder.getF64FloatAttr(initial)});
+    }
+    const size_t groups = stateGroups.size();
     auto f32 = builder.getF32Type();
     auto stepType = RankedTensorType::get({}, builder.getI64Type());
     auto scalarType = RankedTensorType::get({}, f32);
@@ -64,11 +79,11 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
       paramTypes.push_back(param.getType());
       stateTypes.push_back(RankedTensorType::get(param.getTensorType().getShape(), f32));
     }
-    for (int copy = 0; copy < 3; ++copy) { // masters, first and second moments
+    for (size_t group = 0; group < groups; ++group) {
       inputs.append(stateTypes);
     }
     SmallVector<Type> results(paramTypes);
-    for (int copy = 0; copy < 3; ++copy) {
+    for (size_t group = 0; group < groups; ++group) {
       results.append(stateTypes);
     }
     results.append({scalarType, scalarType});
@@ -80,6 +95,7 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
     builder.setInsertionPointToStart(entry);
     size_t n = params.size();
     Value step = entry->getArgument(0);
+    // Group 0 holds the gradients, group 1 + k the state of stateGroups[k].
     auto arg = [&](size_t group, size_t index) {
       return entry->getArgument(1 + group * n + index);
     };
@@ -89,35 +105,53 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
       grads.push_back(arg(0, i));
     }
     Value norm = tg::GlobalNormOp::create(builder, loc, scalarType, grads);
-    Value clip = tg::ClipCoefficientOp::create(builder, loc, scalarType, norm,
-                                               optimizer.getClipGradNormAttr());
+    Value clip;
+    if (optimizer.getClipGradNormAttr()) {
+      clip = tg::ClipCoefficientOp::create(builder, loc, scalarType, norm,
+                                           optimizer.getClipGradNormAttr());
+    }
     Value lr = tg::LRValueOp::create(builder, loc, scalarType, step, schedule.getKindAttr(),
                                      schedule.getBaseLrAttr(), schedule.getEndLrAttr(),
                                      schedule.getWarmupStepsAttr(), schedule.getMaxStepsAttr());
     bool decayAll = optimizer.getWeightDecayParams() == "all";
-    SmallVector<Value> newParams, newMasters, newM, newV;
+    // newState[k][i]: parameter i's new state of stateGroups[k] (k = 0: the master).
+    SmallVector<SmallVector<Value>> newState(groups);
+    SmallVector<Value> newParams;
     for (size_t i = 0; i < n; ++i) {
       // The reference's parameter groups: every parameter decays ("all", as NeMo 2.1 runs
       // Llama 3.1), or only matrices.
       bool decays = decayAll || params[i].getTensorType().getRank() >= 2;
-      auto update = tg::AdamWOp::create(
-          builder, loc, stateTypes[i], stateTypes[i], stateTypes[i], arg(1, i), arg(2, i),
-          arg(3, i), grads[i], lr, clip, step, optimizer.getBeta1Attr(), optimizer.getBeta2Attr(),
-          optimizer.getEpsilonAttr(),
-          builder.getF64FloatAttr(decays ? optimizer.getWeightDecay().convertToDouble() : 0.0));
-      Value master = update.getNewMaster();
+      double weightDecay = decays ? optimizer.getWeightDecay().convertToDouble() : 0.0;
+      if (adamw) {
+        auto update = tg::AdamWOp::create(
+            builder, loc, stateTypes[i], stateTypes[i], stateTypes[i], arg(1, i), arg(2, i),
+            arg(3, i), grads[i], lr, clip, step, optimizer.getBeta1Attr(), optimizer.getBeta2Attr(),
+            optimizer.getEpsilonAttr(), builder.getF64FloatAttr(weightDecay));
+        newState[0].push_back(update.getNewMaster());
+        newState[1].push_back(update.getNewM());
+        newState[2].push_back(update.getNewV());
+      } else {
+        SmallVector<Value> operands{arg(1, i), arg(2, i), grads[i], lr};
+        if (clip) {
+          operands.push_back(clip);
+        }
+        auto update = tg::ElementwiseOp::create(
+            builder, loc, TypeRange{stateTypes[i], stateTypes[i]}, operands,
+            builder.getStringAttr(adagradProgram(clip != nullptr, weightDecay,
+                                                 optimizer.getEpsilon().convertToDouble())));
+        newState[0].push_back(update.getResult(1));
+        newState[1].push_back(update.getResult(0));
+      }
+      Value master = newState[0].back();
       newParams.push_back(
           paramTypes[i] == master.getType()
               ? master
               : tg::ConvertOp::create(builder, loc, paramTypes[i], master).getResult());
-      newMasters.push_back(master);
-      newM.push_back(update.getNewM());
-      newV.push_back(update.getNewV());
     }
     SmallVector<Value> returned(newParams);
-    returned.append(newMasters);
-    returned.append(newM);
-    returned.append(newV);
+    for (const SmallVector<Value> &group : newState) {
+      returned.append(group);
+    }
     returned.append({lr, norm});
     func::ReturnOp::create(builder, loc, returned);
     SmallVector<Attribute> names;
@@ -127,28 +161,25 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
     func->setAttr("tg.parameters", builder.getArrayAttr(names));
     // What each argument and result is, so later passes find them by role.
     namespace role = rt::role;
-    namespace state = optimizer_role;
     SmallVector<std::optional<StepRole>> argRoles(func.getNumArguments()),
         resultRoles(func.getNumResults());
     argRoles[0] = StepRole{std::string(role::kStep), ""};
     for (size_t i = 0; i < n; ++i) {
       std::string name = params[i].getSymName().str();
-      for (auto [group, kind] : llvm::enumerate(std::array<StringRef, 4>{
-               role::kGrad, state::kMaster, state::kExpAvg, state::kExpAvgSq})) {
-        argRoles[1 + group * n + i] = StepRole{kind.str(), name};
-      }
-      for (auto [group, kind] : llvm::enumerate(std::array<StringRef, 4>{
-               role::kParam, state::kMaster, state::kExpAvg, state::kExpAvgSq})) {
-        resultRoles[group * n + i] = StepRole{kind.str(), name};
+      argRoles[1 + i] = StepRole{std::string(role::kGrad), name};
+      resultRoles[i] = StepRole{std::string(role::kParam), name};
+      for (size_t group = 0; group < groups; ++group) {
+        std::string kind = stateGroups[group].first.str();
+        argRoles[1 + (group + 1) * n + i] = StepRole{kind, name};
+        resultRoles[(group + 1) * n + i] = StepRole{kind, name};
       }
     }
-    resultRoles[4 * n] = StepRole{std::string(role::kLr), ""};
-    resultRoles[4 * n + 1] = StepRole{std::string(role::kGradNorm), ""};
-    // How the state starts (tg-train-step's @init_optimizer): the master weight as the
-    // parameter, the moments at zero.
+    resultRoles[(groups + 1) * n] = StepRole{std::string(role::kLr), ""};
+    resultRoles[(groups + 1) * n + 1] = StepRole{std::string(role::kGradNorm), ""};
+    // How the state starts (tg-train-step's @init_optimizer).
     setAllRoles(func, /*arguments=*/true, argRoles, [&](unsigned i, NamedAttrList &attrs) {
       if (i > n) {
-        attrs.set(kInitAttr, builder.getStringAttr(i <= 2 * n ? kInitFromParam : kInitZeros));
+        attrs.set(kInitAttr, stateGroups[(i - 1) / n - 1].second);
       }
     });
     setAllRoles(func, /*arguments=*/false, resultRoles);

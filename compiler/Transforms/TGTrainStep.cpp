@@ -691,13 +691,16 @@ LogicalResult StepBuilder::buildInitOptimizer() {
       continue;
     }
     stateArgs.push_back(i);
-    auto init = optimizerStep.getArgAttrOfType<StringAttr>(i, kInitAttr);
-    if (!init || (init.getValue() != kInitFromParam && init.getValue() != kInitZeros)) {
+    Attribute start = optimizerStep.getArgAttr(i, kInitAttr);
+    auto init = dyn_cast_or_null<StringAttr>(start);
+    if (!isa_and_nonnull<FloatAttr>(start) &&
+        (!init || (init.getValue() != kInitFromParam && init.getValue() != kInitZeros))) {
       return optimizerStep.emitError()
              << "tg-train-step: @optimizer_step argument " << i << " (" << r->role << " of @"
-             << r->param << ") does not say how it starts (tg.init = \"param\" or \"zeros\")";
+             << r->param
+             << ") does not say how it starts (tg.init = \"param\", \"zeros\" or a float)";
     }
-    if (init.getValue() == kInitFromParam) {
+    if (init && init.getValue() == kInitFromParam) {
       tg::ParamOp param = paramByName.lookup(r->param);
       if (!param) {
         return optimizerStep.emitError() << "tg-train-step: @" << r->param << " is not a parameter";
@@ -720,9 +723,12 @@ LogicalResult StepBuilder::buildInitOptimizer() {
   for (unsigned i : stateArgs) {
     StepRole r = *argRole(optimizerStep, i);
     auto type = cast<RankedTensorType>(optimizerStep.getArgumentTypes()[i]);
-    auto init = optimizerStep.getArgAttrOfType<StringAttr>(i, kInitAttr);
+    Attribute start = optimizerStep.getArgAttr(i, kInitAttr);
     Value value;
-    if (init.getValue() == kInitZeros) {
+    if (auto constant = dyn_cast<FloatAttr>(start)) {
+      value = tg::FillOp::create(builder, loc, type,
+                                 builder.getF64FloatAttr(constant.getValueAsDouble()));
+    } else if (cast<StringAttr>(start).getValue() == kInitZeros) {
       value = tg::FillOp::create(builder, loc, type, builder.getF64FloatAttr(0.0));
     } else {
       value = entry->getArgument(inputOfParam.lookup(r.param));

@@ -18,7 +18,11 @@ mlperfc's code, and runs in float64. For each tiny configuration it:
      dp=2 with ZeRO-1 and with ZeRO-3 (`mlperfc compile --cluster 1x2`), and compares each run's losses, LRs
      and gradient norms and its final parameters (reassembled from the ranks' checkpoint
      files by their `split:` metadata) with JAX directly; and the same model declared with one
-     fused qkv_proj, single-rank and tp=2, against JAX reading its three row blocks.
+     fused qkv_proj, single-rank and tp=2, against JAX reading its three row blocks;
+  6. trains the "gqa" configuration with Adagrad (tg.optimizer name = "adagrad", clipped, with
+     weight decay and a non-zero initial sum) through run-reference, mlperf-run and
+     mlperf-run under mpirun with dp=2 and ZeRO-1, and compares the trajectory, the final
+     parameters and the final sums of squares with an Adagrad written here in float64.
 
 Usage: llama_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 Exit status 0 when every configuration matches; prints one line per configuration.
@@ -228,10 +232,50 @@ def write_megatron(prefix, tokens):
         f.write(struct.pack("<i", len(tokens)) + struct.pack("<q", 0) + struct.pack("<2q", 0, 1))
 
 
-def oracle_trajectory(params, tokens, labels, cfg, train):
-    grad_fn = jax.jit(jax.value_and_grad(lambda p, t, l: loss_fn(p, t, l, cfg)))
+def adamw_update(params, train):
+    """AdamW with bias correction and decoupled weight decay (FusedAdam adam_w_mode), updating
+    `params` in place at step `step` (0-based) with learning rate `lr`."""
     m = {k: jnp.zeros_like(v) for k, v in params.items()}
     v = {k: jnp.zeros_like(x) for k, x in params.items()}
+
+    def update(step, lr, grads):
+        t = step + 1
+        for k in params:
+            decay = WEIGHT_DECAY if (train["weight_decay_params"] == "all"
+                                     or params[k].ndim >= 2) else 0.0
+            m[k] = BETA1 * m[k] + (1 - BETA1) * grads[k]
+            v[k] = BETA2 * v[k] + (1 - BETA2) * grads[k] ** 2
+            m_hat, v_hat = m[k] / (1 - BETA1 ** t), v[k] / (1 - BETA2 ** t)
+            params[k] = params[k] - lr * (m_hat / (jnp.sqrt(v_hat) + ADAM_EPS)
+                                          + decay * params[k])
+    return update, {}
+
+
+def adagrad_update(params, train):
+    """Adagrad as torch.optim.Adagrad defines it (lr_decay 0): g += wd * p; G += g^2;
+    p -= lr * g / (sqrt(G) + eps), G starting at the initial accumulator value. Returns the
+    update and its state {"sum": G}."""
+    state = {"sum": {k: jnp.full_like(v, train["initial_accumulator_value"])
+                     for k, v in params.items()}}
+
+    def update(step, lr, grads):
+        for k in params:
+            decay = train["weight_decay"] if (train["weight_decay_params"] == "all"
+                                              or params[k].ndim >= 2) else 0.0
+            g = grads[k] + decay * params[k]
+            state["sum"][k] = state["sum"][k] + g * g
+            params[k] = params[k] - lr * g / (jnp.sqrt(state["sum"][k]) + train["eps"])
+    return update, state
+
+
+def oracle_trajectory(params, tokens, labels, cfg, train, optimizer=adamw_update,
+                      state_out=None):
+    """Trains STEPS steps in float64, updating `params` in place; returns (loss, lr,
+    grad_norm) per step and puts the optimizer's final state into `state_out`."""
+    grad_fn = jax.jit(jax.value_and_grad(lambda p, t, l: loss_fn(p, t, l, cfg)))
+    update, state = optimizer(params, train)
+    if state_out is not None:
+        state_out.update(state)
     micro = cfg["micro_batch"]
     accumulation = cfg["gbs"] // micro
     history = []
@@ -248,15 +292,7 @@ def oracle_trajectory(params, tokens, labels, cfg, train):
         if coefficient < 1:
             grads = {k: g * coefficient for k, g in grads.items()}
         lr = learning_rate(step)
-        t = step + 1
-        for k in params:
-            decay = WEIGHT_DECAY if (train["weight_decay_params"] == "all"
-                                     or params[k].ndim >= 2) else 0.0
-            m[k] = BETA1 * m[k] + (1 - BETA1) * grads[k]
-            v[k] = BETA2 * v[k] + (1 - BETA2) * grads[k] ** 2
-            m_hat, v_hat = m[k] / (1 - BETA1 ** t), v[k] / (1 - BETA2 ** t)
-            params[k] = params[k] - lr * (m_hat / (jnp.sqrt(v_hat) + ADAM_EPS)
-                                          + decay * params[k])
+        update(step, lr, grads)
         history.append((loss_sum / accumulation, lr, norm))
     return history
 
@@ -494,6 +530,73 @@ def check_trajectory(name, cfg, mlperfc, workdir):
     return not failures and distributed_ok
 
 
+# Adagrad (tg.optimizer name = "adagrad") on the "gqa" model: clipped, every parameter decays,
+# the sum starting at a non-zero value, so each term of the update is exercised.
+ADAGRAD = dict(eps=1e-8, weight_decay=0.01, initial_accumulator_value=0.1)
+# Final parameters and sums after STEPS f32 Adagrad steps against the float64 oracle,
+# elementwise within this fraction of the tensor's largest magnitude.
+ADAGRAD_RTOL = 1e-6
+
+
+def check_adagrad(mlperfc, workdir):
+    """Trains the tiny Llama with Adagrad through run-reference and mlperf-run (single rank,
+    and two ranks with ZeRO-1 sharding the sums) and compares the trajectory, the final
+    parameters and the final sums of squares with JAX's Adagrad in float64."""
+    name, cfg = "adagrad", CONFIGS["gqa"]
+    train = {**TRAIN, **TRAIN_OVERRIDES["gqa"], **ADAGRAD}
+    sets = (f",dtype=f32,optimizer=adagrad,adagrad_eps={ADAGRAD['eps']},"
+            f"weight_decay={ADAGRAD['weight_decay']},"
+            f"initial_accumulator_value={ADAGRAD['initial_accumulator_value']}")
+    ours, planned, weights, tokens, labels = train_ours(
+        mlperfc, workdir, f"{name}.train", cfg,
+        {k: v for k, v in train.items() if k not in ADAGRAD}, 99, sets)
+    params = {k: jnp.asarray(v) for k, v in read_safetensors(weights).items()}
+    state = {}
+    reference = oracle_trajectory(params, tokens, labels, cfg, train, adagrad_update, state)
+    worst, failures = compare_steps(ours, reference)
+    if len(ours) != STEPS:
+        failures.append(f"expected {STEPS} steps, got {len(ours)}")
+    if planned != ours:
+        failures.append(f"mlperf-run on the plan differs from run-reference: {planned[:3]} vs "
+                        f"{ours[:3]} ...")
+    # The final parameters and sums mlperf-run saves, against the oracle's.
+    checkpoint = os.path.join(workdir, f"{name}.final.safetensors")
+    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    subprocess.run([mlperf_run, os.path.join(workdir, f"{name}.train.plan.pb"), "--data",
+                    os.path.join(workdir, f"{name}.train.data"), "--data-order", "sequential",
+                    "--init-from", weights, "--max-steps", str(STEPS), "--save", checkpoint],
+                   check=True, capture_output=True)
+    saved = read_safetensors(checkpoint)
+    worst_param = worst_sum = 0.0
+    for key, ref in params.items():
+        for what, got_key, want in (("parameter", key, ref),
+                                    ("sum", f"optimizer.sum.{key}", state["sum"][key])):
+            if got_key not in saved:
+                failures.append(f"the checkpoint has no {got_key}")
+                continue
+            want = np.asarray(want)
+            error = float(np.max(np.abs(saved[got_key] - want)) / np.max(np.abs(want)))
+            if what == "parameter":
+                worst_param = max(worst_param, error) if np.isfinite(error) else float("inf")
+            else:
+                worst_sum = max(worst_sum, error) if np.isfinite(error) else float("inf")
+            if not finite_and_within(error, ADAGRAD_RTOL):
+                failures.append(f"final {what} {key}: max diff {error:.1e} of its scale")
+    distributed_ok = check_distributed(name, cfg, mlperfc, workdir,
+                                       os.path.join(workdir, f"{name}.train.mlir"), weights,
+                                       reference, params,
+                                       {"dp2_zero1": DISTRIBUTED["dp2_zero1"]})
+    print(f"{name} trajectory: {STEPS} Adagrad steps (eps {train['eps']}, weight decay "
+          f"{train['weight_decay']}, sum from {train['initial_accumulator_value']}), loss "
+          f"{ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 {reference[0][0]:.4f} -> "
+          f"{reference[-1][0]:.4f}), worst rel diff of loss, lr, grad_norm {worst:.1e}; final "
+          f"parameters {worst_param:.1e}, sums {worst_sum:.1e} of their scale; mlperf-run on "
+          f"the plan bit-identical: {planned == ours}: {'ok' if not failures else 'MISMATCH'}")
+    for failure in failures[:10]:
+        print("  " + failure)
+    return not failures and distributed_ok
+
+
 # VJP rules the Llama models do not exercise: split and concat, matmuls in every transpose
 # layout (batched and with a shared rank-2 weight), reshape, mul, scale, silu.
 OPS_MODEL = """
@@ -679,7 +782,8 @@ def main():
     parser.add_argument("--keep", help="keep the files in this directory")
     args = parser.parse_args()
     def run_all(workdir):
-        results = [check_ops(args.mlperfc, workdir), check_bf16_and_init(args.mlperfc, workdir)]
+        results = [check_ops(args.mlperfc, workdir), check_bf16_and_init(args.mlperfc, workdir),
+                   check_adagrad(args.mlperfc, workdir)]
         for n, c in CONFIGS.items():
             results.append(check_config(n, c, args.mlperfc, workdir))
             results.append(check_trajectory(n, c, args.mlperfc, workdir))

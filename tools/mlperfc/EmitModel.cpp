@@ -42,7 +42,8 @@ static cl::list<std::string> emitSettings(
              "lora_alpha lora_dropout dtype init "
              "init_std gbs "
              "micro_batch lr end_lr warmup_steps max_steps decay_steps beta1 beta2 adam_eps "
-             "weight_decay weight_decay_params clip benchmark eval_every eval_samples "
+             "weight_decay weight_decay_params clip optimizer (adamw|adagrad) adagrad_eps "
+             "initial_accumulator_value benchmark eval_every eval_samples "
              "target_metric target"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> emitOutput("o", cl::sub(emitModelCommand), cl::init("-"),

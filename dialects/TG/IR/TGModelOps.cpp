@@ -157,13 +157,46 @@ LogicalResult BatchOp::verify() {
 }
 
 LogicalResult OptimizerOp::verify() {
-  if (getName() != "adamw") {
-    return emitOpError() << "unknown optimizer '" << getName() << "' (supported: adamw)";
+  bool adamw = getName() == "adamw";
+  if (!adamw && getName() != "adagrad") {
+    return emitOpError() << "unknown optimizer '" << getName() << "' (supported: adamw, adagrad)";
   }
-  for (auto [field, value] : {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
-                              {"beta2", getBeta2().convertToDouble()}}) {
-    if (!(value >= 0.0 && value < 1.0)) {
-      return fieldError(*this, field, "in [0, 1)", value);
+  // Each optimizer's own fields: required by it, refused by the other.
+  for (auto [field, present] : {std::pair<StringRef, bool>{"beta1", getBeta1().has_value()},
+                                {"beta2", getBeta2().has_value()},
+                                {"clip_grad_norm", getClipGradNorm().has_value()}}) {
+    if (adamw && !present) {
+      return emitOpError() << "adamw needs '" << field << "'";
+    }
+    if (!adamw && present && field != "clip_grad_norm") {
+      return emitOpError() << "'" << field << "' is an adamw hyperparameter; adagrad has none";
+    }
+  }
+  for (auto [field, present] :
+       {std::pair<StringRef, bool>{"initial_accumulator_value",
+                                   getInitialAccumulatorValue().has_value()},
+        {"lr_decay", getLrDecay().has_value()}}) {
+    if (adamw && present) {
+      return emitOpError() << "'" << field << "' is an adagrad hyperparameter; adamw has none";
+    }
+  }
+  if (adamw) {
+    for (auto [field, value] :
+         {std::pair<StringRef, double>{"beta1", getBeta1()->convertToDouble()},
+          {"beta2", getBeta2()->convertToDouble()}}) {
+      if (!(value >= 0.0 && value < 1.0)) {
+        return fieldError(*this, field, "in [0, 1)", value);
+      }
+    }
+  } else {
+    double initial =
+        getInitialAccumulatorValue() ? getInitialAccumulatorValue()->convertToDouble() : 0.0;
+    if (!std::isfinite(initial) || initial < 0.0) {
+      return fieldError(*this, "initial_accumulator_value", "finite and >= 0", initial);
+    }
+    if (getLrDecay() && getLrDecay()->convertToDouble() != 0.0) {
+      return emitOpError() << "adagrad lr_decay " << formatNumber(getLrDecay()->convertToDouble())
+                           << " is not supported: only 0, as the DLRMv2 rules fix it";
     }
   }
   if (!isFinitePositive(getEpsilon().convertToDouble())) {
@@ -177,21 +210,37 @@ LogicalResult OptimizerOp::verify() {
     return emitOpError() << "unknown weight_decay_params '" << getWeightDecayParams()
                          << "' (supported: all, matrices)";
   }
-  if (!isFinitePositive(getClipGradNorm().convertToDouble())) {
+  if (getClipGradNorm() && !isFinitePositive(getClipGradNorm()->convertToDouble())) {
     return fieldError(*this, "clip_grad_norm", "a finite positive number",
-                      getClipGradNorm().convertToDouble());
+                      getClipGradNorm()->convertToDouble());
   }
   return success();
 }
 
 SmallVector<NamedAttribute> OptimizerOp::getMLLogKeys() {
   Builder builder(getContext());
-  // closed_common.yaml / closed_llama31_*.yaml: AdamW's keys and the clipping norm.
-  return {builder.getNamedAttr("opt_adamw_beta_1", getBeta1Attr()),
-          builder.getNamedAttr("opt_adamw_beta_2", getBeta2Attr()),
-          builder.getNamedAttr("opt_adamw_epsilon", getEpsilonAttr()),
-          builder.getNamedAttr("opt_adamw_weight_decay", getWeightDecayAttr()),
-          builder.getNamedAttr("opt_gradient_clip_norm", getClipGradNormAttr())};
+  SmallVector<NamedAttribute> keys;
+  if (getName() == "adamw") {
+    // closed_common.yaml / closed_llama31_*.yaml: AdamW's keys and the clipping norm.
+    keys = {builder.getNamedAttr("opt_adamw_beta_1", getBeta1Attr()),
+            builder.getNamedAttr("opt_adamw_beta_2", getBeta2Attr()),
+            builder.getNamedAttr("opt_adamw_epsilon", getEpsilonAttr()),
+            builder.getNamedAttr("opt_adamw_weight_decay", getWeightDecayAttr())};
+  } else {
+    // closed_dlrm_dcnv2.yaml: Adagrad's keys.
+    keys = {
+        builder.getNamedAttr("opt_adagrad_epsilon", getEpsilonAttr()),
+        builder.getNamedAttr("opt_adagrad_learning_rate_decay",
+                             getLrDecayAttr() ? getLrDecayAttr() : builder.getF64FloatAttr(0.0)),
+        builder.getNamedAttr("opt_weight_decay", getWeightDecayAttr()),
+        builder.getNamedAttr("opt_adagrad_initial_accumulator_value",
+                             getInitialAccumulatorValueAttr() ? getInitialAccumulatorValueAttr()
+                                                              : builder.getF64FloatAttr(0.0))};
+  }
+  if (getClipGradNormAttr()) {
+    keys.push_back(builder.getNamedAttr("opt_gradient_clip_norm", getClipGradNormAttr()));
+  }
+  return keys;
 }
 
 LogicalResult LRScheduleOp::verify() {

@@ -94,18 +94,27 @@ def TG_OptimizerOp : TG_ModelMetadataOp<"optimizer"> {
   let summary = "Optimizer and gradient clipping";
   let description = [{
     `name = "adamw"`: AdamW with bias correction and decoupled weight decay (apex/TE FusedAdam
-    in adam_w_mode). `weight_decay_params` is the reference's parameter-group rule: `all` (every
-    parameter decays, as NeMo 2.1 runs Llama 3.1) or `matrices` (only rank ≥ 2 parameters).
-    Gradients are clipped to global L2 norm `clip_grad_norm`.
+    in adam_w_mode); `beta1`, `beta2` and `clip_grad_norm` are required.
+
+    `name = "adagrad"`: Adagrad as `torch.optim.Adagrad` (and FBGEMM's EXACT_ADAGRAD) computes
+    it: `g += weight_decay · p`, `G += g²`, `p −= lr · g / (sqrt(G) + epsilon)`, the state sum
+    `G` starting at `initial_accumulator_value` (default 0). `lr_decay` (default 0) must be 0,
+    as the DLRMv2 rules fix it. `clip_grad_norm` is optional (the reference does not clip).
+
+    `weight_decay_params` is the reference's parameter-group rule: `all` (every parameter
+    decays, as NeMo 2.1 runs Llama 3.1) or `matrices` (only rank ≥ 2 parameters). With
+    `clip_grad_norm`, gradients are clipped to that global L2 norm.
   }];
-  let arguments = (ins StrAttr:$name, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
-                       F64Attr:$weight_decay, StrAttr:$weight_decay_params,
-                       F64Attr:$clip_grad_norm);
+  let arguments = (ins StrAttr:$name, OptionalAttr<F64Attr>:$beta1,
+                       OptionalAttr<F64Attr>:$beta2, F64Attr:$epsilon, F64Attr:$weight_decay,
+                       StrAttr:$weight_decay_params, OptionalAttr<F64Attr>:$clip_grad_norm,
+                       OptionalAttr<F64Attr>:$initial_accumulator_value,
+                       OptionalAttr<F64Attr>:$lr_decay);
   let extraClassDeclaration = [{
     /// The MLPerf log keys of this optimizer's hyperparameters (`opt_adamw_beta_1`, ...,
-    /// `opt_gradient_clip_norm`) with their values. The plan carries them (ModelInfo.mllog)
-    /// and mlperf-run logs them as they are, so the runtime knows no optimizer; the audit
-    /// compares them with the reference's.
+    /// `opt_adagrad_epsilon`, ..., `opt_gradient_clip_norm`) with their values. The plan
+    /// carries them (ModelInfo.mllog) and mlperf-run logs them as they are, so the runtime
+    /// knows no optimizer; the audit compares them with the reference's.
     ::llvm::SmallVector<::mlir::NamedAttribute> getMLLogKeys();
   }];
 }

@@ -7,6 +7,7 @@
 #include "dialects/TG/IR/TGOps.h"
 
 #include "dialects/TG/IR/TGUtils.h"
+#include "runtime/plan/ElementwiseProgram.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -388,6 +389,47 @@ LogicalResult AdamWOp::verify() {
   }
   if (master.getShape() != grad.getShape()) {
     return emitOpError() << "gradient shape " << grad << " differs from the parameter's " << master;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ElementwiseOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ElementwiseOp::verify() {
+  if (getResults().empty()) {
+    return emitOpError() << "needs at least one result";
+  }
+  rt::ElementwiseProgram compiled;
+  std::string error =
+      rt::compileElementwiseProgram(getProgram().str(), static_cast<int>(getInputs().size()),
+                                    static_cast<int>(getResults().size()), compiled);
+  if (!error.empty()) {
+    return emitOpError() << "program " << error;
+  }
+  auto shape = cast<RankedTensorType>(getResults().front().getType()).getShape();
+  auto f32OrBf16 = [](Type type) {
+    Type element = cast<RankedTensorType>(type).getElementType();
+    return element.isF32() || element.isBF16();
+  };
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (!f32OrBf16(type)) {
+      return emitOpError() << "operand " << index << " is " << type << ", not f32 or bf16";
+    }
+    if (type.getNumElements() != 1 && type.getShape() != shape) {
+      return emitOpError() << "operand " << index << " is " << type
+                           << ": neither one element nor the results' shape [" << shapeString(shape)
+                           << "]";
+    }
+  }
+  for (auto [index, result] : llvm::enumerate(getResults())) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (!f32OrBf16(type) || type.getShape() != shape) {
+      return emitOpError() << "result " << index << " is " << type
+                           << ": results are f32 or bf16 of one shape";
+    }
   }
   return success();
 }

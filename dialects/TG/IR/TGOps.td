@@ -761,6 +761,25 @@ def TG_AdamWOp : TG_Op<"adamw", [Pure, AllTypesMatch<["master", "m", "v", "new_m
   let hasVerifier = 1;
 }
 
+def TG_ElementwiseOp : TG_Op<"elementwise", [Pure]> {
+  let summary = "Element-by-element f32 math written as a small program";
+  let description = [{
+    Every result element is computed from the operands' elements of the same index by
+    `program` (runtime/plan/ElementwiseProgram.h: statements `name = <postfix expression>`
+    over operands `aN`, earlier names, f32 constants, `+ - * /`, `neg`, `sqrt`; result K is
+    `rK`), in f32 with IEEE rounding and no contraction. Operands are f32 or bf16 and either
+    have the results' shape or one element (broadcast); results are f32 or bf16, one shape.
+    tg-optimizer writes the updates of optimizers without a kernel of their own (Adagrad)
+    this way, so the runtime runs them without knowing them.
+  }];
+  let arguments = (ins Variadic<TG_Tensor>:$inputs, StrAttr:$program);
+  let results = (outs Variadic<TG_Tensor>:$results);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions and layout
 //===----------------------------------------------------------------------===//

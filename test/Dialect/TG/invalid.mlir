@@ -614,3 +614,48 @@ func.func @dropout_key_axis(%s: tensor<i64>) -> tensor<2xi64> {
   %k = tg.dropout_key %s, %s {micro_batch = 0, micro_batches = 4, data_parallel = 2} : tensor<2xi64>
   return %k : tensor<2xi64>
 }
+
+// -----
+
+// Tests that an element program is compiled and its errors name the statement.
+func.func @elementwise_unassigned(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.elementwise' op program statement 1 'r0 = a0 t +': 't' is used before it is assigned}}
+  %r = tg.elementwise %a {program = "r0 = a0 t +"} : (tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that every result is assigned.
+func.func @elementwise_result_missing(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.elementwise' op program never assigns result r1}}
+  %r:2 = tg.elementwise %a {program = "r0 = a0 a0 *"} : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Tests that an expression leaves exactly one value.
+func.func @elementwise_stack(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.elementwise' op program statement 1 'r0 = a0 a0': leaves 2 values on the stack, not one}}
+  %r = tg.elementwise %a {program = "r0 = a0 a0"} : (tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that an operand is the results' shape or one element.
+func.func @elementwise_shape(%a: tensor<8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.elementwise' op operand 1 is 'tensor<4xf32>': neither one element nor the results' shape [8]}}
+  %r = tg.elementwise %a, %b {program = "r0 = a0 a1 +"} : (tensor<8xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that a program reads only operands the op has.
+func.func @elementwise_operand(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.elementwise' op program statement 1 'r0 = a0 a2 /': operand 'a2' does not exist (the command has 1)}}
+  %r = tg.elementwise %a {program = "r0 = a0 a2 /"} : (tensor<8xf32>) -> tensor<8xf32>
+  return
+}

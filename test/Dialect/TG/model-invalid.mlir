@@ -279,8 +279,83 @@ tg.model @m {
 tg.model @m {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
-  // expected-error @+1 {{'tg.optimizer' op unknown optimizer 'sgd' (supported: adamw)}}
+  // expected-error @+1 {{'tg.optimizer' op unknown optimizer 'sgd' (supported: adamw, adagrad)}}
   tg.optimizer {name = "sgd", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that adagrad takes no beta1.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  // expected-error @+1 {{'tg.optimizer' op 'beta1' is an adamw hyperparameter; adagrad has none}}
+  tg.optimizer {name = "adagrad", beta1 = 0.9, epsilon = 1.0e-08, weight_decay = 0.0, weight_decay_params = "all"}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that adagrad's learning-rate decay is 0 (the DLRMv2 rules).
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  // expected-error @+1 {{'tg.optimizer' op adagrad lr_decay 0.5 is not supported: only 0, as the DLRMv2 rules fix it}}
+  tg.optimizer {name = "adagrad", epsilon = 1.0e-08, lr_decay = 0.5, weight_decay = 0.0, weight_decay_params = "all"}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
+  func.func @forward(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @"embed" : tensor<16x8xf32>
+    %h = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %h2 = tg.repeat_layers @layer(%h) count 2 params [@"layers.{i}.w"] : tensor<2x4x8xf32>
+    %logits = tg.matmul %h2, %e {transpose_rhs} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = tg.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func private @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+    %y = tg.matmul %x, %w {transpose_rhs} : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+    return %y : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// Tests that adagrad's initial accumulator value is >= 0.
+tg.model @m {
+  tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
+  tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
+  // expected-error @+1 {{'tg.optimizer' op initial_accumulator_value must be finite and >= 0}}
+  tg.optimizer {name = "adagrad", epsilon = 1.0e-08, initial_accumulator_value = -1.0, weight_decay = 0.0, weight_decay_params = "all"}
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
   tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}
   tg.param @"layers.{i}.w" : tensor<8x8xf32> {init = "scaled_normal", std = 0.02, repeat = 2}
@@ -429,7 +504,7 @@ tg.model @m {
 tg.model @m {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 8, micro_batch_size = 2, seq_len = 4}
-  // expected-error @+1 {{'tg.optimizer' op requires attribute 'clip_grad_norm'}}
+  // expected-error @+1 {{'tg.optimizer' op adamw needs 'clip_grad_norm'}}
   tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all"}
   tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
   tg.param @"embed" : tensor<16x8xf32> {init = "normal", std = 0.02}

@@ -203,3 +203,13 @@ func.func @dropout(%x: tensor<1x8x16xbf16>, %seed: tensor<i64>, %step: tensor<i6
   %w = tg.random_uniform %seed {bound = 0.125, stream = 7} : tensor<16x64xbf16>
   return %a, %b, %eval, %w : tensor<1x8x16xbf16>, tensor<1x8x16xbf16>, tensor<2xi64>, tensor<16x64xbf16>
 }
+
+// -----
+
+// Tests an element program: a broadcast scalar, a temporary, two results.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: tg.elementwise %{{.+}}, %{{.+}}, %{{.+}} {program = "s = a1 a0 a0 * +; r0 = s; r1 = a0 a2 neg * s sqrt 1e-08 + /"} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+func.func @elementwise(%g: tensor<4x8xf32>, %s: tensor<4x8xf32>, %lr: tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %r:2 = tg.elementwise %g, %s, %lr {program = "s = a1 a0 a0 * +; r0 = s; r1 = a0 a2 neg * s sqrt 1e-08 + /"} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

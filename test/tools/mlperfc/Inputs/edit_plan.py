@@ -6,7 +6,8 @@ EDIT is one of: epsilon (the 5th adamw update's eps 1e-08), weight-decay (the fi
 without weight decay), clip (clip_coefficient max_norm 0.5), warmup (lr_value warmup_steps
 64), init-std (the first o_proj draws with std 0.02), fp8-cast (the first convert in
 optimizer_step writes F8E4M3FN, unscaled), data-order (micro-batches 1 and 2 of train_step
-swap their tokens), no-compile-options (as a plan of another producer), huge-accumulation (2^40 micro-batches
+swap their tokens), adagrad-program (the first Adagrad update's eps in its element program
+1e-08 -> 1e-07), no-compile-options (as a plan of another producer), huge-accumulation (2^40 micro-batches
 recorded). The plan stays valid (runtime/plan.proto); only the standard library is
 used: a minimal protobuf wire-format codec with the nesting of the plan's messages.
 """
@@ -163,6 +164,12 @@ def main():
         first, second = packed(copies[1], 2), packed(copies[2], 2)
         set_packed(copies[1], 2, second)
         set_packed(copies[2], 2, first)
+    elif edit == "adagrad-program":
+        attr = attribute(commands(program(plan, "optimizer_step"), "elementwise")[0], "program")
+        source_text = text(attr, 4)
+        assert "1e-08" in source_text, source_text
+        attr[:] = [f for f in attr if f[0] not in (2, 3, 4, 5)] + [
+            [4, 2, source_text.replace("1e-08", "1e-07").encode()]]
     elif edit == "huge-accumulation":
         info = next(f[2] for f in plan if f[0] == 3)
         info[:] = [f for f in info if f[0] != 7] + [[7, 0, 1 << 40]]
