@@ -29,8 +29,8 @@ constexpr llvm::StringLiteral kInitZeros = "zeros";
 constexpr llvm::StringLiteral kMicroBatchAttr = "tg.micro_batch";
 
 /// The per-parameter optimizer state roles tg-optimizer gives @optimizer_step's arguments:
-/// the f32 master weight, AdamW's moments, Adagrad's sum. Only the compiler knows them; the plan names
-/// them and the runtime carries them through by name.
+/// the f32 master weight, AdamW's moments, Adagrad's sum. Only the compiler knows them; the plan
+/// names them and the runtime carries them through by name.
 namespace optimizer_role {
 constexpr llvm::StringLiteral kMaster = "master";
 constexpr llvm::StringLiteral kExpAvg = "exp_avg";
