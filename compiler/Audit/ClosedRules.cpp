@@ -303,40 +303,32 @@ private:
     // The reference's hyperparameters are its optimizer's: compared only when the names agree
     // (a different optimizer is the violation above).
     const bool sameOptimizer = rules && name == rules->optimizer;
-    // The command that updates one parameter: AdamW's own, or Adagrad's element program.
-    const std::string updateOp = adamw ? "adamw" : "elementwise";
+    const double beta1 = adamw ? optimizer.getBeta1()->convertToDouble() : 0.0,
+                 beta2 = adamw ? optimizer.getBeta2()->convertToDouble() : 0.0,
+                 epsilon = optimizer.getEpsilon().convertToDouble();
     if (adamw) {
-      declaredAgainstBenchmark("adamw.beta1", "beta1", optimizer.getBeta1()->convertToDouble(),
+      declaredAgainstBenchmark("adamw.beta1", "beta1", beta1,
                                sameOptimizer ? rules->beta1 : std::nullopt);
-      declaredAgainstBenchmark("adamw.beta2", "beta2", optimizer.getBeta2()->convertToDouble(),
+      declaredAgainstBenchmark("adamw.beta2", "beta2", beta2,
                                sameOptimizer ? rules->beta2 : std::nullopt);
     }
-    declaredAgainstBenchmark(name + ".epsilon", "eps", optimizer.getEpsilon().convertToDouble(),
+    declaredAgainstBenchmark(name + ".epsilon", "eps", epsilon,
                              sameOptimizer ? rules->epsilon : std::nullopt);
     declaredAgainstBenchmark(name + ".weight_decay", "weight decay",
                              optimizer.getWeightDecay().convertToDouble(),
                              sameOptimizer ? rules->weightDecay : std::nullopt);
     std::string groups = optimizer.getWeightDecayParams().str();
     if (rules && !rules->weightDecayParams.empty() && groups != rules->weightDecayParams) {
-      violation("adamw.weight_decay_params",
+      violation(name + ".weight_decay_params",
                 "the " + benchmarkName() + " reference decays " + rules->weightDecayParams +
                     " parameters, the declaration's weight_decay_params is " + groups);
     }
-    struct Expected {
-      const char *rule, *what;
-      llvm::StringRef attribute;
-      double declared;
-      int64_t seen = 0, wrong = 0;
-    };
-    std::vector<Expected> hyper;
-    if (adamw) {
-      hyper = {{"adamw.beta1", "beta1", "beta1", optimizer.getBeta1()->convertToDouble()},
-               {"adamw.beta2", "beta2", "beta2", optimizer.getBeta2()->convertToDouble()},
-               {"adamw.epsilon", "eps", "epsilon", optimizer.getEpsilon().convertToDouble()}};
-    }
-    int64_t programWrong = 0;
+    // Each parameter's update is an element program (the runtime knows no optimizer): the
+    // one tg-optimizer writes for the declaration, character for character. AdamW's also
+    // reads the step's bias corrections, one f64 program of the step.
+    const std::string updateRule = name + ".update";
     double decay = optimizer.getWeightDecay().convertToDouble();
-    int64_t updates = 0, decayWrong = 0;
+    int64_t updates = 0, programWrong = 0, correctionsWrong = 0;
     std::map<std::string, int64_t> updatesOf;
     for (size_t stage = 0; stage < stages.size(); ++stage) {
       const plan::Plan &plan = stages[stage];
@@ -350,74 +342,67 @@ private:
         continue;
       }
       auto state = stateOf(plan);
-      for (int index = 0; index < step->commands_size(); ++index) {
-        const plan::Command &command = step->commands(index);
-        if (command.op() != updateOp || command.operands_size() < 1) {
-          continue;
-        }
-        ++updates;
-        auto owner = state.find(command.operands(0));
-        std::string param = owner == state.end() ? "buffer " + std::to_string(command.operands(0))
-                                                 : owner->second.second;
-        ++updatesOf[param];
-        for (Expected &expected : hyper) {
-          ++expected.seen;
-          std::optional<double> value = doubleAttr(command, expected.attribute);
-          if (!value || *value != expected.declared) {
-            ++expected.wrong;
-            violation(expected.rule, "expected " + std::string(expected.what) + " " +
-                                         formatRuleValue(expected.declared) +
-                                         " (declaration), plan has " +
-                                         (value ? formatRuleValue(*value) : std::string("none")) +
-                                         " in adamw of " + param + at(stage));
+      std::set<uint32_t> corrections; // the results of AdamW's bias-correction program
+      if (adamw) {
+        const std::string expected = adamwCorrectionsProgram(beta1, beta2);
+        int64_t found = 0;
+        for (const plan::Command &command : step->commands()) {
+          if (command.op() == "elementwise" && stringAttr(command, "program") == expected &&
+              stringAttr(command, "arithmetic") == std::string("f64")) {
+            ++found;
+            corrections.insert(command.results().begin(), command.results().end());
           }
         }
+        if (found != 1) {
+          ++correctionsWrong;
+          violation("adamw.bias_correction", "expected one f64 program \"" + expected +
+                                                 "\" in optimizer_step, the plan has " +
+                                                 std::to_string(found) + at(stage));
+        }
+      }
+      for (int index = 0; index < step->commands_size(); ++index) {
+        const plan::Command &command = step->commands(index);
+        auto owner = command.operands_size() > 0 ? state.find(command.operands(0)) : state.end();
+        if (command.op() != "elementwise" || owner == state.end()) {
+          continue; // not an update of a parameter's state
+        }
+        ++updates;
+        const std::string &param = owner->second.second;
+        ++updatesOf[param];
         auto declared = params.find(param);
         int64_t rank = declared == params.end() ? 2 : declared->second.rank;
         double expectedDecay = optimizer.getWeightDecayParams() == "all" || rank >= 2 ? decay : 0.0;
-        if (!adamw) {
-          // The whole update: the program tg-optimizer writes for the declared ε, weight
-          // decay and clipping, character for character.
-          std::string expected =
-              adagradProgram(optimizer.getClipGradNorm().has_value(), expectedDecay,
-                             optimizer.getEpsilon().convertToDouble());
-          std::optional<std::string> program = stringAttr(command, "program");
-          if (program != expected) {
-            ++programWrong;
-            violation("adagrad.update",
-                      "expected the update \"" + expected + "\" (declaration), plan has \"" +
-                          program.value_or("none") + "\" for " + param + at(stage));
-          }
-          continue;
+        std::string expected =
+            adamw ? adamwProgram(beta1, beta2, epsilon, expectedDecay)
+                  : adagradProgram(optimizer.getClipGradNorm().has_value(), expectedDecay, epsilon);
+        std::optional<std::string> program = stringAttr(command, "program");
+        if (program != expected) {
+          ++programWrong;
+          violation(updateRule, "expected the update \"" + expected +
+                                    "\" (declaration: " + formatRuleValue(decay) +
+                                    " weight decay on " + groups + " parameters), plan has \"" +
+                                    program.value_or("none") + "\" for " + param + at(stage));
         }
-        std::optional<double> value = doubleAttr(command, "weight_decay");
-        if (!value || *value != expectedDecay) {
-          ++decayWrong;
-          violation("adamw.weight_decay",
-                    "expected weight decay " + formatRuleValue(expectedDecay) +
-                        " (declaration: " + formatRuleValue(decay) + " on " + groups.c_str() +
-                        " parameters), plan has " +
-                        (value ? formatRuleValue(*value) : std::string("none")) + " in adamw of " +
-                        param + at(stage));
+        if (adamw && (command.operands_size() != 8 ||
+                      !corrections.count(command.operands(adamw_operand::kCorrection1)) ||
+                      !corrections.count(command.operands(adamw_operand::kCorrection2)))) {
+          ++correctionsWrong;
+          violation("adamw.bias_correction", "the update of " + param +
+                                                 " does not read the step's bias corrections" +
+                                                 at(stage));
         }
       }
     }
-    for (Expected &expected : hyper) {
-      if (expected.wrong == 0) {
-        pass(expected.rule, std::string(expected.what) + " " + formatRuleValue(expected.declared) +
-                                " in all " + std::to_string(expected.seen) + " adamw updates");
-      }
+    if (programWrong == 0) {
+      pass(updateRule,
+           (adamw ? "beta1 " + formatRuleValue(beta1) + ", beta2 " + formatRuleValue(beta2) + ", "
+                  : std::string()) +
+               "eps " + formatRuleValue(epsilon) + ", weight decay " + formatRuleValue(decay) +
+               " on " + groups + " parameters in all " + std::to_string(updates) + " " + name +
+               " updates");
     }
-    if (!adamw && programWrong == 0) {
-      pass("adagrad.update", "eps " + formatRuleValue(optimizer.getEpsilon().convertToDouble()) +
-                                 ", weight decay " + formatRuleValue(decay) + " on " + groups +
-                                 " parameters in all " + std::to_string(updates) +
-                                 " adagrad updates");
-    }
-    if (adamw && decayWrong == 0) {
-      pass("adamw.weight_decay", "weight decay " + formatRuleValue(decay) + " on " + groups +
-                                     " parameters in all " + std::to_string(updates) +
-                                     " adamw updates");
+    if (adamw && correctionsWrong == 0) {
+      pass("adamw.bias_correction", "1 - beta^t of the step in f64, read by every update");
     }
     // Every declared trainable parameter updated exactly once (over the stages), a frozen
     // one never.
@@ -465,9 +450,12 @@ private:
     double clip = optimizer.getClipGradNorm()->convertToDouble();
     // Where an update reads its gradient and the clipping coefficient.
     const bool adamw = optimizer.getName() == "adamw";
-    const std::string updateOp = adamw ? "adamw" : "elementwise";
-    const int gradOperand = adamw ? 3 : adagrad_operand::kGrad;
-    const int clipOperand = adamw ? 5 : adagrad_operand::kClip;
+    const int gradOperand = adamw ? adamw_operand::kGrad : adagrad_operand::kGrad;
+    const int clipOperand = adamw ? adamw_operand::kClip : adagrad_operand::kClip;
+    // An update: an element program reading a gradient (not AdamW's bias corrections).
+    auto isUpdate = [&](const plan::Command &command) {
+      return command.op() == "elementwise" && command.operands_size() > gradOperand;
+    };
     declaredAgainstBenchmark("clip.max_norm", "clip norm", clip,
                              rules ? rules->clip : std::nullopt);
     int64_t problems = 0;
@@ -490,7 +478,7 @@ private:
             normed.insert(operand);
           }
         }
-        if (command.op() == updateOp && command.operands_size() > gradOperand) {
+        if (isUpdate(command)) {
           updated.insert(command.operands(gradOperand));
         }
       }
@@ -514,10 +502,10 @@ private:
       uint32_t factor = coefficient.results_size() ? coefficient.results(0) : ~0u;
       for (int index = 0; index < step->commands_size(); ++index) {
         const plan::Command &command = step->commands(index);
-        if (command.op() == updateOp &&
+        if (isUpdate(command) &&
             (command.operands_size() <= clipOperand || command.operands(clipOperand) != factor)) {
           ++problems;
-          violation("clip.formula", updateOp + " at optimizer_step command " +
+          violation("clip.formula", "the update at optimizer_step command " +
                                         std::to_string(index) +
                                         " is not scaled by the clipping coefficient" + at(stage));
         }

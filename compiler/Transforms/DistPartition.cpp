@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
 
 #define DEBUG_TYPE "dist-partition"
 
@@ -250,7 +251,7 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     // What it returned before (an erased update drops its uses, the return's operands too).
     const SmallVector<Value> original(ret.getOperands());
     SmallVector<Value> returned(original);
-    for (Operation *update : updateOps(entry)) {
+    for (Operation *update : updateOps(entry, stateArgs)) {
       size_t i = count;
       for (Value operand : update->getOperands()) {
         if (auto found = gradIndex.find(operand); found != gradIndex.end()) {
@@ -335,13 +336,21 @@ struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
     return success();
   }
 
-  /// The optimizer's per-parameter updates of @optimizer_step (tg-optimizer's).
-  static SmallVector<Operation *> updateOps(Block &entry) {
+  /// The optimizer's per-parameter updates of @optimizer_step (tg-optimizer's): the element
+  /// programs that read a parameter's optimizer state (not AdamW's step-wide bias
+  /// corrections).
+  static SmallVector<Operation *>
+  updateOps(Block &entry, const llvm::StringMap<SmallVector<unsigned>> &stateArgs) {
+    llvm::DenseSet<Value> state;
+    for (const auto &param : stateArgs) {
+      for (unsigned index : param.second) {
+        state.insert(entry.getArgument(index));
+      }
+    }
     SmallVector<Operation *> updates;
     for (Operation &op : entry) {
-      // tg-optimizer's updates: AdamW's op, or the element program of an optimizer without
-      // one (Adagrad) — the elementwise op that reads a gradient.
-      if (isa<tg::AdamWOp>(op) || isa<tg::ElementwiseOp>(op)) {
+      if (isa<tg::ElementwiseOp>(op) &&
+          llvm::any_of(op.getOperands(), [&](Value operand) { return state.contains(operand); })) {
         updates.push_back(&op);
       }
     }

@@ -113,6 +113,15 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
     Value lr = tg::LRValueOp::create(builder, loc, scalarType, step, schedule.getKindAttr(),
                                      schedule.getBaseLrAttr(), schedule.getEndLrAttr(),
                                      schedule.getWarmupStepsAttr(), schedule.getMaxStepsAttr());
+    // AdamW's bias corrections 1 − β^t of this step, once for every parameter.
+    tg::ElementwiseOp corrections;
+    if (adamw) {
+      corrections = tg::ElementwiseOp::create(
+          builder, loc, TypeRange{scalarType, scalarType}, ValueRange{step},
+          builder.getStringAttr(adamwCorrectionsProgram(optimizer.getBeta1()->convertToDouble(),
+                                                        optimizer.getBeta2()->convertToDouble())),
+          builder.getStringAttr("f64"));
+    }
     bool decayAll = optimizer.getWeightDecayParams() == "all";
     // newState[k][i]: parameter i's new state of stateGroups[k] (k = 0: the master).
     SmallVector<SmallVector<Value>> newState(groups);
@@ -123,13 +132,17 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
       bool decays = decayAll || params[i].getTensorType().getRank() >= 2;
       double weightDecay = decays ? optimizer.getWeightDecay().convertToDouble() : 0.0;
       if (adamw) {
-        auto update = tg::AdamWOp::create(
-            builder, loc, stateTypes[i], stateTypes[i], stateTypes[i], arg(1, i), arg(2, i),
-            arg(3, i), grads[i], lr, clip, step, optimizer.getBeta1Attr(), optimizer.getBeta2Attr(),
-            optimizer.getEpsilonAttr(), builder.getF64FloatAttr(weightDecay));
-        newState[0].push_back(update.getNewMaster());
-        newState[1].push_back(update.getNewM());
-        newState[2].push_back(update.getNewV());
+        auto update = tg::ElementwiseOp::create(
+            builder, loc, TypeRange{stateTypes[i], stateTypes[i], stateTypes[i]},
+            ValueRange{arg(1, i), arg(2, i), arg(3, i), grads[i], lr, clip,
+                       corrections->getResult(0), corrections->getResult(1)},
+            builder.getStringAttr(adamwProgram(
+                optimizer.getBeta1()->convertToDouble(), optimizer.getBeta2()->convertToDouble(),
+                optimizer.getEpsilon().convertToDouble(), weightDecay)),
+            StringAttr());
+        newState[0].push_back(update.getResult(0));
+        newState[1].push_back(update.getResult(1));
+        newState[2].push_back(update.getResult(2));
       } else {
         SmallVector<Value> operands{arg(1, i), arg(2, i), grads[i], lr};
         if (clip) {
@@ -138,7 +151,8 @@ struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
         auto update = tg::ElementwiseOp::create(
             builder, loc, TypeRange{stateTypes[i], stateTypes[i]}, operands,
             builder.getStringAttr(adagradProgram(clip != nullptr, weightDecay,
-                                                 optimizer.getEpsilon().convertToDouble())));
+                                                 optimizer.getEpsilon().convertToDouble())),
+            StringAttr());
         newState[0].push_back(update.getResult(1));
         newState[1].push_back(update.getResult(0));
       }

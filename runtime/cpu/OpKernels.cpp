@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
+#include <vector>
 
 namespace mlperf::rt {
 
@@ -513,23 +515,26 @@ Status Dispatch::run(std::string_view op) {
     out().data()[0] = static_cast<float>(cpu::clipCoefficient(in(0).data()[0], real("max_norm")));
   } else if (op == "elementwise") {
     ElementwiseProgram program;
-    std::string error =
-        compileElementwiseProgram(text("program"), static_cast<int>(operands.size()),
-                                  static_cast<int>(results.size()), program);
+    const std::string *arithmetic = attributes.getString("arithmetic");
+    std::string error = compileElementwiseProgram(
+        text("program"), static_cast<int>(operands.size()), static_cast<int>(results.size()),
+        arithmetic ? *arithmetic : "f32", program);
     if (!error.empty()) {
       return invalidInput("elementwise program " + error);
     }
     // One-element operands broadcast: their stride is 0.
-    const float *sources[ElementwiseProgram::kMaxOperands];
-    int64_t strides[ElementwiseProgram::kMaxOperands];
     const int64_t count = out(0).numElements();
+    int64_t strides[ElementwiseProgram::kMaxOperands];
     for (size_t n = 0; n < operands.size(); ++n) {
       if (in(n).numElements() != 1 && in(n).numElements() != count) {
         return invalidInput("elementwise operand " + std::to_string(n) + " has " +
                             std::to_string(in(n).numElements()) + " elements, not 1 or " +
                             std::to_string(count));
       }
-      sources[n] = in(n).data();
+      if (!isFloat(in(n).dtype) && !program.f64) {
+        return invalidInput("elementwise operand " + std::to_string(n) +
+                            " holds integers: only f64 arithmetic reads them");
+      }
       strides[n] = in(n).numElements() == 1 ? 0 : 1;
     }
     for (const HostTensor &result : results) {
@@ -537,27 +542,53 @@ Status Dispatch::run(std::string_view op) {
         return invalidInput("elementwise results differ in size");
       }
     }
-    cpu::parallelChunks(count, int64_t{1} << 13, [&](int64_t begin, int64_t end) {
-      float values[ElementwiseProgram::kMaxOperands];
-      float computed[ElementwiseProgram::kMaxResults];
-      for (int64_t i = begin; i < end; ++i) {
-        for (size_t n = 0; n < operands.size(); ++n) {
-          values[n] = sources[n][i * strides[n]];
+    // Blocks of elements in T (evaluateElementwiseBlock); f32 operands are read in place,
+    // bf16 ones are f32 here too, integer operands (f64 only) are converted per block.
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      cpu::parallelChunks(count, int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+        constexpr int64_t B = kElementwiseBlock;
+        std::vector<T> staged(operands.size() * B), computed(results.size() * B);
+        const T *sources[ElementwiseProgram::kMaxOperands];
+        T *targets[ElementwiseProgram::kMaxResults];
+        bool broadcast[ElementwiseProgram::kMaxOperands];
+        for (int64_t first = begin; first < end; first += B) {
+          const int64_t n = std::min(B, end - first);
+          for (size_t o = 0; o < operands.size(); ++o) {
+            const HostTensor &operand = in(o);
+            broadcast[o] = strides[o] == 0;
+            const int64_t at = broadcast[o] ? 0 : first, take = broadcast[o] ? 1 : n;
+            if constexpr (std::is_same_v<T, float>) {
+              sources[o] = operand.data() + at; // f32 arithmetic reads floats only
+            } else {
+              T *stage = staged.data() + o * B;
+              for (int64_t i = 0; i < take; ++i) {
+                stage[i] = isFloat(operand.dtype) ? static_cast<T>(operand.data()[at + i])
+                                                  : static_cast<T>(operand.ints[at + i]);
+              }
+              sources[o] = stage;
+            }
+          }
+          for (size_t k = 0; k < results.size(); ++k) {
+            targets[k] = std::is_same_v<T, float> ? reinterpret_cast<T *>(results[k].data() + first)
+                                                  : computed.data() + k * B;
+          }
+          evaluateElementwiseBlock(program, sources, broadcast, n, targets);
+          if constexpr (!std::is_same_v<T, float>) {
+            for (size_t k = 0; k < results.size(); ++k) {
+              for (int64_t i = 0; i < n; ++i) {
+                results[k].data()[first + i] = static_cast<float>(targets[k][i]);
+              }
+            }
+          }
         }
-        evaluateElementwise(program, values, computed);
-        for (size_t k = 0; k < results.size(); ++k) {
-          results[k].data()[i] = computed[k];
-        }
-      }
-    });
-  } else if (op == "adamw") {
-    // adamw(master, m, v, grad, lr, clip, step) -> (new_master, new_m, new_v)
-    for (size_t i = 0; i < 3; ++i) {
-      std::copy_n(in(i).data(), out(i).numElements(), out(i).data());
+      });
+    };
+    if (program.f64) {
+      run(0.0);
+    } else {
+      run(0.0f);
     }
-    cpu::AdamWHyper hyper{real("beta1"), real("beta2"), real("epsilon"), real("weight_decay")};
-    cpu::adamwUpdate(out(0).data(), out(1).data(), out(2).data(), f(3), out(0).numElements(),
-                     in(4).data()[0], in(5).data()[0], in(6).ints[0], hyper);
   } else {
     return Status(StatusCode::kInvalidArgument,
                   "the CPU kernels cannot execute '" + std::string(op) + "'");

@@ -440,9 +440,11 @@ private:
         } else if (op == "elementwise") {
           // The loader checked the program (CommandTypes.cpp); compiled here once, not per step.
           entry.elementwise.emplace();
+          const std::string *text = entry.attributes.getString("program");
+          const std::string *arithmetic = entry.attributes.getString("arithmetic");
           std::string error = compileElementwiseProgram(
-              entry.attributes.getString("program") ? *entry.attributes.getString("program") : "",
-              command.operands_size(), command.results_size(), *entry.elementwise);
+              text ? *text : "", command.operands_size(), command.results_size(),
+              arithmetic ? *arithmetic : "f32", *entry.elementwise);
           if (!error.empty()) {
             return Status(StatusCode::kInvalidArgument, program.name() + " command " +
                                                             std::to_string(c) +
@@ -994,19 +996,19 @@ private:
     if (op == "elementwise") {
       ElementwiseBuffers buffers;
       for (int i = 0; i < command.operands_size(); ++i) {
-        buffers.operands[i] = operand(i);
+        plan::DType type = buffer(command.operands(i)).dtype();
+        buffers.integer[i] = type == plan::I64 || type == plan::I32;
+        if (buffers.integer[i]) {
+          buffers.integers[i] = integers(i);
+        } else {
+          buffers.operands[i] = operand(i);
+        }
         buffers.broadcast[i] = elementsOf(buffer(command.operands(i))) == 1;
       }
       for (int i = 0; i < command.results_size(); ++i) {
         buffers.results[i] = result(i);
       }
       return launchElementwiseProgram(*entry.elementwise, buffers, count, stream);
-    }
-    if (op == "adamw") {
-      MLPERF_RETURN_IF_ERROR(need({"beta1", "beta2", "epsilon", "weight_decay"}));
-      return launchAdamw(operand(0), operand(1), operand(2), operand(3), operand(4), operand(5),
-                         integers(6), result(0), result(1), result(2), count, real("beta1"),
-                         real("beta2"), real("epsilon"), real("weight_decay"), stream);
     }
     if (op == "embedding") {
       const plan::Buffer &table = buffer(command.operands(0));

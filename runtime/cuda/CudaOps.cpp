@@ -56,7 +56,6 @@ constexpr CudaOpEntry kOps[] = {
     {"lr_value", true, {}},
     {"global_norm", true, {}},
     {"clip_coefficient", true, {}},
-    {"adamw", true, {}},
     {"elementwise", true, {}},
     {"sum_squares", true, {}},
     {"sqrt", true, {}},
@@ -79,9 +78,9 @@ constexpr CudaOpEntry kOps[] = {
 /// (or, for the row ops, read a whole row before writing it): a result may be an operand's
 /// very bytes (the memory planner's in-place reuse), but no other overlap.
 const std::set<std::string_view> kInPlaceOps = {
-    "add",     "mul",      "scale",        "silu",    "silu_grad",    "swiglu",      "swiglu_grad",
-    "convert", "rms_norm", "add_rms_norm", "softmax", "softmax_grad", "causal_mask", "rope",
-    "rope_qk", "copy",     "reshape",      "adamw",   "elementwise"};
+    "add",         "mul",     "scale",    "silu",         "silu_grad", "swiglu",
+    "swiglu_grad", "convert", "rms_norm", "add_rms_norm", "softmax",   "softmax_grad",
+    "causal_mask", "rope",    "rope_qk",  "copy",         "reshape",   "elementwise"};
 
 /// Ops that move elements without arithmetic: any storage type, as long as operands and
 /// results share it.
@@ -109,9 +108,6 @@ std::set<int> integerOperands(std::string_view op) {
   }
   if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
     return {2};
-  }
-  if (op == "adamw") {
-    return {6};
   }
   if (op == "dropout") {
     return {1};
@@ -177,6 +173,10 @@ std::string unsupportedReason(const plan::Plan &plan, const plan::Command &comma
     for (int i = 0; i < static_cast<int>(ids.size()); ++i) {
       const plan::Buffer &b = buffer(ids[i]);
       bool integer = i < command.operands_size() ? integers.count(i) > 0 : integerResults(op);
+      if (op == "elementwise" && i < command.operands_size()) {
+        // f64 programs read integer operands (the loader allowed them only there).
+        integer = b.dtype() == plan::I64 || b.dtype() == plan::I32;
+      }
       if (integer && b.dtype() != plan::I64 && b.dtype() != plan::I32) {
         return "op '" + op + "': operand '" + b.name() + "' of type " + typeName(b.dtype()) +
                " must hold integers (I32 or I64)";

@@ -92,9 +92,12 @@ Status launchLrValue(IntPointer step, TypedPointer out, double baseLr, double en
                      int64_t warmupSteps, int64_t maxSteps, cudaStream_t stream);
 Status launchClipCoefficient(TypedPointer norm, TypedPointer out, double maxNorm,
                              cudaStream_t stream);
-/// The buffers of an `elementwise` command: a broadcast operand is read at element 0.
+/// The buffers of an `elementwise` command: a broadcast operand is read at element 0; an
+/// integer operand (f64 arithmetic only) through `integers`.
 struct ElementwiseBuffers {
   TypedPointer operands[ElementwiseProgram::kMaxOperands];
+  IntPointer integers[ElementwiseProgram::kMaxOperands];
+  bool integer[ElementwiseProgram::kMaxOperands] = {};
   bool broadcast[ElementwiseProgram::kMaxOperands] = {};
   TypedPointer results[ElementwiseProgram::kMaxResults];
 };
@@ -102,11 +105,6 @@ struct ElementwiseBuffers {
 Status launchElementwiseProgram(const ElementwiseProgram &program,
                                 const ElementwiseBuffers &buffers, int64_t count,
                                 cudaStream_t stream);
-/// adamw(master, m, v, grad, lr, clip, step) -> (master', m', v'), element by element.
-Status launchAdamw(TypedPointer master, TypedPointer m, TypedPointer v, TypedPointer grad,
-                   TypedPointer lr, TypedPointer clip, IntPointer step, TypedPointer newMaster,
-                   TypedPointer newM, TypedPointer newV, int64_t count, double beta1, double beta2,
-                   double epsilon, double weightDecay, cudaStream_t stream);
 
 /// The error words of the id checks: the first bad position (atomicMin; UINT64_MAX when none)
 /// and the id found there, which launchRecordBadValue copies once the position is known.

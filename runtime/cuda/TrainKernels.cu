@@ -1,9 +1,10 @@
 //===- TrainKernels.cu - CUDA kernels of part 1b: draws, optimizer, losses, embeddings -===//
 //
 // The rest of a training step's element math, each the twin of a CPU kernel: Philox draws and
-// the AdamW update through the very functions the CPU calls (runtime/cpu/Philox.h,
-// Optimizer.h), sums in a fixed order, embedding gradients summed per id in token order after a
-// stable sort. Bad ids and labels are recorded on the device and reported after the program.
+// the optimizers' element programs through the very functions the CPU calls
+// (runtime/cpu/Philox.h, Optimizer.h, runtime/plan/ElementwiseProgram.h), sums in a fixed order,
+// embedding gradients summed per id in token order after a stable sort. Bad ids and labels are
+// recorded on the device and reported after the program.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,33 +87,20 @@ __global__ void clipCoefficientKernel(TypedPointer norm, TypedPointer out, doubl
   out.store(0, static_cast<float>(cpu::clipCoefficient(norm.load(0), maxNorm)));
 }
 
-__global__ void adamwKernel(TypedPointer master, TypedPointer m, TypedPointer v, TypedPointer grad,
-                            TypedPointer lr, TypedPointer clip, IntPointer step,
-                            TypedPointer newMaster, TypedPointer newM, TypedPointer newV,
-                            int64_t count, double beta1, double beta2, double epsilon,
-                            double weightDecay) {
-  const cpu::AdamWStep constants = cpu::adamwStep(beta1, beta2, epsilon, weightDecay, step.load(0));
-  const float rate = lr.load(0), factor = clip.load(0);
-  for (int64_t i = firstIndex(); i < count; i += gridStride()) {
-    float p = master.load(i), first = m.load(i), second = v.load(i);
-    cpu::adamwElement(p, first, second, grad.load(i), rate, factor, constants);
-    newMaster.store(i, p);
-    newM.store(i, first);
-    newV.store(i, second);
-  }
-}
-
+template <typename T>
 __global__ void elementwiseProgramKernel(ElementwiseProgram program, ElementwiseBuffers buffers,
                                          int64_t count) {
-  float values[ElementwiseProgram::kMaxOperands];
-  float computed[ElementwiseProgram::kMaxResults];
+  T values[ElementwiseProgram::kMaxOperands];
+  T computed[ElementwiseProgram::kMaxResults];
   for (int64_t i = firstIndex(); i < count; i += gridStride()) {
     for (int32_t n = 0; n < program.operandCount; ++n) {
-      values[n] = buffers.operands[n].load(buffers.broadcast[n] ? 0 : i);
+      int64_t at = buffers.broadcast[n] ? 0 : i;
+      values[n] = buffers.integer[n] ? static_cast<T>(buffers.integers[n].load(at))
+                                     : static_cast<T>(buffers.operands[n].load(at));
     }
     evaluateElementwise(program, values, computed);
     for (int32_t k = 0; k < program.resultCount; ++k) {
-      buffers.results[k].store(i, computed[k]);
+      buffers.results[k].store(i, static_cast<float>(computed[k]));
     }
   }
 }
@@ -435,20 +423,16 @@ Status launchClipCoefficient(TypedPointer norm, TypedPointer out, double maxNorm
   return launched("clipCoefficientKernel");
 }
 
-Status launchAdamw(TypedPointer master, TypedPointer m, TypedPointer v, TypedPointer grad,
-                   TypedPointer lr, TypedPointer clip, IntPointer step, TypedPointer newMaster,
-                   TypedPointer newM, TypedPointer newV, int64_t count, double beta1, double beta2,
-                   double epsilon, double weightDecay, cudaStream_t stream) {
-  adamwKernel<<<blocksFor(count), kThreads, 0, stream>>>(master, m, v, grad, lr, clip, step,
-                                                         newMaster, newM, newV, count, beta1, beta2,
-                                                         epsilon, weightDecay);
-  return launched("adamwKernel");
-}
-
 Status launchElementwiseProgram(const ElementwiseProgram &program,
                                 const ElementwiseBuffers &buffers, int64_t count,
                                 cudaStream_t stream) {
-  elementwiseProgramKernel<<<blocksFor(count), kThreads, 0, stream>>>(program, buffers, count);
+  if (program.f64) {
+    elementwiseProgramKernel<double>
+        <<<blocksFor(count), kThreads, 0, stream>>>(program, buffers, count);
+  } else {
+    elementwiseProgramKernel<float>
+        <<<blocksFor(count), kThreads, 0, stream>>>(program, buffers, count);
+  }
   return launched("elementwiseProgramKernel");
 }
 

@@ -542,13 +542,23 @@ std::string Checker::run() {
       fail("attribute 'program' must be the element program (a string)");
       return problem;
     }
+    const plan::Attribute *arithmetic = attribute("arithmetic");
+    if (arithmetic && arithmetic->value_case() != plan::Attribute::kS) {
+      fail("attribute 'arithmetic' must be \"f32\" or \"f64\"");
+      return problem;
+    }
     ElementwiseProgram compiled;
-    std::string error = compileElementwiseProgram(text->s(), command.operands_size(),
-                                                  command.results_size(), compiled);
+    std::string error =
+        compileElementwiseProgram(text->s(), command.operands_size(), command.results_size(),
+                                  arithmetic ? arithmetic->s() : "f32", compiled);
     expect(error.empty(), "program " + error);
     for (int i = 0; i < command.operands_size(); ++i) {
-      expect(operand(i).dtype() == plan::F32 || operand(i).dtype() == plan::BF16,
-             "buffer '" + operand(i).name() + "' must hold f32 or bf16");
+      plan::DType type = operand(i).dtype();
+      bool integer = type == plan::I64 || type == plan::I32;
+      expect(type == plan::F32 || type == plan::BF16 || (integer && compiled.f64),
+             "buffer '" + operand(i).name() +
+                 "' must hold f32 or bf16 (or, in f64 "
+                 "arithmetic, integers)");
       expect(elements(in(i)) == 1 || in(i) == out(0),
              "operand '" + operand(i).name() + "' " + describe(in(i)) +
                  " must have one element or the results' shape " + describe(out(0)));
@@ -557,22 +567,6 @@ std::string Checker::run() {
       expect(result(i).dtype() == plan::F32 || result(i).dtype() == plan::BF16,
              "buffer '" + result(i).name() + "' must hold f32 or bf16");
       sameShape(out(i), out(0));
-    }
-  } else if (op == "adamw") {
-    // (master, m, v, grad, lr, clip, step) -> (master, m, v)
-    for (int i = 0; i < 6; ++i) {
-      floats({&operand(i)});
-    }
-    integers(operand(6));
-    for (int i = 1; i < 4; ++i) {
-      sameShape(in(i), in(0));
-    }
-    for (int i = 4; i < 7; ++i) {
-      scalar(operand(i));
-    }
-    for (int i = 0; i < 3; ++i) {
-      floats({&result(i)});
-      sameShape(out(i), in(0));
     }
   }
   return problem;

@@ -2,6 +2,7 @@
 
 #include "runtime/plan/ElementwiseProgram.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -77,8 +78,11 @@ bool looksIndexed(std::string_view token, char prefix) {
 } // namespace
 
 std::string compileElementwiseProgram(std::string_view text, int operands, int results,
-                                      ElementwiseProgram &program) {
+                                      std::string_view arithmetic, ElementwiseProgram &program) {
   using P = ElementwiseProgram;
+  if (arithmetic != "f32" && arithmetic != "f64") {
+    return "has arithmetic '" + std::string(arithmetic) + "', not f32 or f64";
+  }
   if (operands < 1 || operands > P::kMaxOperands) {
     return "takes 1 to " + std::to_string(P::kMaxOperands) + " operands, not " +
            std::to_string(operands);
@@ -88,6 +92,7 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
            std::to_string(results);
   }
   program = P{};
+  program.f64 = arithmetic == "f64";
   program.operandCount = operands;
   program.resultCount = results;
   std::map<std::string, int, std::less<>> registers; // name -> register
@@ -147,6 +152,19 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
         }
         continue;
       }
+      if (token == "pow") {
+        if (!program.f64) {
+          return where + "'pow' needs arithmetic f64";
+        }
+        if (depth < 2) {
+          return where + "'pow' needs two values on the stack";
+        }
+        --depth;
+        if (!emit(P::kPower, 0)) {
+          return tooLong;
+        }
+        continue;
+      }
       if (token == "neg" || token == "sqrt") {
         if (depth < 1) {
           return where + "'" + std::string(token) + "' needs a value on the stack";
@@ -181,6 +199,7 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
           return "has more than " + std::to_string(P::kMaxConstants) + " constants";
         }
         program.constants[constants] = static_cast<float>(value);
+        program.wideConstants[constants] = value;
         pushed = emit(P::kConstant, constants++);
       }
       if (!pushed) {
@@ -230,5 +249,118 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
   }
   return "";
 }
+
+namespace {
+
+/// A value on the block evaluator's stack: `count` values, or one for every element.
+template <typename T> struct BlockValue {
+  const T *data;
+  bool scalar;
+};
+
+} // namespace
+
+template <typename T>
+void evaluateElementwiseBlock(const ElementwiseProgram &program, const T *const *operand,
+                              const bool *broadcast, int64_t count, T *const *result) {
+  using P = ElementwiseProgram;
+  alignas(64) T scratch[P::kMaxStack][kElementwiseBlock];
+  alignas(64) T registers[P::kMaxRegisters][kElementwiseBlock];
+  bool registerScalar[P::kMaxRegisters] = {};
+  T constants[P::kMaxConstants];
+  for (int i = 0; i < P::kMaxConstants; ++i) {
+    constants[i] = sizeof(T) == sizeof(double) ? static_cast<T>(program.wideConstants[i])
+                                               : static_cast<T>(program.constants[i]);
+  }
+  BlockValue<T> stack[P::kMaxStack];
+  int top = 0;
+  auto binary = [&](auto apply) {
+    BlockValue<T> b = stack[--top], a = stack[top - 1];
+    T *out = scratch[top - 1]; // may be a's own buffer: element i is read before it is written
+    if (a.scalar && b.scalar) {
+      out[0] = apply(a.data[0], b.data[0]);
+    } else if (a.scalar) {
+      const T x = a.data[0];
+      for (int64_t i = 0; i < count; ++i) {
+        out[i] = apply(x, b.data[i]);
+      }
+    } else if (b.scalar) {
+      const T y = b.data[0];
+      for (int64_t i = 0; i < count; ++i) {
+        out[i] = apply(a.data[i], y);
+      }
+    } else {
+      for (int64_t i = 0; i < count; ++i) {
+        out[i] = apply(a.data[i], b.data[i]);
+      }
+    }
+    stack[top - 1] = {out, a.scalar && b.scalar};
+  };
+  auto unary = [&](auto apply) {
+    BlockValue<T> a = stack[top - 1];
+    T *out = scratch[top - 1];
+    int64_t n = a.scalar ? 1 : count;
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = apply(a.data[i]);
+    }
+    stack[top - 1] = {out, a.scalar};
+  };
+  for (int32_t at = 0; at < program.instructionCount; ++at) {
+    const P::Instruction instruction = program.instructions[at];
+    switch (instruction.code) {
+    case P::kOperand:
+      stack[top++] = {operand[instruction.index], broadcast[instruction.index]};
+      break;
+    case P::kRegister:
+      stack[top++] = {registers[instruction.index], registerScalar[instruction.index]};
+      break;
+    case P::kConstant:
+      stack[top++] = {&constants[instruction.index], true};
+      break;
+    case P::kAdd:
+      binary([](T x, T y) { return x + y; });
+      break;
+    case P::kSubtract:
+      binary([](T x, T y) { return x - y; });
+      break;
+    case P::kMultiply:
+      binary([](T x, T y) { return x * y; });
+      break;
+    case P::kDivide:
+      binary([](T x, T y) { return x / y; });
+      break;
+    case P::kPower:
+      binary([](T x, T y) { return elementPower(x, y); });
+      break;
+    case P::kNegate:
+      unary([](T x) { return -x; });
+      break;
+    case P::kSqrt:
+      unary([](T x) { return elementSqrt(x); });
+      break;
+    case P::kStore: {
+      BlockValue<T> value = stack[--top];
+      std::copy_n(value.data, value.scalar ? 1 : count, registers[instruction.index]);
+      registerScalar[instruction.index] = value.scalar;
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  for (int32_t k = 0; k < program.resultCount; ++k) {
+    const int reg = program.resultRegister[k];
+    if (registerScalar[reg]) {
+      std::fill_n(result[k], count, registers[reg][0]);
+    } else {
+      std::copy_n(registers[reg], count, result[k]);
+    }
+  }
+}
+
+template void evaluateElementwiseBlock<float>(const ElementwiseProgram &, const float *const *,
+                                              const bool *, int64_t, float *const *);
+template void evaluateElementwiseBlock<double>(const ElementwiseProgram &, const double *const *,
+                                               const bool *, int64_t, double *const *);
 
 } // namespace mlperf::rt

@@ -1,4 +1,4 @@
-//===- ElementwiseProgram.h - The `elementwise` command's f32 program -*- C++ -*-===//
+//===- ElementwiseProgram.h - The `elementwise` command's program -*- C++ -*-===//
 //
 // The `elementwise` command computes up to kMaxResults tensors element by element from up to
 // kMaxOperands tensors with a small program the compiler writes, e.g. one Adagrad update:
@@ -7,13 +7,16 @@
 //
 // Statements run in order, separated by ';'. Each is `name = <postfix expression>`; `rK`
 // names result K (each assigned exactly once), any other lower-case name a temporary; an
-// expression reads operands `aN`, earlier names, f32 constants (decimal literals, rounded to
-// f32 once) and applies `+ - * /` (on the two values below the top of the stack, left operand
-// first), `neg` and `sqrt`. Arithmetic is f32 with IEEE rounding and no contraction, operand
-// values are read as f32 (bf16 widened exactly), a one-element operand is broadcast, and a
-// result is rounded to its element type when stored. The runtime knows no optimizer: the
-// compiler writes the optimizer's formula here (tg-optimizer, plan-from-tg), and the CPU loop
-// and the CUDA kernel both run `evaluateElementwise`, so the two backends give the same bits.
+// expression reads operands `aN`, earlier names and decimal constants and applies `+ - * /`
+// (on the two values below the top of the stack, left operand first), `neg`, `sqrt` and, in
+// f64 arithmetic, `pow` (left operand raised to the top one). The arithmetic is f32 (the
+// default) or f64 (attribute `arithmetic = "f64"`), with IEEE rounding and no contraction:
+// constants are rounded to it once, operand values are read in it (bf16 widened exactly;
+// integer operands only in f64, converted exactly below 2^53), a one-element operand is
+// broadcast, and a result is rounded to its element type once, when stored. The runtime
+// knows no optimizer: the compiler writes each optimizer's formula here (tg-optimizer), and
+// the CPU loop and the CUDA kernel both run `evaluateElementwise`, so the two backends give
+// the same bits (f64 `pow` as far as the device's and glibc's agree).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +51,7 @@ struct ElementwiseProgram {
     kDivide,
     kNegate,
     kSqrt,
+    kPower, // f64 only
     kStore, // pop into register `index`
   };
   struct Instruction {
@@ -55,24 +59,32 @@ struct ElementwiseProgram {
   };
 
   Instruction instructions[kMaxInstructions];
-  float constants[kMaxConstants];
+  float constants[kMaxConstants];      // f32 arithmetic
+  double wideConstants[kMaxConstants]; // f64 arithmetic
+  bool f64 = false;
   int32_t instructionCount = 0;
   int32_t operandCount = 0, resultCount = 0;
   /// The register holding each result after the program ran.
   uint8_t resultRegister[kMaxResults];
 };
 
-/// Compiles `text` for `operands` operands and `results` results; returns an empty string, or
-/// what is wrong with the program (naming the statement), leaving `program` unspecified.
+/// Compiles `text` for `operands` operands and `results` results in `arithmetic` ("f32" or
+/// "f64"); returns an empty string, or what is wrong with the program (naming the
+/// statement), leaving `program` unspecified.
 std::string compileElementwiseProgram(std::string_view text, int operands, int results,
-                                      ElementwiseProgram &program);
+                                      std::string_view arithmetic, ElementwiseProgram &program);
 
-/// Runs `program` on one element: `operand[n]` is operand n's value at this element; writes
-/// `result[k]` for every result.
-MLPERF_HD inline void evaluateElementwise(const ElementwiseProgram &program, const float *operand,
-                                          float *result) {
-  float stack[ElementwiseProgram::kMaxStack];
-  float registers[ElementwiseProgram::kMaxRegisters];
+MLPERF_HD inline float elementSqrt(float x) { return sqrtf(x); }
+MLPERF_HD inline double elementSqrt(double x) { return sqrt(x); }
+MLPERF_HD inline float elementPower(float x, float y) { return x * y; } // never compiled in
+MLPERF_HD inline double elementPower(double x, double y) { return pow(x, y); }
+/// Runs `program` on one element in T (float for f32 arithmetic, double for f64):
+/// `operand[n]` is operand n's value at this element; writes `result[k]` for every result.
+template <typename T>
+MLPERF_HD inline void evaluateElementwise(const ElementwiseProgram &program, const T *operand,
+                                          T *result) {
+  T stack[ElementwiseProgram::kMaxStack];
+  T registers[ElementwiseProgram::kMaxRegisters];
   int top = 0; // the compiler proved it stays within [0, kMaxStack]
   for (int32_t i = 0; i < program.instructionCount; ++i) {
     const ElementwiseProgram::Instruction instruction = program.instructions[i];
@@ -84,7 +96,9 @@ MLPERF_HD inline void evaluateElementwise(const ElementwiseProgram &program, con
       stack[top++] = registers[instruction.index];
       break;
     case ElementwiseProgram::kConstant:
-      stack[top++] = program.constants[instruction.index];
+      stack[top++] = sizeof(T) == sizeof(double)
+                         ? static_cast<T>(program.wideConstants[instruction.index])
+                         : static_cast<T>(program.constants[instruction.index]);
       break;
     case ElementwiseProgram::kAdd:
       --top;
@@ -106,7 +120,11 @@ MLPERF_HD inline void evaluateElementwise(const ElementwiseProgram &program, con
       stack[top - 1] = -stack[top - 1];
       break;
     case ElementwiseProgram::kSqrt:
-      stack[top - 1] = sqrtf(stack[top - 1]);
+      stack[top - 1] = elementSqrt(stack[top - 1]);
+      break;
+    case ElementwiseProgram::kPower:
+      --top;
+      stack[top - 1] = elementPower(stack[top - 1], stack[top]);
       break;
     case ElementwiseProgram::kStore:
       registers[instruction.index] = stack[--top];
@@ -119,6 +137,18 @@ MLPERF_HD inline void evaluateElementwise(const ElementwiseProgram &program, con
     result[k] = registers[program.resultRegister[k]];
   }
 }
+
+/// Elements the host evaluates at once (evaluateElementwiseBlock).
+constexpr int64_t kElementwiseBlock = 256;
+
+/// Runs `program` on `count` <= kElementwiseBlock elements at once on the host, one
+/// instruction over all of them before the next, so the dispatch costs once per block and
+/// each instruction's loop vectorizes: operand n's values are operand[n][0, count), or
+/// operand[n][0] for every element where broadcast[n]; result k goes to result[k][0, count).
+/// Every element gets exactly evaluateElementwise's operations in its order: the same bits.
+template <typename T>
+void evaluateElementwiseBlock(const ElementwiseProgram &program, const T *const *operand,
+                              const bool *broadcast, int64_t count, T *const *result);
 
 } // namespace mlperf::rt
 

@@ -49,9 +49,8 @@ constexpr PlanOpSignature kOps[] = {
     {"lr_value", 1, 1, 1, 1},
     {"global_norm", 1, -1, 1, 1},
     {"clip_coefficient", 1, 1, 1, 1},
-    {"adamw", 7, 7, 3, 3},
-    // A program of f32 element math over its operands (runtime/plan/ElementwiseProgram.h):
-    // the optimizers' updates, written by the compiler.
+    // A program of element math over its operands (runtime/plan/ElementwiseProgram.h): the
+    // optimizers' updates, written by the compiler.
     {"elementwise", 1, 8, 1, 4},
     {"sum_squares", 1, -1, 1, 1},
     {"sqrt", 1, 1, 1, 1},

@@ -2,8 +2,8 @@
 //
 // MLPERF_HD marks a function that the CPU kernels and the CUDA kernels share: `__host__
 // __device__` under nvcc, nothing for the host compiler. The math that must be the same bits on
-// both backends (Philox draws, the AdamW update, the element math of the CUDA kernels) is
-// written once with it.
+// both backends (Philox draws, the element programs of the optimizers' updates, the element
+// math of the CUDA kernels) is written once with it.
 //
 //===----------------------------------------------------------------------===//
 

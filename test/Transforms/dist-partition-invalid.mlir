@@ -24,7 +24,7 @@ tg.model @m {
     %n = tg.global_norm %g : tensor<16x4xf32>
     %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
     %lr = tg.lr_value %step {base_lr = 1.0e-03 : f64, end_lr = 1.0e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
-    %nw, %nm, %nv = tg.adamw %master, %m, %v, %g, %lr, %c, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-05 : f64, weight_decay = 0.1 : f64} : tensor<16x4xf32>, tensor<16x4xf32>
+    %nw, %nm, %nv = tg.elementwise %master, %m, %v, %g, %lr, %c {program = "r0 = a0 a4 a3 * -; r1 = a1; r2 = a2"} : (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>)
     return %nw, %nm, %nv : tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>
   }
 }
@@ -50,7 +50,7 @@ tg.model @m {
     %n = tg.global_norm %g : tensor<15x3xf32>
     %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
     %lr = tg.lr_value %step {base_lr = 1.0e-03 : f64, end_lr = 1.0e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
-    %nw, %nm, %nv = tg.adamw %master, %m, %v, %g, %lr, %c, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-05 : f64, weight_decay = 0.1 : f64} : tensor<15x3xf32>, tensor<15x3xf32>
+    %nw, %nm, %nv = tg.elementwise %master, %m, %v, %g, %lr, %c {program = "r0 = a0 a4 a3 * -; r1 = a1; r2 = a2"} : (tensor<15x3xf32>, tensor<15x3xf32>, tensor<15x3xf32>, tensor<15x3xf32>, tensor<f32>, tensor<f32>) -> (tensor<15x3xf32>, tensor<15x3xf32>, tensor<15x3xf32>)
     return %nw, %nm, %nv : tensor<15x3xf32>, tensor<15x3xf32>, tensor<15x3xf32>
   }
 }
@@ -75,7 +75,7 @@ tg.model @m {
   func.func @optimizer_step(%step: tensor<i64> {tg.role = "step"}, %g: tensor<16x4xf32> {tg.param = @w, tg.role = "grad"}, %master: tensor<16x4xf32> {tg.param = @w, tg.role = "master"}, %m: tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg"}, %v: tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) -> (tensor<16x4xf32> {tg.param = @w, tg.role = "param"}, tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg"}, tensor<16x4xf32> {tg.param = @w, tg.role = "exp_avg_sq"}) attributes {tg.parameters = [@w]} {
     %c = tg.fill {value = 1.0 : f64} : tensor<f32>
     %lr = tg.lr_value %step {base_lr = 1.0e-03 : f64, end_lr = 1.0e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
-    %nw, %nm, %nv = tg.adamw %master, %m, %v, %g, %lr, %c, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-05 : f64, weight_decay = 0.1 : f64} : tensor<16x4xf32>, tensor<16x4xf32>
+    %nw, %nm, %nv = tg.elementwise %master, %m, %v, %g, %lr, %c {program = "r0 = a0 a4 a3 * -; r1 = a1; r2 = a2"} : (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>)
     return %nw, %nm, %nv : tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>
   }
 }
@@ -101,8 +101,8 @@ tg.model @m {
     %c = tg.clip_coefficient %n {max_norm = 1.0 : f64}
     %lr = tg.lr_value %step {base_lr = 1.0e-03 : f64, end_lr = 1.0e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
     %g2 = tg.scale %g {factor = 2.0 : f64} : tensor<16x4xf32>
-    // expected-error @below {{dist-partition: tg.adamw must read a gradient argument}}
-    %nw, %nm, %nv = tg.adamw %master, %m, %v, %g2, %lr, %c, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-05 : f64, weight_decay = 0.1 : f64} : tensor<16x4xf32>, tensor<16x4xf32>
+    // expected-error @below {{dist-partition: tg.elementwise must read a gradient argument}}
+    %nw, %nm, %nv = tg.elementwise %master, %m, %v, %g2, %lr, %c {program = "r0 = a0 a4 a3 * -; r1 = a1; r2 = a2"} : (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>)
     return %nw, %nm, %nv : tensor<16x4xf32>, tensor<16x4xf32>, tensor<16x4xf32>
   }
 }

@@ -44,7 +44,8 @@
 // CHECK: plan.program @optimizer_step inputs [@step, @grad.embed, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed] outputs [@embed, @optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @lr, @grad_norm] {
 // CHECK: plan.command "lr_value" [@step] -> [@lr]
 // The f32 parameter is its own master: returned twice, written once and copied once.
-// CHECK: plan.command "adamw" [@optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @grad.embed, @lr, @optimizer_step.clip_coefficient.0, @step] -> [@embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed]
+// CHECK: plan.command "elementwise" [@step] -> [@optimizer_step.elementwise.0, @optimizer_step.elementwise.1] {kernel_attrs = {arithmetic = "f64", program = "t = a0 1 +; r0 = 1 0.90000000000000002 t pow -; r1 = 1 0.94999999999999996 t pow -"}}
+// CHECK: plan.command "elementwise" [@optimizer.master.embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed, @grad.embed, @lr, @optimizer_step.clip_coefficient.0, @optimizer_step.elementwise.0, @optimizer_step.elementwise.1] -> [@embed, @optimizer.exp_avg.embed, @optimizer.exp_avg_sq.embed] {kernel_attrs = {program = "g = a3 a5 *; {{.*}}"}}
 // CHECK-NEXT: plan.command "copy" [@embed] -> [@optimizer.master.embed]
 // The whole step: micro-batches sliced from the step's inputs (the first straight into the
 // sub-program's input buffers), the gradient sum zeroed in place, one call per micro-batch

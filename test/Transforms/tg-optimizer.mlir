@@ -1,7 +1,8 @@
 // RUN: mlperf-opt %s --tg-optimizer | FileCheck %s
 
 // Tests @optimizer_step: the global norm of every gradient, the clip factor, the LR from the
-// schedule, one AdamW per parameter with weight decay only on matrices ("matrices"), and the
+// schedule, the step's bias corrections (an f64 program), one AdamW update per parameter (an
+// f32 program of FusedAdam's arithmetic) with weight decay only on matrices ("matrices"), and the
 // bf16 parameter rounded from its f32 master; every argument and result states its role,
 // and every state argument how it starts (the master as the parameter, moments at zero).
 // CHECK-LABEL: func.func @optimizer_step
@@ -13,10 +14,12 @@
 // CHECK: %[[NORM:.+]] = tg.global_norm %[[GE]], %[[GN]] : tensor<16x8xbf16>, tensor<8xbf16>
 // CHECK: %[[CLIP:.+]] = tg.clip_coefficient %[[NORM]] {max_norm = 1.000000e+00 : f64}
 // CHECK: %[[LR:.+]] = tg.lr_value %[[STEP]] {base_lr = 1.000000e-03 : f64, end_lr = 1.000000e-04 : f64, kind = "cosine_with_linear_warmup", max_steps = 10 : i64, warmup_steps = 2 : i64}
-// CHECK: %[[EM:[^,]+]], %[[EM1:[^,]+]], %[[EV:[^ ]+]] = tg.adamw %[[ME]], %[[M1E]], %[[VE]], %[[GE]], %[[LR]], %[[CLIP]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, epsilon = 1.000000e-05 : f64, weight_decay = 1.000000e-01 : f64}
-// CHECK: %[[PE:.+]] = tg.convert %[[EM]] : tensor<16x8xf32> -> tensor<16x8xbf16>
-// CHECK: %[[NM:[^,]+]], %[[NM1:[^,]+]], %[[NV:[^ ]+]] = tg.adamw %[[MN]], %[[M1N]], %[[VN]], %[[GN]], %[[LR]], %[[CLIP]], %[[STEP]] {{{.*}}weight_decay = 0.000000e+00 : f64}
-// CHECK: return %[[PE]], %{{.+}}, %[[EM]], %[[NM]], %[[EM1]], %[[NM1]], %[[EV]], %[[NV]], %[[LR]], %[[NORM]]
+// CHECK: %[[C:.+]]:2 = tg.elementwise %[[STEP]] {arithmetic = "f64", program = "t = a0 1 +; r0 = 1 0.90000000000000002 t pow -; r1 = 1 0.94999999999999996 t pow -"} : (tensor<i64>) -> (tensor<f32>, tensor<f32>)
+// CHECK: %[[E:.+]]:3 = tg.elementwise %[[ME]], %[[M1E]], %[[VE]], %[[GE]], %[[LR]], %[[CLIP]], %[[C]]#0, %[[C]]#1 {program = "g = a3 a5 *; m = 0.89999997615814209 a1 * 0.10000002384185791 g * +; v = 0.94999998807907104 a2 * 0.050000011920928955 g * g * +; r0 = a0 a4 m a6 / v a7 / sqrt 9.9999997473787516e-06 + / 0.10000000149011612 a0 * + * -; r1 = m; r2 = v"}
+// CHECK: %[[PE:.+]] = tg.convert %[[E]]#0 : tensor<16x8xf32> -> tensor<16x8xbf16>
+// CHECK: %[[N:.+]]:3 = tg.elementwise %[[MN]], %[[M1N]], %[[VN]], %[[GN]], %[[LR]], %[[CLIP]], %[[C]]#0, %[[C]]#1 {program = "{{.*}} / 0 a0 * + * -; r1 = m; r2 = v"}
+// CHECK-NOT: tg.adamw
+// CHECK: return %[[PE]], %{{.+}}, %[[E]]#0, %[[N]]#0, %[[E]]#1, %[[N]]#1, %[[E]]#2, %[[N]]#2, %[[LR]], %[[NORM]]
 tg.model @opt {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 8, micro_batch_size = 1, seq_len = 4}

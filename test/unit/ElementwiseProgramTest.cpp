@@ -18,9 +18,10 @@ using namespace mlperf::rt;
 
 namespace {
 
-std::string compileError(const std::string &text, int operands, int results) {
+std::string compileError(const std::string &text, int operands, int results,
+                         const char *arithmetic = "f32") {
   ElementwiseProgram program;
-  return compileElementwiseProgram(text, operands, results, program);
+  return compileElementwiseProgram(text, operands, results, arithmetic, program);
 }
 
 TEST(ElementwiseProgram, RefusesMalformedPrograms) {
@@ -45,6 +46,10 @@ TEST(ElementwiseProgram, RefusesMalformedPrograms) {
   EXPECT_EQ(compileError("a0 = a0", 1, 1), "statement 1 'a0 = a0': operands cannot be assigned");
   EXPECT_EQ(compileError("r0 a0", 1, 1), "statement 1 'r0 a0': expected 'name = expression'");
   EXPECT_EQ(compileError("r0 = a0", 9, 1), "takes 1 to 8 operands, not 9");
+  EXPECT_EQ(compileError("r0 = a0 2 pow", 1, 1), "statement 1 'r0 = a0 2 pow': 'pow' needs "
+                                                 "arithmetic f64");
+  EXPECT_EQ(compileError("r0 = a0 2 pow", 1, 1, "f64"), "");
+  EXPECT_EQ(compileError("r0 = a0", 1, 1, "f16"), "has arithmetic 'f16', not f32 or f64");
   // Deeper than the evaluator's stack.
   std::string deep = "r0 =";
   for (int i = 0; i < 17; ++i) {
@@ -91,6 +96,30 @@ TEST(ElementwiseProgram, CpuKernelComputesAdagradInF32) {
     EXPECT_EQ(out[0].values[i], s) << i;
     EXPECT_EQ(out[1].values[i], roundTo(DType::kBF16, p)) << i; // stored as bf16 (RNE)
   }
+}
+
+TEST(ElementwiseProgram, CpuKernelComputesF64ProgramsOfIntegers) {
+  // f64 arithmetic reads the i64 operand exactly and rounds each result to f32 once.
+  HostTensor step = HostTensor::zeros(DType::kI64, {});
+  step.ints[0] = 41;
+  OpAttributes attributes;
+  attributes.set("program", std::string("t = a0 1 +; r0 = 1 0.90000000000000002 t pow -; "
+                                        "r1 = 0.1 0.2 +"));
+  attributes.set("arithmetic", std::string("f64"));
+  std::vector<HostTensor> out{HostTensor::zeros(DType::kF32, {}),
+                              HostTensor::zeros(DType::kF32, {})};
+  Status status = runHostOp("elementwise", attributes, {&step}, out);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(out[0].values[0], static_cast<float>(1.0 - std::pow(0.9, 42.0)));
+  EXPECT_EQ(out[1].values[0], static_cast<float>(0.1 + 0.2));
+  // f32 arithmetic refuses integer operands.
+  OpAttributes f32;
+  f32.set("program", std::string("r0 = a0 1 +"));
+  std::vector<HostTensor> one{HostTensor::zeros(DType::kF32, {})};
+  status = runHostOp("elementwise", f32, {&step}, one);
+  EXPECT_NE(status.message().find("holds integers: only f64 arithmetic reads them"),
+            std::string::npos)
+      << status.message();
 }
 
 TEST(ElementwiseProgram, CpuKernelRefusesMismatchedOperands) {

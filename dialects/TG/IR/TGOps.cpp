@@ -378,22 +378,6 @@ LogicalResult RepeatGradOp::inferReturnTypes(MLIRContext *context, std::optional
 }
 
 //===----------------------------------------------------------------------===//
-// AdamWOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult AdamWOp::verify() {
-  auto master = cast<RankedTensorType>(getMaster().getType());
-  auto grad = cast<RankedTensorType>(getGrad().getType());
-  if (!master.getElementType().isF32()) {
-    return emitOpError() << "master weights and moments must be f32, got " << master;
-  }
-  if (master.getShape() != grad.getShape()) {
-    return emitOpError() << "gradient shape " << grad << " differs from the parameter's " << master;
-  }
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
 // ElementwiseOp
 //===----------------------------------------------------------------------===//
 
@@ -402,9 +386,9 @@ LogicalResult ElementwiseOp::verify() {
     return emitOpError() << "needs at least one result";
   }
   rt::ElementwiseProgram compiled;
-  std::string error =
-      rt::compileElementwiseProgram(getProgram().str(), static_cast<int>(getInputs().size()),
-                                    static_cast<int>(getResults().size()), compiled);
+  std::string error = rt::compileElementwiseProgram(
+      getProgram().str(), static_cast<int>(getInputs().size()),
+      static_cast<int>(getResults().size()), getArithmetic().value_or("f32").str(), compiled);
   if (!error.empty()) {
     return emitOpError() << "program " << error;
   }
@@ -415,8 +399,9 @@ LogicalResult ElementwiseOp::verify() {
   };
   for (auto [index, input] : llvm::enumerate(getInputs())) {
     auto type = cast<RankedTensorType>(input.getType());
-    if (!f32OrBf16(type)) {
-      return emitOpError() << "operand " << index << " is " << type << ", not f32 or bf16";
+    if (!f32OrBf16(type) && !(compiled.f64 && type.getElementType().isInteger())) {
+      return emitOpError() << "operand " << index << " is " << type
+                           << ", not f32 or bf16 (integers only in f64 arithmetic)";
     }
     if (type.getNumElements() != 1 && type.getShape() != shape) {
       return emitOpError() << "operand " << index << " is " << type

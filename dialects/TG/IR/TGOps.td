@@ -740,39 +740,20 @@ def TG_ClipCoefficientOp : TG_Op<"clip_coefficient", [Pure]> {
   let assemblyFormat = "$norm attr-dict";
 }
 
-def TG_AdamWOp : TG_Op<"adamw", [Pure, AllTypesMatch<["master", "m", "v", "new_master",
-                                                      "new_m", "new_v"]>]> {
-  let summary = "One AdamW update of a parameter (decoupled weight decay, bias correction)";
-  let description = [{
-    In f32 arithmetic on f32 master weights, as apex/Transformer Engine FusedAdam in
-    adam_w_mode: with `g = f32(grad) · clip`, `t = step + 1`,
-    `m' = β1 m + (1 − β1) g`, `v' = β2 v + (1 − β2) g²`, `m̂ = m' / (1 − β1^t)`,
-    `v̂ = v' / (1 − β2^t)`, `master' = master − lr · (m̂ / (sqrt(v̂) + ε) + weight_decay · master)`.
-  }];
-  let arguments = (ins TG_Tensor:$master, TG_Tensor:$m, TG_Tensor:$v, TG_Tensor:$grad,
-                       TG_F32Scalar:$lr, TG_F32Scalar:$clip, TG_I64Scalar:$step,
-                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
-                       F64Attr:$weight_decay);
-  let results = (outs TG_Tensor:$new_master, TG_Tensor:$new_m, TG_Tensor:$new_v);
-  let assemblyFormat = [{
-    $master `,` $m `,` $v `,` $grad `,` $lr `,` $clip `,` $step attr-dict `:` type($master) `,`
-    type($grad)
-  }];
-  let hasVerifier = 1;
-}
-
 def TG_ElementwiseOp : TG_Op<"elementwise", [Pure]> {
-  let summary = "Element-by-element f32 math written as a small program";
+  let summary = "Element-by-element math written as a small program";
   let description = [{
     Every result element is computed from the operands' elements of the same index by
     `program` (runtime/plan/ElementwiseProgram.h: statements `name = <postfix expression>`
-    over operands `aN`, earlier names, f32 constants, `+ - * /`, `neg`, `sqrt`; result K is
-    `rK`), in f32 with IEEE rounding and no contraction. Operands are f32 or bf16 and either
-    have the results' shape or one element (broadcast); results are f32 or bf16, one shape.
-    tg-optimizer writes the updates of optimizers without a kernel of their own (Adagrad)
-    this way, so the runtime runs them without knowing them.
+    over operands `aN`, earlier names, constants, `+ - * /`, `neg`, `sqrt`, and in f64 `pow`;
+    result K is `rK`), in `arithmetic` (f32, the default, or f64) with IEEE rounding and no
+    contraction. Operands are f32 or bf16 (in f64 also i32/i64) and either have the results'
+    shape or one element (broadcast); results are f32 or bf16, one shape, each rounded once.
+    tg-optimizer writes the optimizers' updates this way (AdamW's bias corrections in f64,
+    its update and Adagrad's in f32), so the runtime runs them without knowing them.
   }];
-  let arguments = (ins Variadic<TG_Tensor>:$inputs, StrAttr:$program);
+  let arguments = (ins Variadic<TG_AnyTensor>:$inputs, StrAttr:$program,
+                       OptionalAttr<StrAttr>:$arithmetic);
   let results = (outs Variadic<TG_Tensor>:$results);
   let assemblyFormat = [{
     $inputs attr-dict `:` functional-type($inputs, $results)

@@ -2,8 +2,8 @@
 
 Usage: edit_plan.py IN.pb OUT.pb EDIT
 
-EDIT is one of: epsilon (the 5th adamw update's eps 1e-08), weight-decay (the first update
-without weight decay), clip (clip_coefficient max_norm 0.5), warmup (lr_value warmup_steps
+EDIT is one of: epsilon (the 5th AdamW update's eps 1e-08 in its element program),
+weight-decay (the first AdamW update without weight decay), clip (clip_coefficient max_norm 0.5), warmup (lr_value warmup_steps
 64), init-std (the first o_proj draws with std 0.02), fp8-cast (the first convert in
 optimizer_step writes F8E4M3FN, unscaled), data-order (micro-batches 1 and 2 of train_step
 swap their tokens), adagrad-program (the first Adagrad update's eps in its element program
@@ -11,6 +11,7 @@ swap their tokens), adagrad-program (the first Adagrad update's eps in its eleme
 recorded). The plan stays valid (runtime/plan.proto); only the standard library is
 used: a minimal protobuf wire-format codec with the nesting of the plan's messages.
 """
+import re
 import struct
 import sys
 
@@ -124,6 +125,25 @@ def set_int(attr, value):
     attr[:] = [f for f in attr if f[0] not in (2, 3, 4, 5)] + [[2, 0, value]]
 
 
+def set_string(attr, value):
+    attr[:] = [f for f in attr if f[0] not in (2, 3, 4, 5)] + [[4, 2, value.encode()]]
+
+
+def updates(plan):
+    """The AdamW updates of optimizer_step: element programs with eight operands."""
+    return [c for c in commands(program(plan, "optimizer_step"), "elementwise")
+            if len(packed(c, 2)) == 8]
+
+
+def set_program(command, pattern, replacement):
+    """Rewrites the first match of `pattern` in the command's element program."""
+    attr = attribute(command, "program")
+    source_text = text(attr, 4)
+    edited = re.sub(pattern, replacement, source_text, count=1)
+    assert edited != source_text, source_text
+    set_string(attr, edited)
+
+
 def buffer(plan, index):
     return get(plan, 4)[index][2]
 
@@ -133,10 +153,9 @@ def main():
     plan = decode(open(source, "rb").read(), "Plan")
     names = [text(b[2], 2) for b in get(plan, 4)]
     if edit == "epsilon":
-        set_double(attribute(commands(program(plan, "optimizer_step"), "adamw")[4], "epsilon"), 1e-8)
+        set_program(updates(plan)[4], r"sqrt \S+ \+", "sqrt 1e-08 +")
     elif edit == "weight-decay":
-        set_double(attribute(commands(program(plan, "optimizer_step"), "adamw")[0],
-                             "weight_decay"), 0.0)
+        set_program(updates(plan)[0], r"/ \S+ a0 \* \+", "/ 0 a0 * +")
     elif edit == "clip":
         set_double(attribute(commands(program(plan, "optimizer_step"), "clip_coefficient")[0],
                              "max_norm"), 0.5)
@@ -165,11 +184,8 @@ def main():
         set_packed(copies[1], 2, second)
         set_packed(copies[2], 2, first)
     elif edit == "adagrad-program":
-        attr = attribute(commands(program(plan, "optimizer_step"), "elementwise")[0], "program")
-        source_text = text(attr, 4)
-        assert "1e-08" in source_text, source_text
-        attr[:] = [f for f in attr if f[0] not in (2, 3, 4, 5)] + [
-            [4, 2, source_text.replace("1e-08", "1e-07").encode()]]
+        set_program(commands(program(plan, "optimizer_step"), "elementwise")[0], r"1e-08",
+                    "1e-07")
     elif edit == "huge-accumulation":
         info = next(f[2] for f in plan if f[0] == 3)
         info[:] = [f for f in info if f[0] != 7] + [[7, 0, 1 << 40]]
