@@ -3,6 +3,7 @@
 #include "runtime/plan/PlanLoader.h"
 
 #include "runtime/plan/CommandTypes.h"
+#include "runtime/plan/StepRoles.h"
 #include "runtime/plan/StreamOrder.h"
 #include "runtime/support/Checksum.h"
 
@@ -118,6 +119,73 @@ std::string planFingerprint(const plan::Plan &plan) {
   sum.add(bytes.data(), bytes.size());
   return sum.hex();
 }
+
+namespace {
+
+/// The state tensors against the programs that start and train them: every buffer the train
+/// step reads as state, and every buffer init_optimizer starts, is a state tensor of that
+/// role (or a checkpoint would not hold it); every optimizer state tensor is one the train
+/// step reads (an unknown role would be saved and loaded but never trained); no parameter has
+/// one role twice. Plans without a train step (test fixtures of single programs) have
+/// nothing to check.
+Status checkStateRoles(const plan::Plan &p) {
+  std::map<uint32_t, const plan::StateTensor *> stateOfBuffer;
+  std::map<std::pair<std::string, std::string>, const plan::StateTensor *> byRole;
+  for (const plan::StateTensor &state : p.state()) {
+    stateOfBuffer[state.buffer()] = &state;
+    auto [it, added] = byRole.emplace(std::pair{state.role(), state.param()}, &state);
+    if (!added) {
+      return invalid("state tensors '" + it->second->name() + "' and '" + state.name() +
+                     "' are both the " + state.role() + " of parameter '" + state.param() + "'");
+    }
+  }
+  std::set<uint32_t> readAsState;
+  for (const plan::Program &program : p.programs()) {
+    const bool trainStep = program.name() == "train_step";
+    if (!trainStep && program.name() != "init_optimizer") {
+      continue;
+    }
+    // train_step: its inputs; init_optimizer: what it starts, its outputs.
+    const auto &ids = trainStep ? program.inputs() : program.outputs();
+    const auto &roles = trainStep ? program.input_roles() : program.output_roles();
+    for (int i = 0; i < ids.size() && i < roles.size(); ++i) {
+      const std::string &expected = roles[i];
+      if (expected == role::kTokens || expected == role::kLabels || expected == role::kStep ||
+          expected == role::kSeed || expected == role::kDropoutKey) {
+        continue; // what the runtime writes, not train state
+      }
+      auto state = stateOfBuffer.find(ids[i]);
+      const std::string buffer = ids[i] < static_cast<uint32_t>(p.buffers_size())
+                                     ? "'" + p.buffers(ids[i]).name() + "'"
+                                     : std::to_string(ids[i]);
+      if (state == stateOfBuffer.end()) {
+        return invalid(program.name() + (trainStep ? " reads buffer " : " starts buffer ") +
+                       buffer + " as " + expected +
+                       " state, but the plan records no state tensor for it (a checkpoint "
+                       "would not hold it)");
+      }
+      if (state->second->role() != expected) {
+        return invalid("state tensor '" + state->second->name() + "' has role '" +
+                       state->second->role() + "' but " + program.name() +
+                       (trainStep ? " reads" : " starts") + " its buffer as '" + expected + "'");
+      }
+      if (trainStep) {
+        readAsState.insert(ids[i]);
+      }
+    }
+    if (trainStep && !roles.empty()) {
+      for (const plan::StateTensor &state : p.state()) {
+        if (state.role() != role::kParam && !readAsState.count(state.buffer())) {
+          return invalid("state tensor '" + state.name() + "' has role '" + state.role() +
+                         "', which the plan's train step does not read as its state");
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace
 
 Status validatePlan(const plan::Plan &p) {
   if (p.format_version() != kPlanFormatVersion) {
@@ -506,7 +574,7 @@ Status validatePlan(const plan::Plan &p) {
                      "'");
     }
   }
-  return Status::ok();
+  return checkStateRoles(p);
 }
 
 namespace {

@@ -6,7 +6,9 @@ EDIT is one of: epsilon (the 5th AdamW update's eps 1e-08 in its element program
 weight-decay (the first AdamW update without weight decay), clip (clip_coefficient max_norm 0.5), warmup (lr_value warmup_steps
 64), init-std (the first o_proj draws with std 0.02), fp8-cast (the first convert in
 optimizer_step writes F8E4M3FN, unscaled), data-order (micro-batches 1 and 2 of train_step
-swap their tokens), adagrad-program (the first Adagrad update's eps in its element program
+swap their tokens), state-unknown-role / state-duplicate-role / state-missing (the first
+exp_avg state tensor gets role "velocity", becomes a second exp_avg_sq, or is dropped),
+adagrad-program (the first Adagrad update's eps in its element program
 1e-08 -> 1e-07), no-compile-options (as a plan of another producer), huge-accumulation (2^40 micro-batches
 recorded). The plan stays valid (runtime/plan.proto); only the standard library is
 used: a minimal protobuf wire-format codec with the nesting of the plan's messages.
@@ -186,6 +188,14 @@ def main():
     elif edit == "adagrad-program":
         set_program(commands(program(plan, "optimizer_step"), "elementwise")[0], r"1e-08",
                     "1e-07")
+    elif edit in ("state-unknown-role", "state-duplicate-role", "state-missing"):
+        moments = [f for f in get(plan, 10) if text(f[2], 3) == "exp_avg"]
+        if edit == "state-missing":
+            plan.remove(moments[0])
+        else:
+            # An unknown role, or the parameter's exp_avg_sq a second time.
+            role = next(f for f in moments[0][2] if f[0] == 3)
+            role[2] = b"velocity" if edit == "state-unknown-role" else b"exp_avg_sq"
     elif edit == "huge-accumulation":
         info = next(f[2] for f in plan if f[0] == 3)
         info[:] = [f for f in info if f[0] != 7] + [[7, 0, 1 << 40]]
