@@ -500,6 +500,19 @@ def step_lines(stdout):
             for line in stdout.splitlines() if line.startswith("step ")]
 
 
+def trajectory_failures(ours, planned, reference):
+    """compare_steps of run-reference's steps against the oracle's, plus the step count and
+    the plan on the CPU backend, which computes the interpreter's bits: any difference is a
+    bug."""
+    worst, failures = compare_steps(ours, reference)
+    if len(ours) != STEPS:
+        failures.append(f"expected {STEPS} steps, got {len(ours)}")
+    if planned != ours:
+        failures.append(f"mlperf-run on the plan differs from run-reference: {planned[:3]} vs "
+                        f"{ours[:3]} ...")
+    return worst, failures
+
+
 def check_trajectory(name, cfg, mlperfc, workdir):
     train = {**TRAIN, **TRAIN_OVERRIDES[name]}
     ours, planned, weights, tokens, labels = train_ours(mlperfc, workdir, f"{name}.train", cfg,
@@ -513,13 +526,7 @@ def check_trajectory(name, cfg, mlperfc, workdir):
                                            reference, params)
         distributed_ok = check_fused_qkv(cfg, train, mlperfc, workdir) and distributed_ok
     clipped = sum(1 for ref in reference if ref[2] > train["clip"])
-    worst, failures = compare_steps(ours, reference)
-    if len(ours) != STEPS:
-        failures.append(f"expected {STEPS} steps, got {len(ours)}")
-    # The plan on the CPU backend computes the interpreter's bits, so any difference is a bug.
-    if planned != ours:
-        failures.append(f"mlperf-run on the plan differs from run-reference: {planned[:3]} vs "
-                        f"{ours[:3]} ...")
+    worst, failures = trajectory_failures(ours, planned, reference)
     print(f"{name} trajectory: {STEPS} steps (clipped in {clipped}, weight decay on "
           f"{train['weight_decay_params']}), loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} "
           f"(JAX f64 {reference[0][0]:.4f} -> {reference[-1][0]:.4f}), worst rel diff of loss, "
@@ -553,12 +560,7 @@ def check_adagrad(mlperfc, workdir):
     params = {k: jnp.asarray(v) for k, v in read_safetensors(weights).items()}
     state = {}
     reference = oracle_trajectory(params, tokens, labels, cfg, train, adagrad_update, state)
-    worst, failures = compare_steps(ours, reference)
-    if len(ours) != STEPS:
-        failures.append(f"expected {STEPS} steps, got {len(ours)}")
-    if planned != ours:
-        failures.append(f"mlperf-run on the plan differs from run-reference: {planned[:3]} vs "
-                        f"{ours[:3]} ...")
+    worst, failures = trajectory_failures(ours, planned, reference)
     # The final parameters and sums mlperf-run saves, against the oracle's.
     checkpoint = os.path.join(workdir, f"{name}.final.safetensors")
     mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
