@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -797,7 +798,48 @@ Status loadPlan(const std::string &path, plan::Plan &plan) {
   if (!in) {
     return Status(StatusCode::kDataLoss, path + ": cannot read the plan file");
   }
-  return parsePlan(bytes, path, plan);
+  // The self-check first: a damaged byte anywhere is refused before anything parses it.
+  constexpr size_t kSignature = 5;                       // the field's tag and its four bytes
+  constexpr unsigned char kSignatureTag = (15 << 3) | 5; // file_crc32, fixed32
+  if (bytes.size() < kSignature ||
+      static_cast<unsigned char>(bytes[bytes.size() - kSignature]) != kSignatureTag) {
+    return Status(StatusCode::kDataLoss,
+                  path + " carries no plan self-check (its last bytes are not the CRC-32 that "
+                         "mlperfc compile writes): not a plan of this mlperfc, or truncated");
+  }
+  uint32_t recorded = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    recorded |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[bytes.size() - 4 + i]))
+                << (8 * i);
+  }
+  Checksum sum;
+  sum.add(bytes.data(), bytes.size() - kSignature);
+  if (sum.value() != recorded) {
+    char text[96];
+    std::snprintf(text, sizeof text, "its CRC-32 is %08x, its bytes give %08x", recorded,
+                  sum.value());
+    return Status(StatusCode::kDataLoss,
+                  path + " is damaged or was edited (" + text +
+                      "): recompile it; a deliberate edit must be re-signed (docs/plan-format.md)");
+  }
+  Status status = parsePlan(bytes, path, plan);
+  plan.clear_file_crc32();
+  return status;
+}
+
+std::string signPlan(const plan::Plan &plan) {
+  plan::Plan unsigned_ = plan;
+  unsigned_.clear_file_crc32();
+  std::string bytes;
+  unsigned_.SerializeToString(&bytes);
+  Checksum sum;
+  sum.add(bytes.data(), bytes.size());
+  uint32_t value = sum.value();
+  bytes.push_back(static_cast<char>((15 << 3) | 5));
+  for (int i = 0; i < 4; ++i) {
+    bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  }
+  return bytes;
 }
 
 Status parsePlan(const std::string &bytes, const std::string &path, plan::Plan &plan) {

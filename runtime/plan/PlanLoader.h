@@ -57,7 +57,11 @@ std::string planFingerprint(const plan::Plan &plan);
 /// and both values ("modified: model.seq_len: 64 -> 32", and how many more), or "" when equal.
 std::string planDifference(const plan::Plan &expected, const plan::Plan &found);
 
-/// Reads `path`, parses and validates it.
+/// The bytes of a plan file: `plan` serialized (its file_crc32 cleared) and signed with the
+/// CRC-32 of those bytes as the last field, which loadPlan verifies.
+std::string signPlan(const plan::Plan &plan);
+
+/// Reads `path`, checks its CRC-32 (signPlan), parses and validates it.
 Status loadPlan(const std::string &path, plan::Plan &plan);
 
 /// loadPlan on the bytes of a plan file (errors name it `path`).

@@ -22,6 +22,7 @@ public:
   void add(const std::string &text) { add(text.data(), text.size() + 1); }
   /// "crc32:" and eight hex digits.
   std::string hex() const;
+  uint32_t value() const { return static_cast<uint32_t>(crc); }
 
 private:
   uint64_t crc;

@@ -317,22 +317,33 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
 
 TEST(Plan, TruncatedAndForeignFilesAreRejected) {
   std::string path = ::testing::TempDir() + "/plan_" + std::to_string(::getpid());
-  std::string bytes;
-  ASSERT_TRUE(validPlan().SerializeToString(&bytes));
+  std::string bytes = rt::signPlan(validPlan());
   {
     std::ofstream(path, std::ios::binary) << bytes;
   }
   plan::Plan loaded;
   rt::Status status = rt::loadPlan(path, loaded);
   EXPECT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(loaded.file_crc32(), 0u); // a property of the file, not of the plan
+  std::string unsignedBytes;
+  ASSERT_TRUE(validPlan().SerializeToString(&unsignedBytes));
+  // An edit that still parses and validates (a buffer renamed), not re-signed.
+  plan::Plan edited = validPlan();
+  edited.mutable_buffers(0)->set_name("c");
+  std::string flipped = rt::signPlan(edited);
+  flipped.replace(flipped.size() - 4, 4, bytes.substr(bytes.size() - 4));
   for (const std::string &broken :
-       {bytes.substr(0, bytes.size() / 2), std::string("MMIDIDX\0\0 not a plan", 20)}) {
+       {bytes.substr(0, bytes.size() / 2), std::string("MMIDIDX\0\0 not a plan", 20), unsignedBytes,
+        flipped}) {
     {
       std::ofstream(path, std::ios::binary | std::ios::trunc) << broken;
     }
     status = rt::loadPlan(path, loaded);
     EXPECT_FALSE(status.isOk());
+    EXPECT_EQ(status.code(), rt::StatusCode::kDataLoss) << status.toString();
   }
+  EXPECT_NE(status.message().find("is damaged or was edited"), std::string::npos)
+      << status.toString();
   EXPECT_EQ(rt::loadPlan(path + ".missing", loaded).code(), rt::StatusCode::kNotFound);
   std::remove(path.c_str());
 }

@@ -135,7 +135,7 @@ TEST_F(TrainingSessionTest, SkippedEvaluationsAndDeclaredLogKeys) {
   rank->set_i(16);
   SessionOptions options = baseOptions();
   options.plan = ::testing::TempDir() + "/session_skip.pb";
-  std::ofstream(options.plan, std::ios::binary) << plan.SerializeAsString();
+  std::ofstream(options.plan, std::ios::binary) << signPlan(plan);
   options.evalData = fixture() + "/text";
   options.mllog = ::testing::TempDir() + "/session_skip.mllog";
   std::unique_ptr<TrainingSession> session;

@@ -655,10 +655,7 @@ int runCompile() {
       emitted.push_back(std::move(*plan));
       continue;
     }
-    std::string bytes;
-    if (!plan->SerializeToString(&bytes)) {
-      return fail("could not serialize the plan");
-    }
+    std::string bytes = rt::signPlan(*plan); // with its CRC-32 self-check
     if (llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
           os << bytes;
           return llvm::Error::success();

@@ -10,12 +10,13 @@ swap their tokens), state-unknown-role / state-duplicate-role / state-missing (t
 exp_avg state tensor gets role "velocity", becomes a second exp_avg_sq, or is dropped),
 adagrad-program (the first Adagrad update's eps in its element program
 1e-08 -> 1e-07), no-compile-options (as a plan of another producer), huge-accumulation (2^40 micro-batches
-recorded). The plan stays valid (runtime/plan.proto); only the standard library is
-used: a minimal protobuf wire-format codec with the nesting of the plan's messages.
+recorded). The plan stays valid (runtime/plan.proto) and is re-signed (its CRC-32
+self-check); only the standard library is used: a minimal protobuf wire-format codec with the nesting of the plan's messages.
 """
 import re
 import struct
 import sys
+import zlib
 
 # Length-delimited fields that are messages, per message: field -> message name.
 NESTED = {
@@ -82,6 +83,12 @@ def encode(fields):
             body = encode(value) if isinstance(value, list) else value
             out += varint(len(body)) + body
     return bytes(out)
+
+
+def sign(body):
+    """A plan file's self-check (runtime/plan.proto, file_crc32): the CRC-32 of every byte
+    before it, as the last field. The edits here are deliberate, so they re-sign."""
+    return body + b"\x7d" + struct.pack("<I", zlib.crc32(body))
 
 
 def get(fields, number):
@@ -203,7 +210,7 @@ def main():
         plan[:] = [f for f in plan if f[0] != 11]
     else:
         sys.exit(f"unknown edit '{edit}'")
-    open(target, "wb").write(encode(plan))
+    open(target, "wb").write(sign(encode([f for f in plan if f[0] != 15])))
 
 
 if __name__ == "__main__":
