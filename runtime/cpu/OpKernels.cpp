@@ -548,7 +548,9 @@ Status Dispatch::run(std::string_view op) {
       using T = decltype(zero);
       cpu::parallelChunks(count, int64_t{1} << 13, [&](int64_t begin, int64_t end) {
         constexpr int64_t B = kElementwiseBlock;
-        std::vector<T> staged(operands.size() * B), computed(results.size() * B);
+        // Staging only for f64 arithmetic; f32 reads operands and writes results in place.
+        const size_t staging = std::is_same_v<T, float> ? 0 : B;
+        std::vector<T> staged(operands.size() * staging), computed(results.size() * staging);
         const T *sources[ElementwiseProgram::kMaxOperands];
         T *targets[ElementwiseProgram::kMaxResults];
         bool broadcast[ElementwiseProgram::kMaxOperands];

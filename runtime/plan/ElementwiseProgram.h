@@ -76,7 +76,8 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
 
 MLPERF_HD inline float elementSqrt(float x) { return sqrtf(x); }
 MLPERF_HD inline double elementSqrt(double x) { return sqrt(x); }
-MLPERF_HD inline float elementPower(float x, float y) { return x * y; } // never compiled in
+// The compiler refuses `pow` in f32 programs; the overload keeps the template whole.
+MLPERF_HD inline float elementPower(float x, float y) { return powf(x, y); }
 MLPERF_HD inline double elementPower(double x, double y) { return pow(x, y); }
 /// Runs `program` on one element in T (float for f32 arithmetic, double for f64):
 /// `operand[n]` is operand n's value at this element; writes `result[k]` for every result.

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 using namespace mlperf::rt;
 
@@ -120,6 +121,35 @@ TEST(ElementwiseProgram, CpuKernelComputesF64ProgramsOfIntegers) {
   EXPECT_NE(status.message().find("holds integers: only f64 arithmetic reads them"),
             std::string::npos)
       << status.message();
+}
+
+// The CUDA kernel evaluates element by element (evaluateElementwise), the CPU block by block
+// (evaluateElementwiseBlock): the same bits, in f32 and in f64, with broadcast operands and a
+// partial block.
+TEST(ElementwiseProgram, BlockAndElementEvaluatorsAgree) {
+  auto check = [](const char *text, const char *arithmetic, auto zero) {
+    using T = decltype(zero);
+    ElementwiseProgram program;
+    ASSERT_EQ(compileElementwiseProgram(text, 3, 2, arithmetic, program), "");
+    const int64_t n = 200;
+    std::vector<T> a(n), b(n), c{static_cast<T>(0.37)}, r0(n), r1(n);
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = static_cast<T>(std::sin(0.1 * static_cast<double>(i)));
+      b[i] = static_cast<T>(1.5 + std::cos(0.3 * static_cast<double>(i)));
+    }
+    const T *operands[3] = {a.data(), b.data(), c.data()};
+    const bool broadcast[3] = {false, false, true};
+    T *results[2] = {r0.data(), r1.data()};
+    evaluateElementwiseBlock(program, operands, broadcast, n, results);
+    for (int64_t i = 0; i < n; ++i) {
+      T values[3] = {a[i], b[i], c[0]}, computed[2];
+      evaluateElementwise(program, values, computed);
+      ASSERT_EQ(r0[i], computed[0]) << text << " element " << i;
+      ASSERT_EQ(r1[i], computed[1]) << text << " element " << i;
+    }
+  };
+  check("t = a0 a1 *; r0 = t a2 / neg; r1 = a1 sqrt 1e-08 + a0 - 0.5 a2 * *", "f32", 0.0f);
+  check("t = a1 a2 pow; r0 = 1 t -; r1 = a0 a0 * a1 / sqrt 3 *", "f64", 0.0);
 }
 
 TEST(ElementwiseProgram, CpuKernelRefusesMismatchedOperands) {
