@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -1061,6 +1062,9 @@ struct PlanFromTGPass : impl::PlanFromTGPassBase<PlanFromTGPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // The plans are created here, one after each model, and then built in parallel: a build
+    // reads only its model and writes only its plan (a 405B has one model per stage).
+    SmallVector<std::pair<tg::ModelOp, plan_ir::PlanOp>> work;
     for (auto model : llvm::to_vector(module.getOps<tg::ModelOp>())) {
       OpBuilder builder(module.getContext());
       builder.setInsertionPointAfter(model);
@@ -1073,9 +1077,13 @@ struct PlanFromTGPass : impl::PlanFromTGPassBase<PlanFromTGPass> {
                                           builder.getI64IntegerAttr(rt::kPlanFormatVersion),
                                           builder.getDictionaryAttr({}), DictionaryAttr());
       plan.getBody().emplaceBlock();
-      if (failed(PlanBuilder(model, plan).build(precision, accumulationSteps))) {
-        return signalPassFailure();
-      }
+      work.push_back({model, plan});
+    }
+    if (failed(failableParallelForEach(&getContext(), work, [&](auto &modelAndPlan) {
+          return PlanBuilder(modelAndPlan.first, modelAndPlan.second)
+              .build(precision, accumulationSteps);
+        }))) {
+      return signalPassFailure();
     }
   }
 };

@@ -3,15 +3,14 @@
 #include "compiler/Transforms/PlanLiveness.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace mlperf {
 
-std::vector<BufferLife> liveRanges(const std::vector<rt::StreamCommand> &commands,
-                                   const rt::StreamOrder &order,
+std::vector<BufferLife> liveRanges(rt::StreamCommands commands, const rt::StreamOrder &order,
                                    const std::vector<int64_t> &bytes) {
   std::vector<BufferLife> lives;
-  std::unordered_map<uint32_t, size_t> lifeOf;
+  constexpr size_t kNoLife = ~size_t{0};
+  std::vector<size_t> lifeOf(bytes.size(), kNoLife); // per buffer: its entry in `lives`
   for (size_t i = 0; i < commands.size(); ++i) {
     const rt::StreamCommand &command = commands[i];
     auto first = static_cast<int64_t>(i), last = static_cast<int64_t>(i);
@@ -27,11 +26,12 @@ std::vector<BufferLife> liveRanges(const std::vector<rt::StreamCommand> &command
         if (range.buffer >= bytes.size() || bytes[range.buffer] <= 0) {
           continue;
         }
-        auto [it, fresh] = lifeOf.try_emplace(range.buffer, lives.size());
-        if (fresh) {
+        size_t &entry = lifeOf[range.buffer];
+        if (entry == kNoLife) {
+          entry = lives.size();
           lives.push_back({range.buffer, LiveRange{bytes[range.buffer], first, last, 0}});
         }
-        LiveRange &life = lives[it->second].range;
+        LiveRange &life = lives[entry].range;
         life.firstUse = std::min(life.firstUse, first);
         life.lastUse = std::max(life.lastUse, last);
       }

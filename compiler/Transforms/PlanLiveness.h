@@ -35,8 +35,8 @@ struct BufferLife {
 /// A command on the communication stream keeps its buffers alive over every compute-stream
 /// command that may run meanwhile (its window); the compute-stream command's own buffers
 /// need no such extension, since the communication command's range then covers it.
-std::vector<BufferLife> liveRanges(const std::vector<rt::StreamCommand> &commands,
-                                   const rt::StreamOrder &order, const std::vector<int64_t> &bytes);
+std::vector<BufferLife> liveRanges(rt::StreamCommands commands, const rt::StreamOrder &order,
+                                   const std::vector<int64_t> &bytes);
 
 /// The most bytes alive at one command; a command with `calleeBytes[i] > 0` (a call) adds
 /// its callee's most.

@@ -7,6 +7,7 @@
 #include "runtime/plan/StreamOrder.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -158,10 +159,10 @@ LogicalResult placePlan(plan_ir::PlanOp plan) {
 
 struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
   void runOnOperation() override {
-    for (auto plan : getOperation().getOps<plan_ir::PlanOp>()) {
-      if (failed(placePlan(plan))) {
-        return signalPassFailure();
-      }
+    // Plans are isolated from each other (one per pipeline stage): placed in parallel.
+    auto plans = llvm::to_vector(getOperation().getOps<plan_ir::PlanOp>());
+    if (failed(failableParallelForEach(&getContext(), plans, placePlan))) {
+      return signalPassFailure();
     }
   }
 };

@@ -13,6 +13,7 @@
 #include "runtime/plan/StreamOrder.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -42,14 +43,15 @@ struct Collective {
   std::unordered_set<uint32_t> reads, writes;                    // the collective's buffers
 };
 
-/// One program's commands in a mutable order, and what a move must respect.
+/// One program's commands in a mutable order, and what a move must respect. The commands
+/// and their buffers' sizes are the caller's, which outlive the schedule; copies of a
+/// schedule share them.
 class ProgramSchedule {
 public:
-  ProgramSchedule(std::vector<rt::StreamCommand> commands, std::vector<int64_t> bytes,
+  ProgramSchedule(const std::vector<rt::StreamCommand> &commands, const std::vector<int64_t> &bytes,
                   std::vector<int64_t> calleeBytes, uint32_t streams)
-      : commands(std::move(commands)), bytes(std::move(bytes)), calleeBytes(std::move(calleeBytes)),
-        streams(streams) {
-    sequence.resize(this->commands.size());
+      : commands(&commands), bytes(&bytes), calleeBytes(std::move(calleeBytes)), streams(streams) {
+    sequence.resize(commands.size());
     for (size_t i = 0; i < sequence.size(); ++i) {
       sequence[i] = i;
     }
@@ -62,19 +64,17 @@ public:
   /// The most bytes alive at once in the current order (callees included), or -1 if the
   /// order breaks the stream rules (a bug here: then nothing is moved).
   int64_t peak() const {
-    std::vector<rt::StreamCommand> ordered;
+    rt::StreamCommands ordered(*commands, sequence);
     std::vector<int64_t> callee;
-    ordered.reserve(sequence.size());
     callee.reserve(sequence.size());
     for (size_t index : sequence) {
-      ordered.push_back(commands[index]);
       callee.push_back(calleeBytes[index]);
     }
     rt::StreamOrder order;
     if (rt::StreamOrder::analyze(ordered, streams, order)) {
       return -1;
     }
-    return peakLiveBytes(liveRanges(ordered, order, bytes), callee);
+    return peakLiveBytes(liveRanges(ordered, order, *bytes), callee);
   }
 
   /// Every start hoisted, then every done sunk, each as far as the rules allow; with a
@@ -107,21 +107,26 @@ public:
 
 private:
   void findCollectives() {
+    const std::vector<rt::StreamCommand> &all = *commands;
     auto is = [&](size_t i, Kind kind, uint32_t stream) {
-      return i < commands.size() && commands[i].kind == kind && commands[i].stream == stream;
+      return i < all.size() && all[i].kind == kind && all[i].stream == stream;
     };
-    for (size_t i = 0; i + 4 < commands.size(); ++i) {
+    startsAt.assign(all.size(), false);
+    donesAt.assign(all.size(), false);
+    for (size_t i = 0; i + 4 < all.size(); ++i) {
       if (is(i, Kind::kRecord, 0) && is(i + 1, Kind::kWait, 1) &&
-          commands[i + 1].event == commands[i].event && is(i + 2, Kind::kCompute, 1) &&
+          all[i + 1].event == all[i].event && is(i + 2, Kind::kCompute, 1) &&
           is(i + 3, Kind::kRecord, 1) && is(i + 4, Kind::kWait, 0) &&
-          commands[i + 4].event == commands[i + 3].event) {
+          all[i + 4].event == all[i + 3].event) {
         Collective collective{i, i + 1, i + 2, i + 3, i + 4, {}, {}};
-        for (const rt::ByteRange &range : commands[i + 2].reads) {
+        for (const rt::ByteRange &range : all[i + 2].reads) {
           collective.reads.insert(range.buffer);
         }
-        for (const rt::ByteRange &range : commands[i + 2].writes) {
+        for (const rt::ByteRange &range : all[i + 2].writes) {
           collective.writes.insert(range.buffer);
         }
+        startsAt[collective.command] = true;
+        donesAt[collective.done] = true;
         collectives.push_back(std::move(collective));
         i += 4;
       }
@@ -138,7 +143,7 @@ private:
   /// Whether compute command `index` must stay on its side of the collective: it writes
   /// what the collective reads, or touches what it writes.
   bool conflicts(const Collective &collective, size_t index) const {
-    const rt::StreamCommand &command = commands[index];
+    const rt::StreamCommand &command = (*commands)[index];
     for (const rt::ByteRange &range : command.writes) {
       if (collective.reads.count(range.buffer) || collective.writes.count(range.buffer)) {
         return true;
@@ -159,7 +164,7 @@ private:
     size_t at = position[collective.ready];
     while (at > 0) {
       size_t index = sequence[at - 1];
-      const rt::StreamCommand &command = commands[index];
+      const rt::StreamCommand &command = (*commands)[index];
       if (command.kind != Kind::kCompute || command.stream != 0 || conflicts(collective, index)) {
         break;
       }
@@ -180,24 +185,19 @@ private:
         ++inFlight;
       }
     }
-    std::unordered_set<size_t> starts, dones;
-    for (const Collective &other : collectives) {
-      starts.insert(other.command);
-      dones.insert(other.done);
-    }
     while (at + 1 < sequence.size()) {
       size_t index = sequence[at + 1];
-      const rt::StreamCommand &command = commands[index];
+      const rt::StreamCommand &command = (*commands)[index];
       if (command.kind == Kind::kCall ||
           (command.stream == 0 && command.kind == Kind::kCompute && conflicts(collective, index))) {
         break;
       }
-      if (starts.count(index)) {
+      if (startsAt[index]) {
         if (inFlight + 2 > maxOutstanding) {
           break; // this one and the next would be more than allowed
         }
         ++inFlight;
-      } else if (dones.count(index)) {
+      } else if (donesAt[index]) {
         --inFlight;
       }
       ++at;
@@ -257,11 +257,13 @@ private:
     return good;
   }
 
-  std::vector<rt::StreamCommand> commands;
-  std::vector<int64_t> bytes, calleeBytes;
+  const std::vector<rt::StreamCommand> *commands;
+  const std::vector<int64_t> *bytes;
+  std::vector<int64_t> calleeBytes;
   uint32_t streams;
   std::vector<size_t> sequence, position;
   std::vector<Collective> collectives;
+  std::vector<bool> startsAt, donesAt; // per original command: a collective's start / done
 };
 
 struct PlanSchedulePass : impl::PlanSchedulePassBase<PlanSchedulePass> {
@@ -273,14 +275,15 @@ struct PlanSchedulePass : impl::PlanSchedulePassBase<PlanSchedulePass> {
                                     "memory-limit not negative";
       return signalPassFailure();
     }
-    for (auto plan : getOperation().getOps<plan_ir::PlanOp>()) {
-      if (failed(schedulePlan(plan))) {
-        return signalPassFailure();
-      }
+    // Plans are isolated from each other (one per pipeline stage): scheduled in parallel.
+    auto plans = llvm::to_vector(getOperation().getOps<plan_ir::PlanOp>());
+    if (failed(failableParallelForEach(&getContext(), plans,
+                                       [&](plan_ir::PlanOp plan) { return schedulePlan(plan); }))) {
+      return signalPassFailure();
     }
   }
 
-  LogicalResult schedulePlan(plan_ir::PlanOp plan) {
+  LogicalResult schedulePlan(plan_ir::PlanOp plan) const {
     SymbolTableCollection symbols;
     Builder builder(plan.getContext());
     Block &body = plan.getBody().front();

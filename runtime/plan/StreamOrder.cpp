@@ -3,12 +3,16 @@
 #include "runtime/plan/StreamOrder.h"
 
 #include <algorithm>
-#include <map>
+#include <array>
+#include <unordered_map>
 
 namespace mlperf::rt {
 namespace {
 
-void mergeInto(std::vector<int64_t> &into, const std::vector<int64_t> &from) {
+/// A vector clock: per stream (at most two), the last command known complete.
+using Clock = std::array<int64_t, 2>;
+
+void mergeInto(Clock &into, const Clock &from) {
   for (size_t i = 0; i < into.size(); ++i) {
     into[i] = std::max(into[i], from[i]);
   }
@@ -20,18 +24,20 @@ bool overlap(const ByteRange &a, const ByteRange &b) {
 
 } // namespace
 
-std::optional<StreamProblem> StreamOrder::analyze(const std::vector<StreamCommand> &commands,
-                                                  uint32_t streams, StreamOrder &order) {
+std::optional<StreamProblem> StreamOrder::analyze(StreamCommands commands, uint32_t streams,
+                                                  StreamOrder &order) {
   if (streams < 1 || streams > 2) {
     return StreamProblem{0, "a program has 1 or 2 streams, not " + std::to_string(streams)};
   }
+  order.streamCount = streams;
   order.stream.assign(commands.size(), 0);
-  order.knownBefore.assign(commands.size(), {});
+  order.known.assign(commands.size() * streams, -1);
   order.ofStream.assign(streams, {});
   // Vector clocks: per stream, the last command of every stream known to have completed
-  // before its next command starts.
-  std::vector<std::vector<int64_t>> clock(streams, std::vector<int64_t>(streams, -1));
-  std::map<int64_t, std::pair<uint32_t, std::vector<int64_t>>> recorded; // event -> stream, clock
+  // before its next command starts (entries past `streams` stay -1).
+  std::array<Clock, 2> clock;
+  clock.fill(Clock{-1, -1});
+  std::unordered_map<int64_t, std::pair<uint32_t, Clock>> recorded; // event -> stream, clock
   for (size_t i = 0; i < commands.size(); ++i) {
     const StreamCommand &command = commands[i];
     uint32_t s = command.stream;
@@ -63,7 +69,7 @@ std::optional<StreamProblem> StreamOrder::analyze(const std::vector<StreamComman
       }
     }
     order.stream[i] = s;
-    order.knownBefore[i] = clock[s];
+    std::copy(clock[s].begin(), clock[s].begin() + streams, order.known.begin() + i * streams);
     order.ofStream[s].push_back(i);
     clock[s][s] = static_cast<int64_t>(i);
     if (command.kind == Kind::kCall) {
@@ -80,7 +86,7 @@ std::optional<StreamProblem> StreamOrder::analyze(const std::vector<StreamComman
 
 bool StreamOrder::precedes(size_t earlier, size_t later) const {
   return stream[earlier] == stream[later] ||
-         knownBefore[later][stream[earlier]] >= static_cast<int64_t>(earlier);
+         knownBefore(later, stream[earlier]) >= static_cast<int64_t>(earlier);
 }
 
 std::pair<int64_t, int64_t> StreamOrder::window(size_t index) const {
@@ -92,11 +98,11 @@ std::pair<int64_t, int64_t> StreamOrder::window(size_t index) const {
   int64_t position = static_cast<int64_t>(index);
   // t's commands after the last one `index` knows complete ...
   auto first =
-      std::upper_bound(other.begin(), other.end(), knownBefore[index][t],
+      std::upper_bound(other.begin(), other.end(), knownBefore(index, t),
                        [](int64_t value, size_t j) { return value < static_cast<int64_t>(j); });
-  // ... that do not know `index` complete (knownBefore[j][s] grows along t's commands).
+  // ... that do not know `index` complete (knownBefore(j, s) grows along t's commands).
   auto last = std::partition_point(first, other.end(),
-                                   [&](size_t j) { return knownBefore[j][s] < position; });
+                                   [&](size_t j) { return knownBefore(j, s) < position; });
   if (first == last) {
     return {1, 0};
   }
@@ -112,8 +118,7 @@ uint64_t StreamOrder::concurrentPairs() const {
   return pairs;
 }
 
-std::optional<StreamConflict>
-StreamOrder::findConflict(const std::vector<StreamCommand> &commands) const {
+std::optional<StreamConflict> StreamOrder::findConflict(StreamCommands commands) const {
   if (ofStream.size() < 2) {
     return std::nullopt;
   }

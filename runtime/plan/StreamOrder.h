@@ -52,6 +52,25 @@ struct StreamCommand {
 };
 
 /// A rule a program breaks: the command (its index) and what is wrong with it.
+/// A program's commands in one order, without copying them: the vector itself, or the
+/// commands of a vector taken in the order of a permutation (plan-schedule tries many orders
+/// of one program).
+class StreamCommands {
+public:
+  StreamCommands(const std::vector<StreamCommand> &commands) // NOLINT: a view of the vector
+      : base(commands.data()), count(commands.size()) {}
+  /// commands[permutation[0]], commands[permutation[1]], ...
+  StreamCommands(const std::vector<StreamCommand> &commands, const std::vector<size_t> &permutation)
+      : base(commands.data()), permutation(permutation.data()), count(permutation.size()) {}
+  size_t size() const { return count; }
+  const StreamCommand &operator[](size_t i) const { return base[permutation ? permutation[i] : i]; }
+
+private:
+  const StreamCommand *base = nullptr;
+  const size_t *permutation = nullptr;
+  size_t count = 0;
+};
+
 struct StreamProblem {
   size_t command = 0;
   std::string message;
@@ -68,8 +87,8 @@ struct StreamConflict {
 class StreamOrder {
 public:
   /// Checks the rules for a program of `streams` streams (1 or 2) and computes the order.
-  static std::optional<StreamProblem> analyze(const std::vector<StreamCommand> &commands,
-                                              uint32_t streams, StreamOrder &order);
+  static std::optional<StreamProblem> analyze(StreamCommands commands, uint32_t streams,
+                                              StreamOrder &order);
 
   /// Whether command `earlier` (before `later` in program order) has completed whenever
   /// `later` starts.
@@ -84,12 +103,18 @@ public:
   uint64_t concurrentPairs() const;
 
   /// The first pair of commands in a conflict (see above), if any.
-  std::optional<StreamConflict> findConflict(const std::vector<StreamCommand> &commands) const;
+  std::optional<StreamConflict> findConflict(StreamCommands commands) const;
 
 private:
-  std::vector<uint32_t> stream; // per command
-  std::vector<std::vector<int64_t>>
-      knownBefore; // per command: per stream, the last command known complete
+  /// Per command and stream (row-major, `streams` entries a command): the last command of
+  /// that stream known complete when the command starts.
+  int64_t knownBefore(size_t command, uint32_t ofStreamIndex) const {
+    return known[command * streamCount + ofStreamIndex];
+  }
+
+  uint32_t streamCount = 1;
+  std::vector<uint32_t> stream;              // per command
+  std::vector<int64_t> known;                // see knownBefore
   std::vector<std::vector<size_t>> ofStream; // per stream: its commands in program order
 };
 

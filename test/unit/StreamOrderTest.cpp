@@ -6,6 +6,7 @@
 
 using namespace mlperf::rt;
 using Kind = StreamCommand::Kind;
+using Program = std::vector<StreamCommand>;
 
 namespace {
 
@@ -100,15 +101,41 @@ TEST(StreamOrder, ACallIsABarrier) {
 TEST(StreamOrder, BrokenEventsAreNamed) {
   StreamOrder order;
   std::optional<StreamProblem> problem =
-      StreamOrder::analyze({event(Kind::kWait, 1, 3), compute(0, {}, {})}, 2, order);
+      StreamOrder::analyze(Program{event(Kind::kWait, 1, 3), compute(0, {}, {})}, 2, order);
   ASSERT_TRUE(problem);
   EXPECT_EQ(problem->command, 0u);
   EXPECT_EQ(problem->message, "waits for event 3, which no other stream recorded before it");
-  problem =
-      StreamOrder::analyze({event(Kind::kRecord, 0, 1), event(Kind::kRecord, 1, 1)}, 2, order);
+  problem = StreamOrder::analyze(Program{event(Kind::kRecord, 0, 1), event(Kind::kRecord, 1, 1)}, 2,
+                                 order);
   ASSERT_TRUE(problem);
   EXPECT_EQ(problem->message, "records event 1 a second time");
-  problem = StreamOrder::analyze({compute(2, {}, {})}, 2, order);
+  problem = StreamOrder::analyze(Program{compute(2, {}, {})}, 2, order);
   ASSERT_TRUE(problem);
   EXPECT_EQ(problem->message, "is on stream 2 of a program with 2 streams");
+}
+
+// plan-schedule analyzes orders of a program through a permutation instead of copies: the view
+// must see exactly the permuted program.
+TEST(StreamOrder, APermutedViewIsThePermutedProgram) {
+  std::vector<StreamCommand> commands = fencedCollective();
+  // The independent work (4) moved after the collective's join (6): then 3 and 4 never overlap.
+  std::vector<size_t> permutation = {0, 1, 2, 3, 5, 6, 4, 7};
+  std::vector<StreamCommand> copied;
+  for (size_t index : permutation) {
+    copied.push_back(commands[index]);
+  }
+  StreamOrder viewed, direct;
+  ASSERT_FALSE(StreamOrder::analyze(StreamCommands(commands, permutation), 2, viewed));
+  ASSERT_FALSE(StreamOrder::analyze(copied, 2, direct));
+  for (size_t i = 0; i < copied.size(); ++i) {
+    EXPECT_EQ(viewed.window(i), direct.window(i)) << "command " << i;
+  }
+  EXPECT_EQ(viewed.window(3), (std::pair<int64_t, int64_t>{1, 0})); // nothing runs alongside
+  EXPECT_EQ(viewed.concurrentPairs(), 0u);
+  // A write into x by the moved command, now after the join, is no conflict either.
+  commands[4].writes = {bytes(8, 12, 4)};
+  EXPECT_FALSE(viewed.findConflict(StreamCommands(commands, permutation)));
+  StreamOrder original;
+  ASSERT_FALSE(StreamOrder::analyze(commands, 2, original));
+  EXPECT_TRUE(original.findConflict(commands)) << "(the original order does conflict)";
 }

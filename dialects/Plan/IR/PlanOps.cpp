@@ -271,8 +271,11 @@ mlperf::plan_ir::streamCommands(ProgramOp program, SymbolTableCollection &symbol
     return mlperf::rt::ByteRange{0, it->second, it->second + 1u, it->second};
   };
   std::vector<mlperf::rt::StreamCommand> ordered;
+  ordered.reserve(program.getBody().front().getOperations().size());
   for (CommandOp command : program.getBody().front().getOps<CommandOp>()) {
     mlperf::rt::StreamCommand c;
+    c.reads.reserve(command.getOperands().size());
+    c.writes.reserve(command.getResults().size());
     StringRef kernel = command.getKernel();
     c.kind = mlperf::rt::StreamCommand::kindOf(kernel);
     c.stream = static_cast<uint32_t>(command.getStreamAttr().getInt());
