@@ -240,6 +240,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
       out->set_buffer(id(state.getBufferAttr()));
       out->set_role(state.getRole().str());
       out->set_param(state.getParam().str());
+      out->set_starts_as_param(state.getStartsAsParam());
       if (std::optional<StringRef> axis = state.getShardAxis()) {
         out->set_shard_axis(axis->str());
         out->set_shard_count(*state.getShardCount());

@@ -617,8 +617,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   struct ParameterBuffers {
     tg::ParamOp param;
     FlatSymbolRefAttr value, grad;
-    // Its optimizer state: (role, buffer, ZeRO-1 shard axis and count) in argument order.
-    SmallVector<std::tuple<std::string, FlatSymbolRefAttr, StringAttr, int64_t>> state;
+    // Its optimizer state: (role, buffer, ZeRO-1 shard axis and count, whether it starts as
+    // the parameter's value) in argument order.
+    SmallVector<std::tuple<std::string, FlatSymbolRefAttr, StringAttr, int64_t, bool>> state;
   };
   SmallVector<ParameterBuffers> parameters;
   for (auto param : body.getOps<tg::ParamOp>()) {
@@ -662,7 +663,9 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       std::string key = rt::role::stateKey(role.role, name);
       FlatSymbolRefAttr ref = addBuffer(key, optimizerStep.getArgumentTypes()[i], persistent);
       stateBuffers[{role.role, name.str()}] = ref;
-      entry.state.emplace_back(role.role, ref, axis, count);
+      auto start = optimizerStep.getArgAttrOfType<StringAttr>(i, kInitAttr);
+      entry.state.emplace_back(role.role, ref, axis, count,
+                               start && start.getValue() == kInitFromParam);
     }
   }
   for (ParameterBuffers &entry : parameters) {
@@ -697,11 +700,12 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
         param.getCheckpointParts() ? param.getShardBlocksAttr() : DenseI64ArrayAttr(),
         valueShardOf);
     // Its optimizer state, right after it (checkpoints keep a parameter's tensors together).
-    for (auto [role, ref, axis, count] : entry.state) {
+    for (auto [role, ref, axis, count, startsAsParam] : entry.state) {
       plan_ir::StateOp::create(builder, param.getLoc(),
                                builder.getStringAttr(rt::role::stateKey(role, param.getSymName())),
                                ref, builder.getStringAttr(role), param.getSymNameAttr(), axis,
-                               axis ? builder.getI64IntegerAttr(count) : IntegerAttr());
+                               axis ? builder.getI64IntegerAttr(count) : IntegerAttr(),
+                               startsAsParam ? builder.getUnitAttr() : UnitAttr());
     }
   }
   // fp8 scaling state (tg-fp8): one persistent, checkpointed buffer per role and GEMM group,
@@ -717,7 +721,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       stateBuffers[{role.role, role.param}] = ref;
       plan_ir::StateOp::create(builder, model.getLoc(), builder.getStringAttr(key), ref,
                                builder.getStringAttr(role.role), builder.getStringAttr(role.param),
-                               StringAttr(), IntegerAttr());
+                               StringAttr(), IntegerAttr(), UnitAttr());
     }
   }
   for (auto mesh : body.getOps<dist::MeshOp>()) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace mlperf::rt {
 namespace {
@@ -257,6 +258,10 @@ Status PlanTrainer::load(const WeightSource &file, bool withOptimizerState) {
       }
     }
   }
+  // --init-from an f32 checkpoint into a bf16 parameter: the checkpoint's exact values (this
+  // rank's tensor-parallel part, before a ZeRO-3 shard), for the state that starts as the
+  // parameter (the f32 masters) once init_optimizer has run.
+  std::map<std::string, HostTensor> widerThanParam;
   for (const plan::StateTensor &state : plan.state()) {
     bool parameter = state.role() == role::kParam;
     if (!parameter && !withOptimizerState) {
@@ -292,6 +297,28 @@ Status PlanTrainer::load(const WeightSource &file, bool withOptimizerState) {
         tensor.shape != shapeOf(buffer) && tensor.shape == fullShape(state, local)) {
       tensor = splitSlice(state, tensor, local);
     }
+    // --init-from in another precision than the plan's: bf16 widens to f32 exactly; f32
+    // rounds to bf16 (RNE), its exact values kept for the masters.
+    DType planType = fromPlanDType(buffer.dtype());
+    if (!withOptimizerState && parameter && tensor.dtype != planType) {
+      if (tensor.dtype == DType::kBF16 && planType == DType::kF32) {
+        tensor.dtype = DType::kF32; // every bf16 value is an f32 value
+      } else if (tensor.dtype == DType::kF32 && planType == DType::kBF16) {
+        if (!std::all_of(tensor.values.begin(), tensor.values.end(),
+                         [](float v) { return std::isfinite(v); })) {
+          return invalid("'" + state.name() + "' holds non-finite values");
+        }
+        HostTensor rounded = tensor;
+        rounded.dtype = DType::kBF16;
+        roundBuffer(DType::kBF16, rounded.values.data(), rounded.numElements());
+        if (!std::all_of(rounded.values.begin(), rounded.values.end(),
+                         [](float v) { return std::isfinite(v); })) {
+          return invalid("'" + state.name() + "' holds f32 values beyond bf16's range");
+        }
+        widerThanParam[state.param()] = std::move(tensor);
+        tensor = std::move(rounded);
+      }
+    }
     // --init-from on a ZeRO-3 plan: this rank's shard of the (local) parameter.
     if (!withOptimizerState && parameter && state.unsharded_shape_size() > 0 &&
         tensor.shape == local) {
@@ -315,8 +342,28 @@ Status PlanTrainer::load(const WeightSource &file, bool withOptimizerState) {
     MLPERF_RETURN_IF_ERROR(backend.write(state.buffer(), tensor));
   }
   if (!withOptimizerState) {
-    // A fresh optimizer from these values, as the plan starts it.
+    // A fresh optimizer from these values, as the plan starts it ...
     MLPERF_RETURN_IF_ERROR(backend.execute(initOptimizerProgram));
+    // ... except that state starting as a parameter the checkpoint holds at higher precision
+    // starts at the checkpoint's values (a master weight is the f32 truth the bf16 weight was
+    // rounded from).
+    for (const plan::StateTensor &state : plan.state()) {
+      auto wide = widerThanParam.find(state.param());
+      if (!state.starts_as_param() || wide == widerThanParam.end()) {
+        continue;
+      }
+      const plan::Buffer &buffer = plan.buffers(state.buffer());
+      HostTensor values = state.shard_count() > 1 ? shardOf(state, wide->second) : wide->second;
+      values.dtype = DType::kF32;
+      if (fromPlanDType(buffer.dtype()) != DType::kF32 || values.shape != shapeOf(buffer)) {
+        HostTensor expected = HostTensor::zeros(fromPlanDType(buffer.dtype()), {});
+        expected.shape = shapeOf(buffer);
+        return invalid("cannot start '" + state.name() + "' (" + expected.describe() +
+                       ") at the checkpoint's " + wide->second.describe() + " values of '" +
+                       state.param() + "'");
+      }
+      MLPERF_RETURN_IF_ERROR(backend.write(state.buffer(), values));
+    }
   }
   for (const std::string &name : file.names()) {
     if (role::isOptimizerStateKey(name) && !withOptimizerState) {

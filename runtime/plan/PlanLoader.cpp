@@ -140,6 +140,16 @@ Status checkStateRoles(const plan::Plan &p) {
                      "' are both the " + state.role() + " of parameter '" + state.param() + "'");
     }
   }
+  // State that starts as its parameter's value (an f32 master) needs that parameter.
+  for (const plan::StateTensor &state : p.state()) {
+    if (state.starts_as_param() && (state.role() == role::kParam ||
+                                    !byRole.count({std::string(role::kParam), state.param()}))) {
+      return invalid(
+          "state tensor '" + state.name() + "' starts as parameter '" + state.param() +
+          "', which " +
+          (state.role() == role::kParam ? std::string("it is itself") : "the plan does not hold"));
+    }
+  }
   std::set<uint32_t> readAsState;
   for (const plan::Program &program : p.programs()) {
     const bool trainStep = program.name() == "train_step";

@@ -16,7 +16,7 @@
 // CHECK: plan.buffer @optimizer.exp_avg.embed
 // CHECK: plan.buffer @optimizer.exp_avg_sq.embed
 // CHECK: plan.parameter "embed" {grad = @grad.embed, init = "normal", std = 2.000000e-02 : f64, value = @embed}
-// CHECK-NEXT: plan.state "optimizer.master.embed" @optimizer.master.embed {param = "embed", role = "master"}
+// CHECK-NEXT: plan.state "optimizer.master.embed" @optimizer.master.embed {param = "embed", role = "master", starts_as_param}
 // CHECK-NEXT: plan.state "optimizer.exp_avg.embed" @optimizer.exp_avg.embed {param = "embed", role = "exp_avg"}
 // CHECK-NEXT: plan.state "optimizer.exp_avg_sq.embed" @optimizer.exp_avg_sq.embed {param = "embed", role = "exp_avg_sq"}
 // CHECK: plan.buffer @input.tokens : tensor<1x4xi32> in @persistent{{$}}

@@ -112,10 +112,13 @@ def Plan_StateOp : Plan_Op<"state", [HasParent<"PlanOp">,
     @optimizer_step's `tg.role`s name it: `master`, `exp_avg`, ...; or the fp8 scaling state of
     tg-fp8) and `param` the parameter (or fp8 GEMM group) it belongs to. With `shard_axis` and
     `shard_count` (ZeRO-1), the buffer is a 1-D shard: this rank's 1/shard_count of the
-    flattened (tensor-parallel local) tensor.
+    flattened (tensor-parallel local) tensor. `starts_as_param`: `@init_optimizer` starts it
+    as the parameter's value converted to its dtype (`tg.init = "param"`, an f32 master
+    weight), so a checkpoint wider than the parameter can fill it exactly.
   }];
   let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer, StrAttr:$role, StrAttr:$param,
-                       OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count);
+                       OptionalAttr<StrAttr>:$shard_axis, OptionalAttr<I64Attr>:$shard_count,
+                       UnitAttr:$starts_as_param);
   let assemblyFormat = "$name $buffer attr-dict";
 }
 
