@@ -295,6 +295,7 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
   std::vector<AuditFinding> findings; // violations outside the rules section
   std::vector<plan::Plan> rebuilt;
   std::vector<std::string> readCertificates; // from the dumps, per pass (JSON text)
+  std::vector<bool> dumpChanged;             // from the dumps, per pass: its text differs
   if (input.dumpDirectory.empty()) {
     FailureOr<CompiledStep> step = compileStep(input.declaration, options, [&](PassManager &pm) {
       pm.addInstrumentation(std::make_unique<CensusInstrumentation>(census));
@@ -332,7 +333,10 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
       return AuditResult::kCannotAudit;
     }
     OwningOpRef<ModuleOp> last;
+    std::string lastText;
     for (const auto &[stem, path] : dumps) {
+      auto text = llvm::MemoryBuffer::getFile(path);
+      std::string dumpText = text ? (*text)->getBuffer().str() : std::string();
       OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, context);
       if (!module) {
         error() << "cannot parse the IR dump " << path << " (errors above)\n";
@@ -347,7 +351,9 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
         std::string certificatePath = path.substr(0, path.size() - 5) + ".certificate.json";
         auto buffer = llvm::MemoryBuffer::getFile(certificatePath);
         readCertificates.push_back(buffer ? (*buffer)->getBuffer().str() : std::string());
+        dumpChanged.push_back(dumpText != lastText);
       }
+      lastText = std::move(dumpText);
       last = std::move(module);
     }
     if (census.front().pass != "input") {
@@ -383,6 +389,16 @@ AuditResult runAudit(const AuditInput &input, llvm::raw_ostream &os) {
                           "pass " + row.pass +
                               " declares no rewrite class: it cannot be "
                               "shown to keep the reference's math"});
+    }
+    // A pass that changed its dump must say what it changed: a certificate of "no change"
+    // over a changed dump means the census misses what the pass does.
+    if (!dumpChanged.empty() && dumpChanged[i - 1] && row.certificate.changesNothing()) {
+      findings.push_back(
+          {"certificates", false,
+           llvm::formatv("{0:2}-{1}.mlir differs from the dump before it, but its certificate "
+                         "says no change: the certificate does not describe the pass",
+                         i, row.pass)
+               .str()});
     }
     if (!readCertificates.empty()) {
       const std::string &text = readCertificates[i - 1];

@@ -62,6 +62,39 @@ template <typename Map> std::vector<CountChange> diffCounts(const Map &before, c
   return changes;
 }
 
+/// Ops of a kind whose fingerprints are in one multiset and not the other, both ways: the
+/// smaller side are ops that changed (the rest were added or removed, as the counts say).
+int64_t modifiedCount(const std::vector<uint64_t> &before, const std::vector<uint64_t> &after) {
+  std::vector<uint64_t> onlyBefore, onlyAfter;
+  std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
+                      std::back_inserter(onlyBefore));
+  std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                      std::back_inserter(onlyAfter));
+  return static_cast<int64_t>(std::min(onlyBefore.size(), onlyAfter.size()));
+}
+
+/// The length of the longest strictly increasing subsequence (patience sorting).
+size_t longestIncreasing(const std::vector<size_t> &values) {
+  std::vector<size_t> tails;
+  for (size_t value : values) {
+    auto it = std::lower_bound(tails.begin(), tails.end(), value);
+    if (it == tails.end()) {
+      tails.push_back(value);
+    } else {
+      *it = value;
+    }
+  }
+  return tails.size();
+}
+
+/// What a command is, wherever it stands: its kernel, buffers and attributes but its stream.
+uint64_t commandIdentity(plan_ir::CommandOp command) {
+  return llvm::hash_combine(command.getKernel(), command.getOperands().getAsOpaquePointer(),
+                            command.getResults().getAsOpaquePointer(),
+                            command.getKernelAttrs().getAsOpaquePointer(),
+                            command.getEventAttr() ? command.getEventAttr().getInt() : -1);
+}
+
 } // namespace
 
 bool isReductionKind(llvm::StringRef kind) {
@@ -93,6 +126,19 @@ IRCensus takeCensus(ModuleOp module) {
       kind = "plan.command:" + command.getKernel().str();
     }
     ++census.ops[kind];
+    llvm::hash_code fingerprint = llvm::hash_value(op->getAttrDictionary().getAsOpaquePointer());
+    for (Type type : op->getResultTypes()) {
+      fingerprint = llvm::hash_combine(fingerprint, type.getAsOpaquePointer());
+    }
+    census.fingerprints[kind].push_back(fingerprint);
+    if (auto command = dyn_cast<plan_ir::CommandOp>(op)) {
+      auto program = command->getParentOfType<plan_ir::ProgramOp>();
+      auto plan = command->getParentOfType<plan_ir::PlanOp>();
+      census
+          .commandOrders["@" + (plan ? plan.getSymName().str() : std::string()) + "::@" +
+                         (program ? program.getSymName().str() : std::string())]
+          .push_back({commandIdentity(command), command.getStream()});
+    }
     if (isReductionKind(kind)) {
       ++census.reductions[kind + axesSuffix(op)];
     }
@@ -119,6 +165,9 @@ IRCensus takeCensus(ModuleOp module) {
   for (auto [type, count] : elementTypes) {
     census.valueTypes[llvm::to_string(type)] += count;
   }
+  for (auto &[kind, fingerprints] : census.fingerprints) {
+    llvm::sort(fingerprints);
+  }
   return census;
 }
 
@@ -130,6 +179,40 @@ Certificate certify(llvm::StringRef pass, const IRCensus &before, const IRCensus
     certificate.rewriteClass = declaration->rewriteClass;
   }
   certificate.ops = diffCounts(before.ops, after.ops);
+  for (const auto &[kind, fingerprints] : after.fingerprints) {
+    auto it = before.fingerprints.find(kind);
+    if (it != before.fingerprints.end()) {
+      if (int64_t count = modifiedCount(it->second, fingerprints)) {
+        certificate.modified.push_back({kind, count});
+      }
+    }
+  }
+  // Commands that changed places: match each command after with its first unmatched twin
+  // before; the commands off the longest run kept in order are the fewest that moved.
+  for (const auto &[program, order] : after.commandOrders) {
+    auto it = before.commandOrders.find(program);
+    if (it == before.commandOrders.end()) {
+      continue;
+    }
+    std::map<uint64_t, std::vector<size_t>> positions; // identity -> positions before, reversed
+    for (size_t i = it->second.size(); i-- > 0;) {
+      positions[it->second[i].first].push_back(i);
+    }
+    std::vector<size_t> matched;
+    for (const auto &[identity, stream] : order) {
+      auto found = positions.find(identity);
+      if (found == positions.end() || found->second.empty()) {
+        continue; // added: the op counts say so
+      }
+      size_t position = found->second.back();
+      found->second.pop_back();
+      matched.push_back(position);
+      certificate.commandsRestreamed += it->second[position].second != stream;
+    }
+    auto moved = static_cast<int64_t>(matched.size() - longestIncreasing(matched));
+    certificate.commandsMoved += moved;
+    certificate.programsReordered += moved > 0;
+  }
   certificate.castsTo8Bit = {"casts to 8-bit floats", before.castsTo8Bit, after.castsTo8Bit};
   certificate.scaledCastsTo8Bit = {"scaled casts to 8-bit floats", before.scaledCastsTo8Bit,
                                    after.scaledCastsTo8Bit};
@@ -187,6 +270,30 @@ std::string describeCertificate(const Certificate &certificate) {
     os << ")";
   };
   changes("ops", certificate.ops);
+  if (!certificate.modified.empty()) {
+    int64_t total = 0;
+    for (const ModifiedCount &entry : certificate.modified) {
+      total += entry.count;
+    }
+    os << (text.empty() ? "" : "; ") << "ops modified " << total << " (";
+    constexpr size_t kShown = 8;
+    for (size_t i = 0; i < certificate.modified.size() && i < kShown; ++i) {
+      os << (i ? ", " : "") << certificate.modified[i].kind << " " << certificate.modified[i].count;
+    }
+    if (certificate.modified.size() > kShown) {
+      os << ", " << certificate.modified.size() - kShown << " more kinds";
+    }
+    os << ")";
+  }
+  if (certificate.commandsMoved > 0) {
+    os << (text.empty() ? "" : "; ") << "commands moved " << certificate.commandsMoved << " in "
+       << certificate.programsReordered << " program"
+       << (certificate.programsReordered == 1 ? "" : "s");
+  }
+  if (certificate.commandsRestreamed > 0) {
+    os << (text.empty() ? "" : "; ") << "commands moved to another stream "
+       << certificate.commandsRestreamed;
+  }
   if (certificate.rewriteClass == RewriteClass::kReassociation) {
     changes("reductions", certificate.reductions);
   }
@@ -260,8 +367,16 @@ llvm::json::Value certificateToJSON(const Certificate &certificate) {
     parameters.push_back(llvm::json::Object{
         {"name", change.name}, {"before", change.before}, {"after", change.after}});
   }
+  llvm::json::Array modified;
+  for (const ModifiedCount &entry : certificate.modified) {
+    modified.push_back(llvm::json::Object{{"kind", entry.kind}, {"count", entry.count}});
+  }
   return llvm::json::Object{
       {"pass", certificate.pass},
+      {"modified", std::move(modified)},
+      {"commands_moved", certificate.commandsMoved},
+      {"programs_reordered", certificate.programsReordered},
+      {"commands_restreamed", certificate.commandsRestreamed},
       {"class", certificate.declared ? rewriteClassName(certificate.rewriteClass).str()
                                      : std::string("undeclared")},
       {"ops", counts(certificate.ops)},
@@ -339,8 +454,23 @@ bool certificateFromJSON(const llvm::json::Value &value, Certificate &certificat
     return false;
   }
   const llvm::json::Array *parameters = object->getArray("parameters");
-  if (!parameters) {
+  const llvm::json::Array *modified = object->getArray("modified");
+  auto moved = object->getInteger("commands_moved");
+  auto reordered = object->getInteger("programs_reordered");
+  auto restreamed = object->getInteger("commands_restreamed");
+  if (!parameters || !modified || !moved || !reordered || !restreamed) {
     return false;
+  }
+  certificate.commandsMoved = *moved;
+  certificate.programsReordered = *reordered;
+  certificate.commandsRestreamed = *restreamed;
+  for (const llvm::json::Value &entry : *modified) {
+    const llvm::json::Object *change = entry.getAsObject();
+    if (!change || !change->getString("kind") || !change->getInteger("count")) {
+      return false;
+    }
+    certificate.modified.push_back(
+        {change->getString("kind")->str(), *change->getInteger("count")});
   }
   for (const llvm::json::Value &entry : *parameters) {
     const llvm::json::Object *change = entry.getAsObject();

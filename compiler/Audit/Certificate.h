@@ -1,7 +1,9 @@
 //===- Certificate.h - What a pass changed, by op kind and count --*- C++ -*-===//
 //
 // A certificate compares the IR before and after one pass: the ops added and removed by kind
-// (a plan command counts as plan.command:<op>), the functions added and removed, and what a
+// (a plan command counts as plan.command:<op>), the ops modified (same kind, other attributes
+// or result types), the plan commands moved within their program or to another stream, the
+// functions added and removed, and what a
 // pass of its class must account for: for a reassociation the reductions (ops whose result
 // depends on a summation order, collectives that sum) added or removed; for a precision
 // change the parameters whose type changed and the values per element type. `mlperfc
@@ -34,6 +36,12 @@ struct IRCensus {
   std::map<std::string, std::string> parameters; // "@model::name" -> its type
   std::set<std::string> functions;               // "@model::@function"
   int64_t castsTo8Bit = 0, scaledCastsTo8Bit = 0; // tg.convert to an 8-bit float
+  /// Per op kind, a fingerprint of each op's attributes and result types, sorted (a multiset:
+  /// ops of a kind are matched by what they are, not by where they are).
+  std::map<std::string, std::vector<uint64_t>> fingerprints;
+  /// Per plan program ("@plan::@program"), its commands in order: what each is (kernel,
+  /// buffers and attributes other than its stream) and its stream.
+  std::map<std::string, std::vector<std::pair<uint64_t, int64_t>>> commandOrders;
 };
 
 IRCensus takeCensus(mlir::ModuleOp module);
@@ -46,6 +54,11 @@ struct CountChange {
   int64_t before = 0, after = 0;
 };
 
+struct ModifiedCount {
+  std::string kind;
+  int64_t count = 0; // ops of this kind whose attributes or result types changed
+};
+
 struct TypeChange {
   std::string name, before, after; // a missing side is empty
 };
@@ -55,13 +68,19 @@ struct Certificate {
   RewriteClass rewriteClass = RewriteClass::kExact;
   bool declared = false; // the pass declares a class (rewriteClass is it)
   std::vector<CountChange> ops, reductions, valueTypes;
+  std::vector<ModifiedCount> modified;
+  /// Plan commands that changed places: the fewest commands whose moves turn each program's
+  /// order before into its order after; the programs that have some; the commands that run
+  /// on another stream after.
+  int64_t commandsMoved = 0, programsReordered = 0, commandsRestreamed = 0;
   std::vector<TypeChange> parameters;
   std::vector<std::string> functionsAdded, functionsRemoved;
   /// Casts to 8-bit floats before and after, and how many of them are scaled per tensor.
   CountChange castsTo8Bit, scaledCastsTo8Bit;
 
   bool changesNothing() const {
-    return ops.empty() && valueTypes.empty() && parameters.empty() && functionsAdded.empty() &&
+    return ops.empty() && modified.empty() && commandsMoved == 0 && commandsRestreamed == 0 &&
+           valueTypes.empty() && parameters.empty() && functionsAdded.empty() &&
            functionsRemoved.empty();
   }
 };

@@ -8,6 +8,7 @@
 #include "compiler/Support/RewriteClass.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
@@ -65,6 +66,71 @@ TEST(Certificate, CountsChangesByKindAndRoundTripsThroughJSON) {
   EXPECT_EQ(certificateToJSON(read), certificateToJSON(certificate));
   EXPECT_FALSE(certificateFromJSON(llvm::json::Object{{"pass", "x"}}, read));
   EXPECT_EQ(describeCertificate(certify("cse", after, after)), "no change");
+}
+
+// A plan program's text with `middle` between a fixed first and last command.
+std::string planWith(const std::string &middle, const std::string &offset = "") {
+  return R"mlir(
+plan.plan @p attributes {format_version = 6 : i64, model = {}} {
+  plan.arena @persistent persistent
+  plan.arena @activations activations
+  plan.buffer @out : tensor<64xf32> in @persistent
+  plan.buffer @g : tensor<64xf32> in @activations)mlir" +
+         offset + R"mlir(
+  plan.buffer @t : tensor<64xf32> in @activations
+  plan.buffer @h : tensor<64xf32> in @activations
+  plan.program @step inputs [] outputs [@out] attributes {streams = 2 : i64} {
+    plan.command "fill" [] -> [@g] {kernel_attrs = {value = 1.0 : f64}}
+)mlir" + middle +
+         R"mlir(
+    plan.command "add" [@g, @t] -> [@out]
+  }
+})mlir";
+}
+
+// A pass that only reorders commands, moves one to the other stream or sets attributes changes
+// no op count; its certificate must still say what it did (plan-schedule, plan-memory).
+TEST(Certificate, SeesCommandsMovedOrRestreamedAndOpsModified) {
+  std::unique_ptr<mlir::MLIRContext> context = createModelContext();
+  auto census = [&](const std::string &text) {
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceString<mlir::ModuleOp>(text, context.get());
+    EXPECT_TRUE(module);
+    return module ? takeCensus(*module) : IRCensus();
+  };
+  const std::string
+      a = R"mlir(    plan.command "fill" [] -> [@t] {kernel_attrs = {value = 2.0 : f64}}
+)mlir",
+      b = R"mlir(    plan.command "scale" [@g] -> [@g] {kernel_attrs = {factor = 3.0 : f64}}
+)mlir",
+      c = R"mlir(    plan.command "fill" [] -> [@h] {kernel_attrs = {value = 5.0 : f64}}
+)mlir",
+      cOnStream1 =
+          R"mlir(    plan.command "fill" [] -> [@h] {kernel_attrs = {value = 5.0 : f64}, stream = 1 : i64}
+)mlir";
+  IRCensus before = census(planWith(a + b + c));
+  Certificate same = certify("plan-schedule", before, census(planWith(a + b + c)));
+  EXPECT_TRUE(same.changesNothing());
+  EXPECT_EQ(describeCertificate(same), "no change");
+
+  Certificate swapped = certify("plan-schedule", before, census(planWith(b + a + c)));
+  EXPECT_FALSE(swapped.changesNothing());
+  EXPECT_EQ(swapped.commandsMoved, 1);
+  EXPECT_EQ(swapped.programsReordered, 1);
+  EXPECT_EQ(describeCertificate(swapped), "commands moved 1 in 1 program");
+
+  Certificate streams = certify("plan-schedule", before, census(planWith(a + b + cOnStream1)));
+  EXPECT_EQ(streams.commandsRestreamed, 1);
+  EXPECT_EQ(streams.commandsMoved, 0);
+  EXPECT_EQ(describeCertificate(streams),
+            "ops modified 1 (plan.command:fill 1); commands moved to another stream 1");
+
+  Certificate placed = certify("plan-memory", before, census(planWith(a + b + c, " at 0")));
+  EXPECT_EQ(describeCertificate(placed), "ops modified 1 (plan.buffer 1)");
+
+  Certificate read;
+  ASSERT_TRUE(certificateFromJSON(certificateToJSON(streams), read));
+  EXPECT_EQ(certificateToJSON(read), certificateToJSON(streams));
 }
 
 TEST(ClosedRules, PrintsValuesAsPythonAndTheCheckerDo) {
