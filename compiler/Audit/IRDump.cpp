@@ -39,7 +39,12 @@ public:
 private:
   void write(mlir::Operation *op, llvm::StringRef name, mlir::Pass *pass) {
     std::string stem = llvm::formatv("{0:2}-{1}", index++, name).str();
-    writeFile(stem + ".mlir", [&](llvm::raw_ostream &os) { op->print(os); });
+    // With locations: each op keeps the declaration's file:line:col (a rewritten op its
+    // source's; tg-recompute's clones are "recomputed"(...)), so a dump traces back.
+    writeFile(stem + ".mlir", [&](llvm::raw_ostream &os) {
+      op->print(os, mlir::OpPrintingFlags().enableDebugInfo(/*enable=*/true,
+                                                            /*prettyForm=*/false));
+    });
     auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
     if (!module) {
       return;
