@@ -1051,9 +1051,39 @@ private:
         }
       }
     }
+    // The batch layout: every micro-batch of the global batch read once, and the same on every
+    // stage (stage 0 reads the tokens, the last the labels: they must be the same samples).
+    int64_t dp = std::max<int64_t>(1, rt::planMesh(stages.front()).dp);
+    const auto &layout = stages.front().model().train_micro_batches();
+    std::vector<int64_t> sorted(layout.begin(), layout.end());
+    std::sort(sorted.begin(), sorted.end());
+    bool permutation = static_cast<int64_t>(sorted.size()) ==
+                       stages.front().model().gradient_accumulation_steps() * dp;
+    for (size_t g = 0; permutation && g < sorted.size(); ++g) {
+      permutation = sorted[g] == static_cast<int64_t>(g);
+    }
+    if (!permutation) {
+      ++problems;
+      violation("data.order",
+                "the batch layout (which micro-batch of the global batch each "
+                "rank reads) does not read each of the " +
+                    std::to_string(stages.front().model().gradient_accumulation_steps() * dp) +
+                    " micro-batches once");
+    }
+    for (size_t stage = 1; stage < stages.size(); ++stage) {
+      if (!std::equal(layout.begin(), layout.end(),
+                      stages[stage].model().train_micro_batches().begin(),
+                      stages[stage].model().train_micro_batches().end())) {
+        ++problems;
+        violation("data.order", "pipeline stage " + std::to_string(stage) +
+                                    " reads another batch layout than stage 0: its labels would "
+                                    "not be stage 0's tokens' samples");
+      }
+    }
     if (problems == 0) {
       pass("data.order", "each micro-batch's tokens and labels read once, in order, by the "
-                         "micro-batch's own calls; " +
+                         "micro-batch's own calls, as the batch layout assigns the global "
+                         "batch's micro-batches to ranks; " +
                              std::to_string(stages.front().model().gradient_accumulation_steps()) +
                              " micro-batches of " + std::to_string(micro) + " x dp " +
                              std::to_string(std::max<int64_t>(1, rt::planMesh(stages.front()).dp)) +

@@ -134,16 +134,17 @@ Batch makeBatch(int64_t rows, int64_t seq, int64_t vocab) {
   return batch;
 }
 
-/// This rank's micro-batches of the global batch (micro-batch a of data-parallel rank d is
-/// micro-batch a·dp + d), `rows` sequences as [rows, seq].
-Batch rankShare(const Batch &batch, const rt::MeshShape &mesh, const rt::RankCoordinates &at,
-                int64_t rows) {
+/// This rank's micro-batches of the global batch, `rows` sequences as [rows, seq]: its
+/// micro-batch a is micro-batch globalMicroBatch(a) of the global batch (the batch layout the
+/// plan or @train_step records).
+Batch rankShare(const Batch &batch, const rt::MeshShape &mesh, int64_t rows,
+                llvm::function_ref<int64_t(int64_t)> globalMicroBatch) {
   int64_t seq = batch.tokens.shape[1], micro = mesh.microBatch;
   Batch share;
   share.tokens = HostTensor::zeros(rt::DType::kI32, {rows, seq});
   share.labels = HostTensor::zeros(rt::DType::kI32, {rows, seq});
   for (int64_t a = 0; a < rows / micro; ++a) {
-    int64_t first = (a * mesh.dp + at.dp) * micro * seq;
+    int64_t first = globalMicroBatch(a) * micro * seq;
     std::copy_n(batch.tokens.ints.begin() + first, micro * seq,
                 share.tokens.ints.begin() + a * micro * seq);
     std::copy_n(batch.labels.ints.begin() + first, micro * seq,
@@ -325,7 +326,8 @@ public:
             MLPERF_RETURN_IF_ERROR(trainer->initialize(kEvidenceSeed));
           }
           Batch share =
-              rankShare(batch, mesh, at, trainer->accumulationSteps() * trainer->microBatchRows());
+              rankShare(batch, mesh, trainer->accumulationSteps() * trainer->microBatchRows(),
+                        [&](int64_t a) { return trainer->globalMicroBatch(a, at.dp); });
           for (int step = 0; step < kEvidenceSteps; ++step) {
             rt::TrainStepMetrics taken;
             MLPERF_RETURN_IF_ERROR(trainer->step(share.tokens.ints, share.labels.ints, taken));
@@ -489,7 +491,14 @@ private:
     state->seed = kEvidenceSeed; // the plans' seed: their dropout masks
     auto step = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(stepModel, "train_step"));
     ArrayRef<int64_t> shape = cast<RankedTensorType>(step.getArgumentTypes()[0]).getShape();
-    Batch share = rankShare(batch, options.mesh, at, shape[0] * shape[1]);
+    auto layout = step->getAttrOfType<DenseI64ArrayAttr>(kBatchLayoutAttr);
+    if (!layout || layout.size() != shape[0] * options.mesh.dp) {
+      return step.emitError() << "@train_step has no batch layout (" << kBatchLayoutAttr
+                              << ") for its " << shape[0] << " micro-batches on " << options.mesh.dp
+                              << " data-parallel ranks";
+    }
+    Batch share = rankShare(batch, options.mesh, shape[0] * shape[1],
+                            [&](int64_t a) { return layout[a * options.mesh.dp + at.dp]; });
     for (int s = 0; s < kEvidenceSteps; ++s) {
       FailureOr<StepMetrics> metrics = trainer.step(*state, share.tokens, share.labels);
       if (failed(metrics)) {

@@ -114,6 +114,9 @@ LogicalResult fillModelInfo(plan_ir::PlanOp planOp, plan::ModelInfo &info) {
   info.set_decay_steps(integer("decay_steps"));
   info.set_max_steps(integer("max_steps"));
   info.set_eval_skip(integer("eval_skip"));
+  if (auto layout = model.getAs<DenseI64ArrayAttr>("train_micro_batches")) {
+    info.mutable_train_micro_batches()->Add(layout.asArrayRef().begin(), layout.asArrayRef().end());
+  }
   if (auto mllog = model.getAs<DictionaryAttr>("mllog")) {
     for (NamedAttribute entry : mllog) {
       if (failed(encodeAttribute(planOp, entry, info.add_mllog()))) {

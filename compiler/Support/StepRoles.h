@@ -27,6 +27,10 @@ constexpr llvm::StringLiteral kInitFromParam = "param";
 constexpr llvm::StringLiteral kInitZeros = "zeros";
 // On the calls and transfers of @train_step: the micro-batch they work on (for readers).
 constexpr llvm::StringLiteral kMicroBatchAttr = "tg.micro_batch";
+// On @train_step: the batch layout, which micro-batch of the global batch each data-parallel
+// rank's micro-batch is: entry a * dp + d for rank d's micro-batch a (its tokens[a]). The plan
+// records it (ModelInfo.train_micro_batches) and the runtime and the audit read it.
+constexpr llvm::StringLiteral kBatchLayoutAttr = "tg.batch_layout";
 
 /// The per-parameter optimizer state roles tg-optimizer gives @optimizer_step's arguments:
 /// the f32 master weight, AdamW's moments, Adagrad's sum. Only the compiler knows them; the plan

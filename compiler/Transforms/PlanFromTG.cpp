@@ -525,6 +525,13 @@ DictionaryAttr PlanBuilder::modelInfo(StringRef precision, int64_t accumulation)
   add("name", builder.getStringAttr(model.getSymName()));
   add("precision", builder.getStringAttr(precision));
   add("gradient_accumulation_steps", builder.getI64IntegerAttr(accumulation));
+  // tg-train-step's batch layout: which global micro-batch each rank's micro-batch reads.
+  if (auto trainStep =
+          dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "train_step"))) {
+    if (auto layout = trainStep->getAttrOfType<DenseI64ArrayAttr>(kBatchLayoutAttr)) {
+      add("train_micro_batches", layout);
+    }
+  }
   for (auto benchmark : body.getOps<tg::BenchmarkOp>()) {
     add("benchmark", benchmark.getNameAttr());
     add("eval_every_samples", benchmark.getEvalEverySamplesAttr());

@@ -540,6 +540,15 @@ LogicalResult StepBuilder::buildTrainStep() {
               SmallVector<std::optional<StepRole>>(inputRoles.begin(), inputRoles.end()));
   setAllRoles(func, /*arguments=*/false,
               SmallVector<std::optional<StepRole>>(resultRoles.begin(), resultRoles.end()));
+  // Megatron's pretraining sampler: micro-batch a of data-parallel rank d is micro-batch
+  // a * dp + d of the global batch (so each rank's share interleaves over the batch).
+  SmallVector<int64_t> layout(accumulation * dp);
+  for (int64_t a = 0; a < accumulation; ++a) {
+    for (int64_t d = 0; d < dp; ++d) {
+      layout[a * dp + d] = a * dp + d;
+    }
+  }
+  func->setAttr(kBatchLayoutAttr, builder.getDenseI64ArrayAttr(layout));
   return success();
 }
 

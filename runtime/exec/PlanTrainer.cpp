@@ -62,6 +62,29 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
                    std::to_string(t.dataParallel) +
                    " data-parallel ranks) or eval counts are inconsistent");
   }
+  // The batch layout: every micro-batch of the global batch read by exactly one rank once.
+  const auto &layout = model.train_micro_batches();
+  int64_t count = t.accumulation * t.dataParallel;
+  if (layout.size() != count) {
+    return invalid(layout.empty()
+                       ? std::string("the plan records no batch layout (which micro-batch of the "
+                                     "global batch each rank reads): recompile it")
+                       : "the plan's batch layout has " + std::to_string(layout.size()) +
+                             " entries, not one per micro-batch of the global batch (" +
+                             std::to_string(count) + ")");
+  }
+  std::vector<bool> seen(count, false);
+  for (int64_t g : layout) {
+    if (g < 0 || g >= count || seen[g]) {
+      return invalid("the plan's batch layout reads micro-batch " + std::to_string(g) +
+                     " of the global batch " +
+                     (g < 0 || g >= count ? "(there are " + std::to_string(count) + ")"
+                                          : std::string("twice")) +
+                     ": each must be read once");
+    }
+    seen[g] = true;
+  }
+  t.batchLayout.assign(layout.begin(), layout.end());
   // The programs' inputs and outputs by role: what this runtime feeds and reads.
   auto byRole = [&](const plan::Program &program, bool input, std::string_view role) {
     const auto &roles = input ? program.input_roles() : program.output_roles();

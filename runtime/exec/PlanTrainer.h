@@ -70,6 +70,11 @@ public:
   /// Micro-batches per step on this rank.
   int64_t accumulationSteps() const { return accumulation; }
   int64_t microBatchRows() const { return microRows; }
+  /// The plan's batch layout: which micro-batch of the global batch data-parallel rank d's
+  /// micro-batch a holds is entry a * dp + d (a permutation, checked at create).
+  int64_t globalMicroBatch(int64_t microBatch, int64_t dataParallelRank) const {
+    return batchLayout[microBatch * dataParallel + dataParallelRank];
+  }
   int64_t seqLen() const { return seq; }
 
 private:
@@ -103,6 +108,7 @@ private:
            evalTokens = kNoBuffer, evalLabels = kNoBuffer, evalLossBuffer = kNoBuffer,
            seedBuffer = kNoBuffer;
   int64_t microRows = 0, seq = 0, accumulation = 1, dataParallel = 1, steps = 0;
+  std::vector<int64_t> batchLayout;
 };
 
 } // namespace mlperf::rt

@@ -448,20 +448,23 @@ Status TrainingSession::step(StepReport &report) {
     MLLOG_START(log->logger, "block_start", MLLogValue{}, {"samples_count", log->samples});
     log->blockOpen = true;
   }
-  // This rank's micro-batches: micro-batch a of data-parallel rank d is micro-batch a·dp + d
-  // of the global batch (Megatron's pretraining sampler).
+  // This rank's micro-batches, as the plan's batch layout says.
   int64_t rows = trainer->microBatchRows(), micro = trainer->accumulationSteps();
   int64_t first = samplesAfter(step);
-  if (mesh.dp == 1) {
+  int64_t dpRank = communicator->coordinates().dp;
+  bool inOrder = mesh.dp == 1;
+  for (int64_t a = 0; a < micro && inOrder; ++a) {
+    inOrder = trainer->globalMicroBatch(a, 0) == a;
+  }
+  if (inOrder) { // the whole global batch, in order: one read
     MLPERF_RETURN_IF_ERROR(data->train.fill(first, globalBatch, data->tokens, data->labels));
   } else {
     data->tokens.clear();
     data->labels.clear();
     std::vector<int64_t> microTokens, microLabels;
-    int64_t dpRank = communicator->coordinates().dp;
     for (int64_t a = 0; a < micro; ++a) {
-      MLPERF_RETURN_IF_ERROR(
-          data->train.fill(first + (a * mesh.dp + dpRank) * rows, rows, microTokens, microLabels));
+      MLPERF_RETURN_IF_ERROR(data->train.fill(first + trainer->globalMicroBatch(a, dpRank) * rows,
+                                              rows, microTokens, microLabels));
       data->tokens.insert(data->tokens.end(), microTokens.begin(), microTokens.end());
       data->labels.insert(data->labels.end(), microLabels.begin(), microLabels.end());
     }

@@ -16,7 +16,7 @@
 namespace mlperf::rt {
 
 /// Bumped on every incompatible change to runtime/plan.proto or the op table.
-constexpr uint32_t kPlanFormatVersion = 6;
+constexpr uint32_t kPlanFormatVersion = 7;
 
 /// Operand and result counts of a command op; -1 for "any number".
 struct PlanOpSignature {

@@ -23,6 +23,8 @@ import struct
 import sys
 from array import array
 
+from to_hf_checkpoint import write  # the safetensors writer of these helpers
+
 
 def read(path, with_metadata=False):
     with open(path, "rb") as f:
@@ -69,17 +71,6 @@ def rank_part(values, shape, metadata, name, parameter):
         size = len(values) // parts
         values, shape = values[part * size:(part + 1) * size], [size]
     return values, shape
-
-
-def write(path, tensors):
-    header, chunks, offset = {}, [], 0
-    for name, (dtype, shape, raw) in sorted(tensors.items()):
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    encoded = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(encoded)) + encoded + b"".join(chunks))
 
 
 def words(raw, code):

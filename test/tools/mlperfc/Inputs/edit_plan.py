@@ -9,6 +9,7 @@ optimizer_step writes F8E4M3FN, unscaled), data-order (micro-batches 1 and 2 of 
 swap their tokens), state-unknown-role / state-duplicate-role / state-missing (the first
 exp_avg state tensor gets role "velocity", becomes a second exp_avg_sq, or is dropped),
 state-starts-as-itself (the first parameter's own state tensor is marked starts_as_param),
+batch-layout-repeat (the batch layout reads global micro-batch 0 twice, never 1),
 adagrad-program (the first Adagrad update's eps in its element program
 1e-08 -> 1e-07), no-compile-options (as a plan of another producer), huge-accumulation (2^40 micro-batches
 recorded). The plan stays valid (runtime/plan.proto) and is re-signed (its CRC-32
@@ -207,6 +208,11 @@ def main():
     elif edit == "state-starts-as-itself":
         first = next(f for f in get(plan, 10) if text(f[2], 3) == "param")
         first[2].append([14, 0, 1])
+    elif edit == "batch-layout-repeat":
+        info = next(f[2] for f in plan if f[0] == 3)
+        layout = packed(info, 26)
+        layout[1] = layout[0]
+        set_packed(info, 26, layout)
     elif edit == "huge-accumulation":
         info = next(f[2] for f in plan if f[0] == 3)
         info[:] = [f for f in info if f[0] != 7] + [[7, 0, 1 << 40]]
