@@ -106,6 +106,28 @@ private:
     throw BadAttribute(std::string("missing integer-list attribute '") + name + "'");
   }
 
+  /// random_uniform and random_normal: each element `draw(seed, stream, index)` in f64 from its
+  /// index in the full tensor (this rank may hold a part of it), rounded once to the element
+  /// type, as the reference draws bf16 values. Each draw depends only on its index: chunks in
+  /// parallel.
+  template <typename Draw> void fillDrawn(Draw draw) {
+    int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
+    int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
+    int64_t part = parts > 1 ? integer("part_index") : 0;
+    const std::vector<int64_t> *blocks = attributes.getInts("part_blocks");
+    uint64_t seed = static_cast<uint64_t>(in(0).ints[0]);
+    auto stream = static_cast<uint32_t>(integer("stream"));
+    HostTensor &result = out();
+    const std::vector<int64_t> noBlocks;
+    cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        auto index = static_cast<uint64_t>(
+            fullIndexOfPart(result.shape, dim, parts, part, i, blocks ? *blocks : noBlocks));
+        result.data()[i] = static_cast<float>(roundTo(result.dtype, draw(seed, stream, index)));
+      }
+    });
+  }
+
   const OpAttributes &attributes;
   const std::vector<const HostTensor *> &operands;
   std::vector<HostTensor> &results;
@@ -383,24 +405,9 @@ Status Dispatch::run(std::string_view op) {
       offset += piece->shape[dim];
     }
   } else if (op == "random_uniform") {
-    // bound · (2u − 1) in f64, rounded once to the element type.
-    int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
-    int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
-    int64_t part = parts > 1 ? integer("part_index") : 0;
-    const std::vector<int64_t> *blocks = attributes.getInts("part_blocks");
-    uint64_t seed = static_cast<uint64_t>(in(0).ints[0]);
-    auto stream = static_cast<uint32_t>(integer("stream"));
-    double bound = real("bound");
-    HostTensor &result = out();
-    const std::vector<int64_t> noBlocks;
-    cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        double u =
-            philoxUniform(seed, stream,
-                          static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i,
-                                                                blocks ? *blocks : noBlocks)));
-        result.data()[i] = static_cast<float>(roundTo(result.dtype, bound * (2.0 * u - 1.0)));
-      }
+    double bound = real("bound"); // bound · (2u − 1)
+    fillDrawn([&](uint64_t seed, uint32_t stream, uint64_t index) {
+      return bound * (2.0 * philoxUniform(seed, stream, index) - 1.0);
     });
   } else if (op == "dropout") {
     // Inverted dropout: kept elements scaled by 1/(1 − rate) in f32, rounded to the type; the
@@ -452,26 +459,9 @@ Status Dispatch::run(std::string_view op) {
     out().ints[0] = 0;
     out().ints[1] = -1;
   } else if (op == "random_normal") {
-    // Drawn in f64 and rounded once to the element type, as the reference draws bf16 values.
-    int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
-    int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
-    int64_t part = parts > 1 ? integer("part_index") : 0;
-    const std::vector<int64_t> *blocks = attributes.getInts("part_blocks");
-    uint64_t seed = static_cast<uint64_t>(in(0).ints[0]);
-    auto stream = static_cast<uint32_t>(integer("stream"));
     double stddev = real("std");
-    HostTensor &result = out();
-    const std::vector<int64_t> noBlocks;
-    // Each element's draw depends only on its index: chunks in parallel.
-    cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        double drawn =
-            stddev *
-            philoxNormal(seed, stream,
-                         static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i,
-                                                               blocks ? *blocks : noBlocks)));
-        result.data()[i] = static_cast<float>(roundTo(result.dtype, drawn));
-      }
+    fillDrawn([&](uint64_t seed, uint32_t stream, uint64_t index) {
+      return stddev * philoxNormal(seed, stream, index);
     });
   } else if (op == "local_shard") {
     // This rank's 1/parts of a 1-D tensor.
