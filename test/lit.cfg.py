@@ -30,3 +30,6 @@ llvm_config.add_tool_substitutions(
 config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
 config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 config.substitutions.append(("%mpirun", "mpirun --oversubscribe"))
+# The doc test (test/docs) runs the README's examples against the tree and the build.
+config.substitutions.append(("%src_root", config.mlperfc_src_root))
+config.substitutions.append(("%tools_dir", config.mlperfc_tools_dir))

@@ -8,6 +8,7 @@
 #include "dialects/TG/IR/TGOps.h"
 
 #include "runtime/dist/Mesh.h"
+#include "runtime/support/NumberFormat.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "llvm/ADT/STLExtras.h"
@@ -48,6 +50,7 @@ FailureOr<PredictedStep> predictCompiledStep(ModuleOp declaration, const TrainSt
   result.options = compiled->options;
   result.stages = compiled->stages;
   result.peakBytes = compiled->peakBytes();
+  result.peakStage = compiled->peakStage();
   for (plan_ir::PlanOp planOp : compiled->module->getOps<plan_ir::PlanOp>()) {
     FailureOr<plan::Plan> plan = emitPlan(planOp);
     if (failed(plan)) {
@@ -91,24 +94,14 @@ std::optional<int64_t> rcpMeanSamples(ModuleOp declaration, int64_t gbs) {
   return std::nullopt;
 }
 
-OwningOpRef<ModuleOp> resizedDeclaration(ModuleOp declaration, int64_t layers, int64_t gbs) {
+OwningOpRef<ModuleOp> withGlobalBatch(ModuleOp declaration, int64_t gbs) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(declaration->clone()));
   tg::ModelOp model = modelOf(*copy);
-  if (layers > 0) {
-    model.walk([&](tg::RepeatLayersOp stack) { stack.setCount(layers); });
-    for (tg::ParamOp param : model.getBody().front().getOps<tg::ParamOp>()) {
-      if (param.getRepeat()) {
-        param.setRepeat(layers);
-      }
-    }
-  }
-  if (gbs > 0) {
-    auto batch = metadata<tg::BatchOp>(model);
-    batch.setGlobalBatchSize(gbs);
-    auto benchmark = metadata<tg::BenchmarkOp>(model);
-    int64_t every = benchmark.getEvalEverySamples();
-    benchmark.setEvalEverySamples((every + gbs - 1) / gbs * gbs);
-  }
+  auto batch = metadata<tg::BatchOp>(model);
+  batch.setGlobalBatchSize(gbs);
+  auto benchmark = metadata<tg::BenchmarkOp>(model);
+  int64_t every = benchmark.getEvalEverySamples();
+  benchmark.setEvalEverySamples((every + gbs - 1) / gbs * gbs);
   return copy;
 }
 
@@ -133,32 +126,6 @@ std::string describe(const rt::MeshShape &mesh, const std::string &recompute, in
          " recompute=" + recompute + " gbs=" + std::to_string(gbs);
 }
 
-/// A candidate compiled at one proxy size.
-struct ProxyPoint {
-  StageTime critical;
-  int64_t peak = 0;
-};
-
-/// The line through `one` (at x = 1) and `two` (at x = 2), at `x`; parts never below zero.
-StageTime extrapolate(const StageTime &one, const StageTime &two, double x) {
-  auto line = [&](double a, double b) { return std::max(0.0, a + (b - a) * (x - 1.0)); };
-  StageTime out;
-  out.step = line(one.step, two.step);
-  out.compute = line(one.compute, two.compute);
-  out.recompute = line(one.recompute, two.recompute);
-  out.bubble = line(one.bubble, two.bubble);
-  out.communication = line(one.communication, two.communication);
-  out.flops = line(one.flops, two.flops);
-  for (int a = 0; a < 3; ++a) {
-    out.exposed[a] = line(one.exposed[a], two.exposed[a]);
-  }
-  return out;
-}
-
-} // namespace
-
-namespace {
-
 struct Candidate {
   rt::MeshShape mesh;
   int64_t gbs = 0;
@@ -179,6 +146,8 @@ double fastestFlopRate(const DeviceSpeed &speed) {
   return rate;
 }
 
+std::string gib(double bytes) { return rt::humanBytes(static_cast<uint64_t>(bytes)); }
+
 } // namespace
 
 SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options) {
@@ -189,17 +158,24 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
   rt::ModelDims dims = parallelDims(model);
   auto batch = metadata<tg::BatchOp>(model);
   int64_t microBatch = batch.getMicroBatchSize();
+  int64_t declaredBatch = batch.getGlobalBatchSize();
   std::vector<int64_t> batches = options.globalBatches;
   if (batches.empty()) {
     batches = rcpBatchSizes(declaration);
   }
   if (batches.empty()) {
-    batches = {static_cast<int64_t>(batch.getGlobalBatchSize())};
+    batches = {declaredBatch};
   }
   bool byTrain = llvm::all_of(
       batches, [&](int64_t gbs) { return rcpMeanSamples(declaration, gbs).has_value(); });
   int64_t world = options.nodes * options.gpusPerNode;
   double flopRate = fastestFlopRate(options.speed);
+  const std::string &recompute = options.base.recompute;
+  auto report = [&](const std::string &description, const std::string &outcome) {
+    if (options.progress) {
+      options.progress(description, outcome);
+    }
+  };
   std::vector<int64_t> tps;
   for (int64_t tp = 1; tp <= options.gpusPerNode && tp <= 8; tp *= 2) {
     if (options.gpusPerNode % tp == 0) {
@@ -234,13 +210,21 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
             }
             rt::ModelDims candidateDims = dims;
             candidateDims.globalBatch = gbs;
-            if (!rt::validateMesh(mesh, candidateDims, true).isOk()) {
+            std::string description = describe(mesh, recompute, gbs);
+            if (rt::Status valid = rt::validateMesh(mesh, candidateDims, true); !valid.isOk()) {
+              ++result.invalid;
+              result.excluded.push_back({description, valid.message()});
               continue;
             }
             ++result.enumerated;
-            if (persistentLowerBound(summary, mesh) >
-                static_cast<double>(options.device.capacityBytes)) {
+            double persistent = persistentLowerBound(summary, mesh);
+            if (persistent > static_cast<double>(options.device.capacityBytes)) {
               ++result.tooLarge;
+              result.excluded.push_back(
+                  {description, "does not fit: its parameters, gradients and optimizer state "
+                                "alone need at least " +
+                                    gib(persistent) + " per rank, the device has " +
+                                    gib(static_cast<double>(options.device.capacityBytes))});
               continue;
             }
             // The step takes at least the rank's share of the model FLOPs at the fastest
@@ -267,158 +251,104 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
   auto metric = [&](const RankedStrategy &r) {
     return byTrain ? *r.timeToTrainSeconds : r.stepSeconds / static_cast<double>(r.globalBatch);
   };
-  // Silence the diagnostics of strategies that do not split this model: they are counted.
-  ScopedDiagnosticHandler quiet(declaration.getContext(), [](Diagnostic &) { return success(); });
+  // The declaration at each searched global batch, as emit-model --set gbs=N writes it for
+  // the step (the learning-rate schedule it also adapts does not change the step's work).
+  std::map<int64_t, OwningOpRef<ModuleOp>> resized;
+  auto declarationAt = [&](int64_t gbs) -> ModuleOp {
+    if (gbs == declaredBatch) {
+      return declaration;
+    }
+    OwningOpRef<ModuleOp> &copy = resized[gbs];
+    if (!copy) {
+      copy = withGlobalBatch(declaration, gbs);
+    }
+    return *copy;
+  };
+  // A strategy that does not split this model is counted, with its first error as the reason.
+  std::string firstError;
+  ScopedDiagnosticHandler quiet(declaration.getContext(), [&](Diagnostic &diagnostic) {
+    if (diagnostic.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
+      firstError = diagnostic.str();
+    }
+    return success();
+  });
   std::vector<double> best; // the metrics found so far, ascending
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, int> levelNeededWithZero1;
+  // Shapes (gbs, tp, pp, vp, dp) whose ZeRO-1 did not fit: ZeRO-0 holds more.
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>> tooLargeWithZero1;
   for (const Candidate &candidate : candidates) {
-    const rt::MeshShape &checked = candidate.mesh;
+    const rt::MeshShape &mesh = candidate.mesh;
     int64_t gbs = candidate.gbs;
+    std::string description = describe(mesh, recompute, gbs);
+    auto exclude = [&](int64_t &counter, std::string reason) {
+      ++counter;
+      report(description, reason);
+      result.excluded.push_back({description, std::move(reason)});
+    };
     // Branch and bound: once `keep` strategies are ranked, one whose lower bound is worse
     // than the keep-th best cannot enter the list.
     if (options.keep > 0 && best.size() >= options.keep &&
         candidate.bound > best[options.keep - 1]) {
-      ++result.pruned;
+      exclude(result.pruned,
+              "not compiled: even at the fastest GEMM rate with no communication its " +
+                  std::string(byTrain ? "time to train" : "time per sample") +
+                  " is not below the " + std::to_string(options.keep) + "th best found");
       continue;
     }
-    int64_t chunks = checked.pp * checked.vp;
-    // The fullest chunk of an uneven split sets the pace and the peak.
-    double chunkLayers =
-        dims.layers > 0 ? static_cast<double>((dims.layers + chunks - 1) / chunks) : 1;
-    // Proxies of one and two layers per chunk, unless they would not be smaller than the
-    // declaration: then the declaration itself, once.
-    bool direct = dims.layers <= 0 || 2 * chunks >= dims.layers;
-    if (direct) {
-      chunkLayers = 1;
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> shape{gbs, mesh.tp, mesh.pp, mesh.vp,
+                                                                  mesh.dp};
+    if (mesh.zero == 0 && tooLargeWithZero1.count(shape)) {
+      exclude(result.tooLarge, "does not fit: zero=1 of this shape did not, and zero=0 holds "
+                               "more (the optimizer state unsharded)");
+      continue;
     }
-    // And proxies of A1 = pp and A2 = 2 pp micro-batches per step (the 1F1B steady state is
-    // reached; every further micro-batch adds the same work), unless the step has no more.
-    // (A2 = pp + 1 would compile faster but extrapolates the 405B pp=64 step 1% short of its
-    // full compile; 2 pp is within 0.01%.)
-    int64_t accumulation = gbs / microBatch / checked.dp;
-    int64_t a1 = checked.pp, a2 = 2 * checked.pp;
-    bool allMicroBatches = accumulation <= a2;
-    double microBatchLevel =
-        allMicroBatches ? 0.0
-                        : static_cast<double>(accumulation - a1) / static_cast<double>(a2 - a1);
-    bool placed = false, compiles = true;
-    // points[k][j]: k + 1 layers per chunk, micro-batch level j (A1, A2). The peak is the A2
-    // proxies' (memory does not grow with micro-batches past the pipeline's window); the A1
-    // proxies, compiled first because they are the cheaper (a proxy's compile time grows with
-    // its micro-batches), hold at most that much, so a level whose A1 peak does not fit is
-    // dropped without compiling its A2 proxies.
-    auto peakOf = [&](ProxyPoint(&points)[2][2], int j) {
-      return static_cast<double>(points[0][j].peak) +
-             static_cast<double>(points[direct ? 0 : 1][j].peak - points[0][j].peak) *
-                 (chunkLayers - 1.0);
-    };
-    double capacity = static_cast<double>(options.device.capacityBytes);
-    auto compileAt = [&](const TrainStepOptions &trial, ProxyPoint(&points)[2][2], bool &fits) {
-      fits = false;
-      for (int j = 0; j < (allMicroBatches ? 1 : 2); ++j) {
-        for (int k = 0; k < (direct ? 1 : 2); ++k) {
-          int64_t steps = allMicroBatches ? accumulation : (j == 0 ? a1 : a2);
-          OwningOpRef<ModuleOp> proxy = resizedDeclaration(
-              declaration, direct ? 0 : chunks * (k + 1), steps * microBatch * checked.dp);
-          TrainStepOptions compiled = trial;
-          compiled.accumulationSteps = steps;
-          std::string error;
-          FailureOr<PredictedStep> predicted =
-              predictCompiledStep(*proxy, compiled, nullptr, options.speed, false, error);
-          ++result.compiled;
-          if (failed(predicted)) {
-            return false;
-          }
-          points[k][j].critical = predicted->step.stages[predicted->step.criticalStage];
-          points[k][j].peak = predicted->peakBytes;
-        }
-        if (peakOf(points, j) > capacity) {
-          return true; // compiles, does not fit (a larger proxy would hold more)
-        }
-      }
-      for (int k = 0; k < 2; ++k) {
-        if (allMicroBatches) {
-          points[k][1] = points[k][0];
-        }
-      }
-      if (direct) {
-        points[1][0] = points[0][0];
-        points[1][1] = points[0][1];
-      }
-      fits = peakOf(points, 1) <= capacity;
-      return true;
-    };
-    // ZeRO-0 holds at least what ZeRO-1 holds: it needs at least the recompute level ZeRO-1
-    // needed with the same tp, pp, vp and batch (3: nothing fitted).
-    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t> shape{gbs, checked.tp, checked.pp,
-                                                                  checked.vp, checked.dp};
-    int firstLevel = 0;
-    if (checked.zero == 0) {
-      auto known = levelNeededWithZero1.find(shape);
-      firstLevel = known == levelNeededWithZero1.end() ? 0 : known->second;
+    TrainStepOptions trial = options.base;
+    trial.mesh = mesh;
+    trial.recomputeBudgets.clear();
+    trial.accumulationSteps = gbs / microBatch / mesh.dp;
+    std::string error;
+    firstError.clear();
+    FailureOr<PredictedStep> predicted = predictCompiledStep(
+        declarationAt(gbs), trial, &options.device, options.speed, false, error);
+    ++result.compiled;
+    if (failed(predicted)) {
+      exclude(result.notCompiling,
+              "does not compile for this model: " + (firstError.empty() ? error : firstError));
+      continue;
     }
-    int neededLevel = 3;
-    static const char *const kPolicies[] = {"none", "selective", "full"};
-    for (int level = firstLevel; level < 3; ++level) {
-      const char *recompute = kPolicies[level];
-      TrainStepOptions trial = options.base;
-      trial.mesh = checked;
-      trial.recompute = recompute;
-      trial.recomputeBudgets.clear();
-      trial.accumulationSteps = accumulation;
-      ProxyPoint points[2][2];
-      bool fits = false;
-      if (!compileAt(trial, points, fits)) {
-        compiles = false;
-        break; // more recompute does not make it compile
+    if (predicted->peakBytes > options.device.capacityBytes) {
+      if (mesh.zero == 1) {
+        tooLargeWithZero1.insert(shape);
       }
-      if (!fits) {
-        continue; // recompute more
-      }
-      // Memory does not grow with micro-batches past the pipeline's window: the A2 proxies'.
-      double peak = peakOf(points, 1);
-      RankedStrategy ranked;
-      ranked.description = describe(checked, recompute, gbs);
-      ranked.options = trial;
-      ranked.globalBatch = gbs;
-      // Bilinear in (layers per chunk, micro-batches): along micro-batches, then layers.
-      ranked.critical = extrapolate(
-          extrapolate(points[0][0].critical, points[0][1].critical, microBatchLevel + 1.0),
-          extrapolate(points[1][0].critical, points[1][1].critical, microBatchLevel + 1.0),
-          chunkLayers);
-      ranked.stepSeconds = ranked.critical.step;
-      ranked.samplesPerSecond = static_cast<double>(gbs) / ranked.stepSeconds;
-      ranked.peakBytes = static_cast<int64_t>(peak);
-      if (std::optional<int64_t> samples = rcpMeanSamples(declaration, gbs)) {
-        double steps = std::ceil(static_cast<double>(*samples) / static_cast<double>(gbs));
-        ranked.timeToTrainSeconds = steps * ranked.stepSeconds;
-      }
-      double modelFlops = summary.trainFlopsPerToken * static_cast<double>(gbs) *
-                          static_cast<double>(summary.seqLen);
-      ranked.mfu =
-          modelFlops / (ranked.stepSeconds * static_cast<double>(world) * options.speed.peakBf16);
-      neededLevel = level;
-      best.insert(std::upper_bound(best.begin(), best.end(), metric(ranked)), metric(ranked));
-      result.ranked.push_back(std::move(ranked));
-      placed = true;
-      break;
+      exclude(result.tooLarge, "does not fit: peak " +
+                                   gib(static_cast<double>(predicted->peakBytes)) + " per rank (" +
+                                   (predicted->step.stages.size() > 1
+                                        ? "stage " + std::to_string(predicted->peakStage) + ", "
+                                        : std::string()) +
+                                   "recompute " + recompute + ") > " +
+                                   gib(static_cast<double>(options.device.capacityBytes)));
+      continue;
     }
-    if (checked.zero == 1 && compiles) {
-      levelNeededWithZero1[shape] = neededLevel;
+    RankedStrategy ranked;
+    ranked.description = description;
+    ranked.options = predicted->options;
+    ranked.globalBatch = gbs;
+    ranked.step = std::move(predicted->step);
+    ranked.stepSeconds = ranked.step.stepSeconds;
+    ranked.samplesPerSecond = static_cast<double>(gbs) / ranked.stepSeconds;
+    ranked.peakBytes = predicted->peakBytes;
+    ranked.peakStage = predicted->peakStage;
+    if (std::optional<int64_t> samples = rcpMeanSamples(declaration, gbs)) {
+      double steps = std::ceil(static_cast<double>(*samples) / static_cast<double>(gbs));
+      ranked.timeToTrainSeconds = steps * ranked.stepSeconds;
     }
-    if (!compiles) {
-      ++result.notCompiling;
-    } else if (!placed) {
-      ++result.tooLarge;
-    }
-    if (options.progress) {
-      // What became of it: its ranked description, or the strategy and why not.
-      std::string shape = describe(checked, "none", gbs);
-      shape = shape.substr(0, shape.find(" recompute="));
-      options.progress(placed     ? result.ranked.back().description
-                       : compiles ? shape + ": does not fit with any recompute"
-                                  : shape + ": does not compile for this model");
-    }
+    double modelFlops =
+        summary.trainFlopsPerToken * static_cast<double>(gbs) * static_cast<double>(summary.seqLen);
+    ranked.mfu =
+        modelFlops / (ranked.stepSeconds * static_cast<double>(world) * options.speed.peakBf16);
+    best.insert(std::upper_bound(best.begin(), best.end(), metric(ranked)), metric(ranked));
+    report(description, "step " + rt::humanSeconds(ranked.stepSeconds) + ", peak " +
+                            gib(static_cast<double>(ranked.peakBytes)));
+    result.ranked.push_back(std::move(ranked));
   }
   std::stable_sort(
       result.ranked.begin(), result.ranked.end(),

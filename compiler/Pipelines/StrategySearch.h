@@ -3,11 +3,8 @@
 // `mlperfc predict` and `mlperfc plan-search` on one library: a strategy is compiled (for a
 // device when given: recompute `auto` fits it), its plans emitted and their step simulated
 // by the step-time model (compiler/Analysis/StepTime.h). The search enumerates strategies of
-// a cluster, compiles each on reduced copies of the declaration (one and two layers per
-// model chunk, pp and 2 pp micro-batches per step) and extrapolates time and memory to the
-// declared depth and batch: every layer of a stack is the same computation and, past the
-// pipeline's fill, every micro-batch adds the same work. It ranks the strategies that fit by
-// predicted time to train.
+// a cluster, compiles each as `mlperfc compile` would and ranks those that fit by predicted
+// time to train: its numbers are `mlperfc predict`'s for the same command.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +31,7 @@ struct PredictedStep {
   TrainStepOptions options;       // as compiled (auto's budgets resolved)
   std::vector<RankMemory> stages; // per plan, in stage order
   int64_t peakBytes = 0;
+  size_t peakStage = 0; // the stage holding peakBytes
   StepPrediction step;
   std::vector<plan::Plan> plans;
 };
@@ -52,50 +50,61 @@ std::optional<int64_t> rcpMeanSamples(mlir::ModuleOp declaration, int64_t gbs);
 /// The global batch sizes the declaration's reference convergence points name.
 std::vector<int64_t> rcpBatchSizes(mlir::ModuleOp declaration);
 
-/// A copy of `declaration` with every layer stack `layers` long, and with global batch `gbs`
-/// (its evaluation cadence rounded up to a multiple of it): the search's proxies.
-mlir::OwningOpRef<mlir::ModuleOp> resizedDeclaration(mlir::ModuleOp declaration, int64_t layers,
-                                                     int64_t gbs);
+/// A copy of `declaration` with global batch `gbs` (its evaluation cadence rounded up to a
+/// multiple of it): the step `emit-model --set gbs=N` declares.
+mlir::OwningOpRef<mlir::ModuleOp> withGlobalBatch(mlir::ModuleOp declaration, int64_t gbs);
 
 struct SearchOptions {
   int64_t nodes = 1, gpusPerNode = 1;
   DeviceMemory device;
   DeviceSpeed speed;
   std::vector<int64_t> globalBatches; // empty: the RCP batch sizes, else the declared one
-  TrainStepOptions base;              // precision, fusions, scheduling
+  /// Precision, fusions, scheduling and the recompute policy (`auto` fits each strategy to
+  /// the device, as `mlperfc compile --device` does).
+  TrainStepOptions base;
   /// Rank at least this many: a strategy whose lower bound (its share of the model FLOPs at
   /// the fastest GEMM rate, stretched by the pipeline's fill and drain) is worse than the
   /// keep-th best found is not compiled. 0: compile every one.
   size_t keep = 10;
-  /// Called after each candidate with its description and what became of it.
-  llvm::function_ref<void(const std::string &)> progress = nullptr;
+  /// Called after each strategy considered with its description and what became of it.
+  llvm::function_ref<void(const std::string &description, const std::string &outcome)> progress =
+      nullptr;
 };
 
 struct RankedStrategy {
-  std::string description; // "tp=8 pp=2 vp=1 sp=on zero=1 --recompute none, gbs 64"
-  TrainStepOptions options;
+  std::string description;  // "dp=4 tp=8 pp=64 vp=1 sp=on zero=1 recompute=auto gbs=1152"
+  TrainStepOptions options; // as compiled (auto's budgets resolved)
   int64_t globalBatch = 0;
   double stepSeconds = 0, samplesPerSecond = 0;
   std::optional<double> timeToTrainSeconds; // with an RCP for the batch
   int64_t peakBytes = 0;
-  StageTime critical; // the slowest stage's breakdown, extrapolated
+  size_t peakStage = 0;
+  StepPrediction step; // every stage's parts; step.criticalStage is the slowest
   double mfu = 0;
+};
+
+/// A strategy left out, and why (the mesh checks, memory, a compile error, the bound).
+struct ExcludedStrategy {
+  std::string description, reason;
 };
 
 struct SearchResult {
   std::vector<RankedStrategy> ranked; // fitting, best first
+  std::vector<ExcludedStrategy> excluded;
   int64_t enumerated = 0, compiled = 0, tooLarge = 0, notCompiling = 0;
-  int64_t pruned = 0; // not compiled: their bound could not make the list
+  int64_t invalid = 0; // refused by the mesh checks (not counted in `enumerated`)
+  int64_t pruned = 0;  // not compiled: their bound could not make the list
   double seconds = 0;
 };
 
 /// Enumerates tp (powers of 2 within a node), pp, vp (1, 2), zero (0, 1), sequence
-/// parallelism (on whenever tp > 1: the same traffic as without, a tp-th of the activations),
-/// recompute (none, then selective, then full: the first that fits; recomputing more is never
-/// faster) and the global batch; drops strategies the mesh checks or an analytic bound on the
-/// persistent state rule out before compiling; compiles the rest in the order of a lower
-/// bound on their time, skipping those the bound shows cannot make the first `keep`; ranks
-/// by predicted time to train (by time per sample unless every batch has an RCP).
+/// parallelism (on whenever tp > 1: the same traffic as without, a tp-th of the activations)
+/// and the global batch; drops strategies the mesh checks or an analytic bound on the
+/// persistent state rule out; compiles the rest as `mlperfc compile` does (compileForDevice:
+/// recompute `auto` fitted to the device) in the order of a lower bound on their time,
+/// skipping those the bound shows cannot make the first `keep`; ranks those that fit by the
+/// predicted step of their plans (by time to train when every batch has an RCP, else by time
+/// per sample).
 SearchResult searchStrategies(mlir::ModuleOp declaration, const SearchOptions &options);
 
 } // namespace mlperf

@@ -53,6 +53,12 @@ std::string MeshShape::describe() const {
          " zero=" + str(zero);
 }
 
+std::string MeshShape::parallelFlag() const {
+  return "dp=" + str(dp) + ",tp=" + str(tp) + ",pp=" + str(pp) + ",vp=" + str(vp) +
+         ",sp=" + (sequenceParallel ? "on" : "off") + ",zero=" + str(zero) +
+         (microBatch > 0 ? ",micro_batch=" + str(microBatch) : "");
+}
+
 int64_t RankCoordinates::along(MeshAxis axis) const {
   return axis == MeshAxis::kDP ? dp : axis == MeshAxis::kTP ? tp : pp;
 }

@@ -39,6 +39,9 @@ struct MeshShape {
   int64_t axisSize(MeshAxis axis) const;
   /// "1x8 dp=1 tp=8 pp=1 vp=1 sp=off zero=0".
   std::string describe() const;
+  /// "dp=1,tp=8,pp=1,vp=1,sp=off,zero=0": the --parallel value parseParallel reads back as
+  /// this mesh (micro_batch when not the declaration's).
+  std::string parallelFlag() const;
 };
 
 struct RankCoordinates {

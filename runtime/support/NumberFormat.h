@@ -35,6 +35,19 @@ inline std::string humanBytes(uint64_t bytes) {
   return buffer;
 }
 
+/// Seconds for people: "27.674 s", "6.50 ms", "22.9 us".
+inline std::string humanSeconds(double seconds) {
+  char buffer[32];
+  if (seconds >= 1.0) {
+    std::snprintf(buffer, sizeof(buffer), "%.3f s", seconds);
+  } else if (seconds >= 1e-3) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f ms", seconds * 1e3);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%.1f us", seconds * 1e6);
+  }
+  return buffer;
+}
+
 /// An integer with thousands separators: "1,234,567".
 inline std::string groupedNumber(int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value), out;

@@ -41,6 +41,10 @@ int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainS
 /// The model file and --device flags of compile, predict and plan-search.
 const std::string &modelPathFlag();
 const std::string &deviceFlag();
+/// The flags given that compile shares with predict and plan-search (precision, fusions,
+/// recompute, scheduling, device, headroom), as compile would take them:
+/// " --precision fp8 --fuse-swiglu=false --device h100".
+std::string sharedCompileFlags();
 
 extern llvm::cl::SubCommand predictCommand;
 /// `mlperfc predict MODEL.mlir --cluster NxG --parallel ... [--device h100] [--calibrate F]

@@ -106,7 +106,8 @@ static cl::opt<bool> compileFuseRopeQK(
              "exact; default off: no gain on the CPU backend)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> compileRecompute(
-    "recompute", cl::sub(compileCommand), cl::sub(predictCommand), cl::value_desc("POLICY"),
+    "recompute", cl::sub(compileCommand), cl::sub(predictCommand), cl::sub(planSearchCommand),
+    cl::value_desc("POLICY"),
     cl::desc("Activation recompute (tg-recompute): none, selective (attention core and SwiGLU "
              "output), full (per layer, keep the layer input) or auto (recompute as little as "
              "makes each rank fit --device; the default with --device, none without)"),
@@ -404,6 +405,31 @@ static int refuseUnfit(mlir::ModuleOp declaration, const TrainStepOptions &optio
 }
 
 const std::string &modelPathFlag() { return compileInput; }
+
+std::string sharedCompileFlags() {
+  std::string flags;
+  auto add = [&](const cl::Option &option, const std::string &value, bool isBool = false) {
+    if (option.getNumOccurrences() > 0) {
+      flags += " --" + option.ArgStr.str() + (isBool ? "=" : " ") + value;
+    }
+  };
+  auto text = [](bool value) { return std::string(value ? "true" : "false"); };
+  add(compilePrecision, compilePrecision);
+  add(compileFp8Recipe, compileFp8Recipe);
+  add(compileFuseAttention, text(compileFuseAttention), true);
+  add(compileFuseSwiglu, text(compileFuseSwiglu), true);
+  add(compileFuseCrossEntropy, text(compileFuseCrossEntropy), true);
+  add(compileFuseAddRMSNorm, text(compileFuseAddRMSNorm), true);
+  add(compileFuseRopeQK, text(compileFuseRopeQK), true);
+  add(compileRecompute, compileRecompute);
+  add(compileBucketMiB, llvm::formatv("{0}", compileBucketMiB.getValue()).str());
+  add(compileSchedule, text(compileSchedule), true);
+  add(compileScheduleMemoryLimit, compileScheduleMemoryLimit);
+  add(compileMaxOutstanding, std::to_string(compileMaxOutstanding));
+  add(compileDevice, compileDevice);
+  add(compileMemoryHeadroom, compileMemoryHeadroom);
+  return flags;
+}
 const std::string &deviceFlag() { return compileDevice; }
 
 int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainStepOptions &options,

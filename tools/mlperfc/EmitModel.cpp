@@ -72,11 +72,8 @@ int runEmitModel() {
     return fail(llvm::toString(std::move(error)));
   }
 
-  std::string commandLine = "mlperfc emit-model " + emitFamily + " --preset " + preset;
-  if (!settings.empty()) {
-    commandLine += " --set " + settings;
-  }
-  std::string text = models::emitLlama(*config, commandLine);
+  std::string text =
+      models::emitLlama(*config, models::EmitModelCommand{emitFamily, preset, settings}.str());
 
   // Verify before writing: the IR verifier owns the cross-field rules (divisibility, eval
   // cadence, schedule consistency) and names the offending field.

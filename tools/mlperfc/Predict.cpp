@@ -9,6 +9,7 @@
 
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Analysis/StepTime.h"
+#include "compiler/Models/Llama.h"
 #include "compiler/Pipelines/StrategySearch.h"
 #include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
@@ -20,6 +21,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -88,11 +91,7 @@ static int speedFromFlags(const char *command, DeviceSpeed &speed) {
   return 0;
 }
 
-static std::string seconds(double value) {
-  return value >= 1.0    ? llvm::formatv("{0:F3} s", value).str()
-         : value >= 1e-3 ? llvm::formatv("{0:F2} ms", value * 1e3).str()
-                         : llvm::formatv("{0:F1} us", value * 1e6).str();
-}
+static std::string seconds(double value) { return rt::humanSeconds(value); }
 
 static std::string duration(double value) {
   return value >= 3600 ? llvm::formatv("{0:F2} h", value / 3600).str()
@@ -215,6 +214,98 @@ int runPredict() {
   return 0;
 }
 
+/// `text` as one shell word (single-quoted unless it needs no quoting).
+static std::string shellWord(const std::string &text) {
+  bool plain = !text.empty() && llvm::all_of(text, [](char c) {
+    return llvm::isAlnum(c) || llvm::StringRef("_./-+=,:@%").contains(c);
+  });
+  if (plain) {
+    return text;
+  }
+  std::string quoted = "'";
+  for (char c : text) {
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return quoted + "'";
+}
+
+/// The commands that build `ranked`'s plan: `mlperfc compile` with the strategy and the
+/// flags given, after an `emit-model` of the declaration at the strategy's global batch when
+/// that differs from the declared one (or, for a declaration emit-model did not write, what
+/// to change in a copy).
+static std::vector<std::string> buildCommands(const RankedStrategy &ranked, int64_t declaredBatch,
+                                              const std::string &modelPath,
+                                              const std::optional<models::EmitModelCommand> &emit,
+                                              const rt::MeshShape &cluster) {
+  std::vector<std::string> lines;
+  std::string model = modelPath;
+  if (ranked.globalBatch != declaredBatch) {
+    // In the working directory: the declaration's may be read-only (an installed model).
+    model = llvm::sys::path::stem(modelPath).str() + "_gbs" + std::to_string(ranked.globalBatch) +
+            ".mlir";
+    if (emit) {
+      models::EmitModelCommand atBatch = *emit;
+      atBatch.settings =
+          models::withSetting(emit->settings, "gbs", std::to_string(ranked.globalBatch));
+      lines.push_back(atBatch.str() + " -o " + shellWord(model));
+    } else {
+      lines.push_back("(" + modelPath + " was not written by mlperfc emit-model: copy it to " +
+                      model +
+                      " with tg.batch global_batch_size = " + std::to_string(ranked.globalBatch) +
+                      " and eval_every_samples a multiple of it)");
+    }
+  }
+  rt::MeshShape mesh = ranked.options.mesh;
+  mesh.microBatch = 0; // the declaration's
+  lines.push_back("mlperfc compile " + shellWord(model) + " --cluster " +
+                  std::to_string(cluster.nodes) + "x" + std::to_string(cluster.gpusPerNode) +
+                  " --parallel " + mesh.parallelFlag() + sharedCompileFlags() + " -o plan.pb");
+  return lines;
+}
+
+/// Why `better` ranks above `next`: the difference in their steps (and global batches), the
+/// part of the critical path that gains most and the one that loses most.
+static std::string whyBetter(const RankedStrategy &better, const RankedStrategy &next) {
+  const StageTime &ours = better.step.stages[better.step.criticalStage];
+  const StageTime &theirs = next.step.stages[next.step.criticalStage];
+  struct Part {
+    const char *name;
+    double delta; // > 0: `better` spends less on it
+  } parts[] = {
+      {"compute", theirs.compute - ours.compute},
+      {"recompute", theirs.recompute - ours.recompute},
+      {"exposed dp communication", theirs.exposed[0] - ours.exposed[0]},
+      {"exposed tp communication", theirs.exposed[1] - ours.exposed[1]},
+      {"exposed pp communication", theirs.exposed[2] - ours.exposed[2]},
+      {"pipeline bubble", theirs.bubble - ours.bubble},
+  };
+  const Part *gain = &parts[0], *loss = &parts[0];
+  for (const Part &part : parts) {
+    gain = part.delta > gain->delta ? &part : gain;
+    loss = part.delta < loss->delta ? &part : loss;
+  }
+  if (better.globalBatch != next.globalBatch) {
+    // Steps of different batches compare only through what is ranked.
+    return better.timeToTrainSeconds && next.timeToTrainSeconds
+               ? "time to train " + duration(*better.timeToTrainSeconds) + " vs " +
+                     duration(*next.timeToTrainSeconds) + " (global batch " +
+                     std::to_string(better.globalBatch) + " vs " +
+                     std::to_string(next.globalBatch) + ")"
+               : llvm::formatv("{0:F1} vs {1:F1} samples/s (global batch {2} vs {3})",
+                               better.samplesPerSecond, next.samplesPerSecond, better.globalBatch,
+                               next.globalBatch)
+                     .str();
+  }
+  std::string why = "step " + seconds(next.stepSeconds - better.stepSeconds) + " shorter; ";
+  why += "on the critical path " +
+         (gain->delta > 0 ? std::string(gain->name) + " " + seconds(gain->delta) + " less"
+                          : std::string("no part shorter"));
+  if (loss->delta < 0) {
+    why += ", " + std::string(loss->name) + " " + seconds(-loss->delta) + " more";
+  }
+  return why;
+}
+
 int runPlanSearch() {
   const char *command = "mlperfc plan-search";
   if (deviceFlag().empty()) {
@@ -250,10 +341,10 @@ int runPlanSearch() {
   search.nodes = search.base.mesh.nodes;
   search.gpusPerNode = search.base.mesh.gpusPerNode;
   int64_t done = 0;
-  auto progress = [&](const std::string &what) {
+  auto progress = [&](const std::string &description, const std::string &outcome) {
     ++done;
     if (searchVerbose) {
-      llvm::errs() << "  " << done << ": " << what << "\n";
+      llvm::errs() << "  " << done << ". " << description << ": " << outcome << "\n";
     } else if (done % 10 == 0) {
       llvm::errs() << "  searched " << done << " strategies\n";
     }
@@ -263,60 +354,72 @@ int runPlanSearch() {
   SearchResult result = searchStrategies(*module, search);
   llvm::raw_ostream &os = llvm::outs();
   tg::ModelOp model = getModel(*module);
+  auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
+  int64_t declaredBatch = batch.getGlobalBatchSize();
+  std::optional<models::EmitModelCommand> emit;
+  if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+          llvm::MemoryBuffer::getFile(modelPathFlag())) {
+    emit = models::generatingCommand((*text)->getBuffer());
+  }
   os << "plan-search @" << model.getSymName() << " on " << search.nodes << "x" << search.gpusPerNode
      << " " << device->name << " (" << search.speed.source << "): " << result.enumerated
      << " strategies, " << result.tooLarge << " do not fit, " << result.notCompiling
      << " do not compile for this model, " << result.pruned << " cannot make the top " << searchTop
      << " by their bound, " << result.ranked.size() << " ranked (" << result.compiled
-     << " proxy compiles, " << llvm::formatv("{0:F1}", result.seconds) << " s)\n";
+     << " compiles, " << llvm::formatv("{0:F1}", result.seconds) << " s)\n";
+  if (searchVerbose && !result.excluded.empty()) {
+    os << "  left out:\n";
+    for (const ExcludedStrategy &excluded : result.excluded) {
+      os << "    " << excluded.description << ": " << excluded.reason << "\n";
+    }
+  }
   if (result.ranked.empty()) {
-    os << "  no strategy fits: use more GPUs or a larger device\n";
+    os << "  no strategy fits: use more GPUs or a larger device"
+       << (searchVerbose ? "" : " (--verbose says why each strategy was left out)") << "\n";
     return 1;
   }
   bool byTrain = result.ranked.front().timeToTrainSeconds.has_value();
   os << "  ranked by "
      << (byTrain ? "predicted time to train (RCP mean samples x step time)"
                  : "samples per second (no RCP for these batches)")
-     << "; step times extrapolated from proxies of 1 and 2 layers per model chunk and pp and 2 pp "
-        "micro-batches\n";
+     << "; each strategy compiled as the command under it builds it (recompute "
+     << search.base.recompute
+     << (search.base.recompute == "auto" ? ": as little as fits the device" : "")
+     << "), its step what mlperfc predict gives for it\n";
   size_t shown = std::min<size_t>(searchTop, result.ranked.size());
   for (size_t i = 0; i < shown; ++i) {
     const RankedStrategy &r = result.ranked[i];
-    os << llvm::format("  %2zu. %s\n      step %s, %.1f samples/s, MFU %.1f%%, peak %s", i + 1,
+    const StepPrediction &step = r.step;
+    const StageTime &critical = step.stages[step.criticalStage];
+    size_t stages = step.stages.size();
+    os << llvm::format("  %2zu. %s\n      step %s, %.1f samples/s, MFU %.1f%%", i + 1,
                        r.description.c_str(), seconds(r.stepSeconds).c_str(), r.samplesPerSecond,
-                       100.0 * r.mfu, rt::humanBytes(r.peakBytes).c_str());
+                       100.0 * r.mfu);
     if (r.timeToTrainSeconds) {
       os << ", time to train " << duration(*r.timeToTrainSeconds);
     }
-    os << "\n      ";
-    printStage(os, r.critical);
+    os << "\n      memory: peak " << rt::humanBytes(r.peakBytes) << " per rank"
+       << (stages > 1 ? " (stage " + std::to_string(r.peakStage) + ")" : std::string()) << ", "
+       << rt::humanBytes(device->capacityBytes - r.peakBytes) << " of "
+       << rt::humanBytes(device->capacityBytes) << " free";
+    if (r.peakBytes > device->targetBytes()) {
+      os << " (less than the " << rt::humanBytes(device->headroomBytes)
+         << " --memory-headroom: compile warns)";
+    }
+    os << "\n      critical path: "
+       << (stages > 1 ? "stage " + std::to_string(step.criticalStage) + " of " +
+                            std::to_string(stages) + " (the slowest), "
+                      : std::string())
+       << seconds(critical.step) << " = ";
+    printStage(os, critical);
     os << "\n";
+    std::vector<std::string> commands =
+        buildCommands(r, declaredBatch, modelPathFlag(), emit, search.base.mesh);
+    for (size_t c = 0; c < commands.size(); ++c) {
+      os << (c == 0 ? "      build: " : "             ") << commands[c] << "\n";
+    }
     if (i + 1 < result.ranked.size()) {
-      // Why it beats the next: the largest of the differences in the parts of the step.
-      const RankedStrategy &next = result.ranked[i + 1];
-      struct Part {
-        const char *name;
-        double delta;
-      } parts[] = {
-          {"compute", next.critical.compute - r.critical.compute},
-          {"recompute", next.critical.recompute - r.critical.recompute},
-          {"exposed dp communication", next.critical.exposed[0] - r.critical.exposed[0]},
-          {"exposed tp communication", next.critical.exposed[1] - r.critical.exposed[1]},
-          {"exposed pp communication", next.critical.exposed[2] - r.critical.exposed[2]},
-          {"pipeline bubble", next.critical.bubble - r.critical.bubble},
-      };
-      const Part *largest = &parts[0];
-      for (const Part &part : parts) {
-        largest = part.delta > largest->delta ? &part : largest;
-      }
-      os << "      beats #" << i + 2 << ": ";
-      if (r.globalBatch != next.globalBatch) {
-        os << "global batch " << r.globalBatch << " vs " << next.globalBatch << "; ";
-      }
-      os << (largest->delta > 0
-                 ? std::string(largest->name) + " " + seconds(largest->delta) + " less per step"
-                 : std::string("fewer steps to train"))
-         << "\n";
+      os << "      beats #" << i + 2 << ": " << whyBetter(r, result.ranked[i + 1]) << "\n";
     }
   }
   return 0;
