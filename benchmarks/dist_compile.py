@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compile time and peak compiler memory of the distributed configurations (issue:
-distribution), and the pipeline bubble of the 405B schedule, on this machine.
+distribution), the 405B fitted to an H100 (recompute auto and full) and unscheduled, the audit
+of the 405B plan, and the pipeline bubble of the 405B schedule, on this machine.
 
 usage: benchmarks/dist_compile.py [--mlperfc build/bin/mlperfc] [--repeat 3]
 
@@ -17,22 +18,30 @@ import sys
 import tempfile
 import time
 
+# (name, model, cluster, parallel, further compile flags)
 CONFIGS = [
-    ("Llama 3.1 8B", "llama31_8b.mlir", "1x8", "tp=8"),
-    ("Llama 3.1 8B", "llama31_8b.mlir", "8x8", "dp=8,tp=8"),
-    ("Llama 3.1 8B", "llama31_8b.mlir", "8x8", "dp=8,tp=8,sp=on,zero=1"),
-    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16"),
-    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16,sp=on,zero=1"),
+    ("Llama 3.1 8B", "llama31_8b.mlir", "1x8", "tp=8", []),
+    ("Llama 3.1 8B", "llama31_8b.mlir", "8x8", "dp=8,tp=8", []),
+    ("Llama 3.1 8B", "llama31_8b.mlir", "8x8", "dp=8,tp=8,sp=on,zero=1", []),
+    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16", []),
+    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16,sp=on,zero=1", []),
+    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16,sp=on,zero=1",
+     ["--schedule=false"]),
+    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16,sp=on,zero=1",
+     ["--device", "h100"]),
+    ("Llama 3.1 405B", "llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16,sp=on,zero=1",
+     ["--device", "h100", "--recompute", "full"]),
     # Megatron's interleaved schedule needs the micro-batches per rank (1152 / 16 = 72 at the
     # benchmark's batch) to be a multiple of pp: at global batch 1024 there are 64.
-    ("Llama 3.1 405B, gbs 1024", "gbs1024", "256x8", "tp=8,pp=16,dp=16,vp=2"),
-    ("Llama 3.1 405B, gbs 1024", "gbs1024", "256x8", "tp=8,pp=16,dp=16,vp=4,sp=on,zero=1"),
+    ("Llama 3.1 405B, gbs 1024", "gbs1024", "256x8", "tp=8,pp=16,dp=16,vp=2", []),
+    ("Llama 3.1 405B, gbs 1024", "gbs1024", "256x8", "tp=8,pp=16,dp=16,vp=4,sp=on,zero=1", []),
 ]
+# The plan audited: the 405B as the audit's row in README.md and docs/compliance.md.
+AUDITED = ("llama31_405b.mlir", "256x8", "tp=8,pp=16,dp=16")
 
 
-def run(mlperfc, model, cluster, parallel, out_dir):
-    command = [mlperfc, "compile", model, "--cluster", cluster, "--parallel", parallel,
-               "-o", os.path.join(out_dir, "plan.pb")]
+def timed(command):
+    """Wall seconds, peak resident MiB and output of `command`; exits on failure."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     output = process.stdout.read().decode()
@@ -41,6 +50,11 @@ def run(mlperfc, model, cluster, parallel, out_dir):
     if status != 0:
         sys.exit(f"failed: {' '.join(command)}\n{output}")
     return seconds, usage.ru_maxrss / 1024.0, output
+
+
+def run(mlperfc, model, cluster, parallel, flags, out_dir):
+    return timed([mlperfc, "compile", model, "--cluster", cluster, "--parallel", parallel] +
+                 flags + ["-o", os.path.join(out_dir, "plan.pb")])
 
 
 def main():
@@ -55,24 +69,31 @@ def main():
     subprocess.run([args.mlperfc, "emit-model", "llama3", "--preset", "llama31_405b", "--set",
                     "gbs=1024", "-o", gbs1024], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    print("| model | cluster | parallel | ranks | plans | compile time | peak memory |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | cluster | parallel | flags | ranks | plans | compile time | peak memory |")
+    print("|---|---|---|---|---|---|---|---|")
     schedules = []
-    for name, model, cluster, parallel in CONFIGS:
+    for name, model, cluster, parallel, flags in CONFIGS:
         best = None
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as out_dir:
                 path = gbs1024 if model == "gbs1024" else os.path.join(models, model)
-                result = run(args.mlperfc, path, cluster, parallel, out_dir)
+                result = run(args.mlperfc, path, cluster, parallel, flags, out_dir)
             best = result if best is None or result[0] < best[0] else best
         seconds, megabytes, output = best
         ranks = re.search(r": (\d+) ranks?,", output).group(1)
         plans = len(re.findall(r"^  plan: ", output, re.M))
-        print(f"| {name} | {cluster} | {parallel} | {ranks} | {plans} | {seconds:.2f} s | "
-              f"{megabytes:.0f} MiB |")
+        print(f"| {name} | {cluster} | {parallel} | {' '.join(flags)} | {ranks} | {plans} | "
+              f"{seconds:.2f} s | {megabytes:.0f} MiB |")
         bubble = re.search(r"pipeline schedule .*", output)
         if bubble:
             schedules.append(f"{name} {cluster} {parallel}: {bubble.group(0)}")
+    model, cluster, parallel = AUDITED
+    with tempfile.TemporaryDirectory() as out_dir:
+        path = os.path.join(models, model)
+        run(args.mlperfc, path, cluster, parallel, [], out_dir)
+        best = min(timed([args.mlperfc, "audit", path, os.path.join(out_dir, "plan.pb")])[0]
+                   for _ in range(args.repeat))
+    print(f"audit of {model} {cluster} {parallel}: {best:.2f} s")
     for line in schedules:
         print(line)
 

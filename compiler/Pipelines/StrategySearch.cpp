@@ -108,15 +108,18 @@ OwningOpRef<ModuleOp> withGlobalBatch(ModuleOp declaration, int64_t gbs) {
 namespace {
 
 /// The persistent bytes a rank of `mesh` holds at least: bf16 parameters and gradients and
-/// 12 bytes of f32 master weights and moments per parameter (sharded over dp with ZeRO-1),
-/// split over tp and pp. Strategies above the device by this alone are not compiled.
+/// 12 bytes of f32 master weights and moments per parameter (sharded over dp with ZeRO-1;
+/// with ZeRO-3 the parameters too, the accumulated gradient staying whole), split over tp
+/// and pp. Strategies above the device by this alone are not compiled.
 double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &mesh) {
   double split = static_cast<double>(mesh.tp * mesh.pp);
+  double dp = static_cast<double>(mesh.dp);
   double trainable = static_cast<double>(summary.trainableParameters) / split;
   double frozen = static_cast<double>(summary.parameters - summary.trainableParameters) / split;
-  double optimizer = 12.0 / (mesh.zero >= 1 ? static_cast<double>(mesh.dp) : 1.0);
+  double optimizer = 12.0 / (mesh.zero >= 1 ? dp : 1.0);
+  double parameter = mesh.zero == 3 ? 2.0 / dp : 2.0;
   // bf16 parameter and gradient plus f32 master and moments; a frozen parameter is its value.
-  return trainable * (4.0 + optimizer) + frozen * 2.0;
+  return trainable * (parameter + 2.0 + optimizer) + frozen * parameter;
 }
 
 std::string describe(const rt::MeshShape &mesh, const std::string &recompute, int64_t gbs) {
@@ -194,7 +197,12 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
           if (vp > 1 && pp == 1) {
             continue;
           }
-          for (int64_t zero : {1, 0}) { // ZeRO-1 first: its fit bounds ZeRO-0's
+          // ZeRO-1 before ZeRO-0: its fit bounds ZeRO-0's. ZeRO-3 compiles without pipeline
+          // stages only (validateMesh says why).
+          for (int64_t zero : {1, 3, 0}) {
+            if (zero == 3 && pp > 1) {
+              continue;
+            }
             rt::MeshShape mesh;
             mesh.nodes = options.nodes;
             mesh.gpusPerNode = options.gpusPerNode;
@@ -205,8 +213,8 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
             mesh.zero = zero;
             mesh.sequenceParallel = tp > 1;
             mesh.microBatch = microBatch;
-            if (zero == 1 && mesh.dp == 1) {
-              continue;
+            if (zero > 0 && mesh.dp == 1) {
+              continue; // nothing to shard
             }
             rt::ModelDims candidateDims = dims;
             candidateDims.globalBatch = gbs;
