@@ -29,7 +29,9 @@ extern llvm::cl::SubCommand summaryCommand;
 /// `mlperfc summary MODEL.mlir [--json]`: parameters, memory, FLOPs, op counts.
 int runSummary();
 
-extern llvm::cl::SubCommand compileCommand;
+/// compile, predict and plan-search are constructed on first use (CompileFlags.cpp: the
+/// options they share are defined there, their own in Compile.cpp and Predict.cpp).
+llvm::cl::SubCommand &compileCommand();
 /// `mlperfc compile MODEL.mlir [--precision fp32|bf16] [--dump-ir DIR]`.
 int runCompile();
 
@@ -46,12 +48,12 @@ const std::string &deviceFlag();
 /// " --precision fp8 --fuse-swiglu=false --device h100".
 std::string sharedCompileFlags();
 
-extern llvm::cl::SubCommand predictCommand;
+llvm::cl::SubCommand &predictCommand();
 /// `mlperfc predict MODEL.mlir --cluster NxG --parallel ... [--device h100] [--calibrate F]
 /// [--trace F.json]`: the step-time model's prediction of the compiled step.
 int runPredict();
 
-extern llvm::cl::SubCommand planSearchCommand;
+llvm::cl::SubCommand &planSearchCommand();
 /// `mlperfc plan-search MODEL.mlir --cluster NxG --device h100 [--gbs ...]`: strategies ranked
 /// by predicted time to train.
 int runPlanSearch();

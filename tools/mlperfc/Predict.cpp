@@ -32,29 +32,26 @@ namespace cl = llvm::cl;
 
 namespace mlperf::cli {
 
-// predictCommand and planSearchCommand are defined in Compile.cpp, before the options they
-// share with compile (static initialization runs in definition order within a file only).
-
 static cl::opt<std::string> calibrateFile(
-    "calibrate", cl::sub(predictCommand), cl::sub(planSearchCommand), cl::value_desc("FILE"),
+    "calibrate", cl::sub(predictCommand()), cl::sub(planSearchCommand()), cl::value_desc("FILE"),
     cl::desc("Measured microbenchmarks (JSON, format mlperfc-calibration-1: mlperf-run "
              "--calibrate-out or the device check writes it) replacing the device's figures"),
     cl::cat(mlperfcCategory()));
 static cl::opt<std::string> traceFile(
-    "trace", cl::sub(predictCommand), cl::value_desc("FILE.json"),
+    "trace", cl::sub(predictCommand()), cl::value_desc("FILE.json"),
     cl::desc("Write the simulated step as a Chrome trace / Perfetto timeline (one track per "
              "stream of each pipeline stage's first rank)"),
     cl::cat(mlperfcCategory()));
 static cl::list<int64_t> searchBatches(
-    "gbs", cl::sub(planSearchCommand), cl::CommaSeparated, cl::value_desc("N,..."),
+    "gbs", cl::sub(planSearchCommand()), cl::CommaSeparated, cl::value_desc("N,..."),
     cl::desc("Global batch sizes to search (default: the declaration's reference convergence "
              "points, else its global batch)"),
     cl::cat(mlperfcCategory()));
 static cl::opt<bool>
-    searchVerbose("verbose", cl::sub(planSearchCommand),
+    searchVerbose("verbose", cl::sub(planSearchCommand()),
                   cl::desc("Print every strategy as it is compiled (default: a count every 10)"),
                   cl::cat(mlperfcCategory()));
-static cl::opt<unsigned> searchTop("top", cl::sub(planSearchCommand), cl::init(10),
+static cl::opt<unsigned> searchTop("top", cl::sub(planSearchCommand()), cl::init(10),
                                    cl::desc("How many strategies to print (default 10)"),
                                    cl::cat(mlperfcCategory()));
 

@@ -62,8 +62,8 @@ int main(int argc, char **argv) {
   // Only our options in --help: libLLVM registers hundreds of its own at load time.
   cl::HideUnrelatedOptions(mlperfcCategory());
   for (cl::SubCommand *sub :
-       {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand, &compileCommand,
-        &showCommand, &scheduleCommand, &auditCommand, &predictCommand, &planSearchCommand}) {
+       {&checkCommand, &summaryCommand, &emitModelCommand, &runReferenceCommand, &compileCommand(),
+        &showCommand, &scheduleCommand, &auditCommand, &predictCommand(), &planSearchCommand()}) {
     cl::HideUnrelatedOptions(mlperfcCategory(), *sub);
   }
 
@@ -110,16 +110,16 @@ int main(int argc, char **argv) {
   if (runReferenceCommand) {
     return runRunReference();
   }
-  if (compileCommand) {
+  if (compileCommand()) {
     return runCompile();
   }
   if (showCommand) {
     return runShow();
   }
-  if (predictCommand) {
+  if (predictCommand()) {
     return runPredict();
   }
-  if (planSearchCommand) {
+  if (planSearchCommand()) {
     return runPlanSearch();
   }
   if (scheduleCommand) {
