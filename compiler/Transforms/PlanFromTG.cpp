@@ -67,6 +67,36 @@ private:
   FailureOr<FlatSymbolRefAttr> stepBuffer(func::FuncOp func, const StepRole &role, Type type,
                                           bool input);
   DictionaryAttr modelInfo(StringRef precision, int64_t accumulation);
+  func::FuncOp lookup(StringRef name) {
+    return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
+  }
+  /// A chunk's backward: @forward_backward<suffix>, or on a pipeline stage tg-recompute's
+  /// pair @forward_and_stash / @backward_from_stash (nulls when the chunk has neither).
+  std::pair<func::FuncOp, func::FuncOp> backwardOf(StringRef suffix);
+  /// The persistent buffers of every parameter (value, gradient, optimizer state by the
+  /// roles of @optimizer_step's arguments) and their plan.parameter / plan.state ops.
+  LogicalResult declareParameters(func::FuncOp optimizerStep);
+  /// tg-fp8's scaling state that @train_step takes, one checkpointed buffer per role and group.
+  void declareFp8State();
+  /// The plan's mesh attribute from the model's dist.mesh.
+  void declareMesh();
+  /// One model chunk's programs: forward, the stash forward of a pipeline stage, the
+  /// backward and its gradient-reducing copy, over buffers named with `suffix`;
+  /// `beforePrograms` runs once its buffers exist.
+  LogicalResult buildChunkPrograms(func::FuncOp chunkForward, func::FuncOp stashForward,
+                                   func::FuncOp chunkBackward, StringRef suffix,
+                                   llvm::function_ref<void()> beforePrograms);
+  /// @optimizer_step over the buffers of its roles (a gradient from the buffer the last
+  /// backward reduced it into).
+  LogicalResult buildOptimizerProgram(func::FuncOp optimizerStep);
+
+  struct ParameterBuffers {
+    tg::ParamOp param;
+    FlatSymbolRefAttr value, grad;
+    // Its optimizer state: (role, buffer, ZeRO-1 shard axis and count, whether it starts as
+    // the parameter's value) in argument order.
+    SmallVector<std::tuple<std::string, FlatSymbolRefAttr, StringAttr, int64_t, bool>> state;
+  };
 
   tg::ModelOp model;
   plan_ir::PlanOp plan;
@@ -81,6 +111,10 @@ private:
   // Per parameter and state role ("param", "master", ...), its persistent buffer.
   std::map<std::pair<std::string, std::string>, FlatSymbolRefAttr> stateBuffers;
   FlatSymbolRefAttr stepRef, lrRef, normRef, lossRef, seedRef;
+  SmallVector<ParameterBuffers> parameters;
+  // Per trained parameter its gradient buffer, and the buffer a backward reduced it into
+  // when that has another type (a ZeRO-1 shard).
+  llvm::StringMap<FlatSymbolRefAttr> gradOf, reducedGradOf;
   // Symbols of the plan: the arenas and programs, then every buffer.
   llvm::StringSet<> usedNames{"persistent",       "activations",       "forward",
                               "forward_backward", "forward_and_stash", "backward_from_stash",
@@ -575,22 +609,18 @@ DictionaryAttr PlanBuilder::modelInfo(StringRef precision, int64_t accumulation)
   return builder.getDictionaryAttr(fields);
 }
 
+std::pair<func::FuncOp, func::FuncOp> PlanBuilder::backwardOf(StringRef suffix) {
+  if (func::FuncOp fb = lookup(("forward_backward" + suffix).str())) {
+    return {func::FuncOp(), fb};
+  }
+  func::FuncOp forward = lookup(("forward_and_stash" + suffix).str());
+  func::FuncOp backward = lookup(("backward_from_stash" + suffix).str());
+  // Both halves or neither: one alone is not a chunk's backward.
+  return forward && backward ? std::pair{forward, backward}
+                             : std::pair{func::FuncOp(), func::FuncOp()};
+}
+
 LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
-  auto lookup = [&](StringRef name) {
-    return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
-  };
-  // A chunk's backward: @forward_backward, or on a pipeline stage tg-recompute's pair
-  // @forward_and_stash / @backward_from_stash (null when the chunk has neither).
-  auto backwardOf = [&](StringRef suffix) {
-    if (func::FuncOp fb = lookup(("forward_backward" + suffix).str())) {
-      return std::pair{func::FuncOp(), fb};
-    }
-    func::FuncOp forward = lookup(("forward_and_stash" + suffix).str());
-    func::FuncOp backward = lookup(("backward_from_stash" + suffix).str());
-    // Both halves or neither: one alone is not a chunk's backward.
-    return forward && backward ? std::pair{forward, backward}
-                               : std::pair{func::FuncOp(), func::FuncOp()};
-  };
   func::FuncOp forward = lookup("forward"), optimizerStep = lookup("optimizer_step");
   auto [stashForward, forwardBackward] = backwardOf("");
   if (!forward || !forwardBackward || !optimizerStep) {
@@ -613,6 +643,56 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   persistent = FlatSymbolRefAttr::get(context, "persistent");
   activations = FlatSymbolRefAttr::get(context, "activations");
 
+  if (failed(declareParameters(optimizerStep))) {
+    return failure();
+  }
+  declareFp8State();
+  declareMesh();
+  // The persistent inputs and outputs of every program before its activations.
+  auto addScalars = [&] {
+    auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
+    stepRef = addBuffer("step", RankedTensorType::get({}, builder.getI64Type()), persistent);
+    lrRef = addBuffer("lr", scalarF32, persistent);
+    normRef = addBuffer("grad_norm", scalarF32, persistent);
+  };
+  if (failed(buildChunkPrograms(forward, stashForward, forwardBackward, "", addScalars))) {
+    return failure();
+  }
+  for (int chunk = 1;; ++chunk) {
+    std::string suffix = chunkSuffix(chunk);
+    func::FuncOp chunkForward = lookup("forward" + suffix);
+    auto [chunkStashForward, chunkBackward] = backwardOf(suffix);
+    if (!chunkForward) {
+      break;
+    }
+    if (!chunkBackward ||
+        failed(buildChunkPrograms(chunkForward, chunkStashForward, chunkBackward, suffix, [] {}))) {
+      return chunkBackward ? failure()
+                           : model.emitError() << "plan-from-tg: @forward" << suffix
+                                               << " has no @forward_backward" << suffix
+                                               << " (nor both @forward_and_stash" << suffix
+                                               << " and @backward_from_stash" << suffix << ")";
+    }
+  }
+  if (failed(buildOptimizerProgram(optimizerStep))) {
+    return failure();
+  }
+  // What the runtime runs: the whole step, one evaluation micro-batch, and the initial train
+  // state (parameters from the seed, the optimizer state from the parameters).
+  for (StringRef name : {"train_step", "eval_step", "init_params", "init_optimizer"}) {
+    func::FuncOp step = lookup(name);
+    if (!step) {
+      return model.emitError() << "plan-from-tg needs @" << name
+                               << ": run the train-step pipeline (tg-train-step) first";
+    }
+    if (failed(buildStepProgram(step))) {
+      return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult PlanBuilder::declareParameters(func::FuncOp optimizerStep) {
   // Persistent memory: per parameter its value and, when trained, its gradient and optimizer
   // state. What the state is (roles, types, ZeRO-1 shards) is read from @optimizer_step's
   // arguments, so another optimizer changes nothing here.
@@ -621,14 +701,6 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   if (failed(stateArgsOf)) {
     return failure();
   }
-  struct ParameterBuffers {
-    tg::ParamOp param;
-    FlatSymbolRefAttr value, grad;
-    // Its optimizer state: (role, buffer, ZeRO-1 shard axis and count, whether it starts as
-    // the parameter's value) in argument order.
-    SmallVector<std::tuple<std::string, FlatSymbolRefAttr, StringAttr, int64_t, bool>> state;
-  };
-  SmallVector<ParameterBuffers> parameters;
   for (auto param : body.getOps<tg::ParamOp>()) {
     if (param.getRepeat()) {
       return param.emitError() << "plan-from-tg needs concrete parameters: run "
@@ -651,6 +723,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
       gradType = RankedTensorType::get(localType.getShape(), builder.getBF16Type());
     }
     entry.grad = addBuffer(("grad." + name).str(), gradType, persistent);
+    gradOf[name] = entry.grad;
     stateBuffers[{std::string(rt::role::kGrad), name.str()}] = entry.grad;
     for (unsigned i : stateArgsOf->lookup(name)) {
       StepRole role = *argRole(optimizerStep, i);
@@ -715,6 +788,10 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                                startsAsParam ? builder.getUnitAttr() : UnitAttr());
     }
   }
+  return success();
+}
+
+void PlanBuilder::declareFp8State() {
   // fp8 scaling state (tg-fp8): one persistent, checkpointed buffer per role and GEMM group,
   // as @train_step takes it.
   if (func::FuncOp trainStep = lookup("train_step")) {
@@ -731,6 +808,10 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                                StringAttr(), IntegerAttr(), UnitAttr());
     }
   }
+}
+
+void PlanBuilder::declareMesh() {
+  Block &body = model.getBody().front();
   for (auto mesh : body.getOps<dist::MeshOp>()) {
     auto i64 = [&](int64_t value) { return builder.getI64IntegerAttr(value); };
     plan.setMeshAttr(
@@ -743,207 +824,176 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
                                    builder.getNamedAttr("sequence_parallel", i64(mesh.getSp())),
                                    builder.getNamedAttr("zero", mesh.getZeroAttr())}));
   }
-  // The programs' inputs and outputs by role. A single-rank or dp/tp model maps (tokens,
-  // labels) to the loss; a pipeline stage (dist-pipeline) maps the tokens or the previous
-  // stage's activation (and, last, the labels) to its activation or the loss, and its
-  // backward also takes the activation's gradient and returns its input's. A rank with several
-  // model chunks (interleaved schedule) has such a pair of programs per chunk
-  // (`forward.chunk1`, ...), with the chunk's buffers suffixed alike.
+}
+
+// The programs' inputs and outputs by role. A single-rank or dp/tp model maps (tokens,
+// labels) to the loss; a pipeline stage (dist-pipeline) maps the tokens or the previous
+// stage's activation (and, last, the labels) to its activation or the loss, and its
+// backward also takes the activation's gradient and returns its input's. A rank with several
+// model chunks (interleaved schedule) has such a pair of programs per chunk
+// (`forward.chunk1`, ...), with the chunk's buffers suffixed alike.
+LogicalResult PlanBuilder::buildChunkPrograms(func::FuncOp chunkForward, func::FuncOp stashForward,
+                                              func::FuncOp chunkBackward, StringRef suffix,
+                                              llvm::function_ref<void()> beforePrograms) {
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
-  llvm::StringMap<FlatSymbolRefAttr> gradOf, reducedGradOf;
-  for (ParameterBuffers &entry : parameters) {
-    if (entry.grad) {
-      gradOf[entry.param.getSymName()] = entry.grad;
+  // The signatures without tg-fp8's scaling state, which gets buffers of its own below.
+  auto coreType = [&](func::FuncOp func) {
+    SmallVector<Type> inputs, results;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      if (!isFp8State(func, i, true)) {
+        inputs.push_back(func.getArgumentTypes()[i]);
+      }
+    }
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      if (!isFp8State(func, i, false)) {
+        results.push_back(func.getResultTypes()[i]);
+      }
+    }
+    return builder.getFunctionType(inputs, results);
+  };
+  auto addState = [&](StringRef name, Type type) { return addBuffer(name, type, persistent); };
+  FunctionType forwardType = coreType(chunkForward);
+  FunctionType fbType = coreType(chunkBackward);
+  // A split chunk's backward returns only gradients and reads the stash after the forward's
+  // inputs; @forward_and_stash returns the output, then the stash.
+  unsigned firstGradient = stashForward ? 0 : 1;
+  unsigned stashed = stashForward ? stashForward.getNumResults() - 1 : 0;
+  // The parameters whose gradients it returns (tg-autodiff names them; without the
+  // attribute, every parameter in declaration order).
+  SmallVector<StringRef> names;
+  if (auto named = chunkBackward->getAttrOfType<ArrayAttr>("tg.gradients")) {
+    for (Attribute name : named) {
+      names.push_back(cast<FlatSymbolRefAttr>(name).getValue());
+    }
+  } else {
+    for (ParameterBuffers &entry : parameters) {
+      names.push_back(entry.param.getSymName());
     }
   }
-  auto buildChunk = [&](func::FuncOp chunkForward, func::FuncOp stashForward,
-                        func::FuncOp chunkBackward, StringRef suffix,
-                        llvm::function_ref<void()> beforePrograms) -> LogicalResult {
-    // The signatures without tg-fp8's scaling state, which gets buffers of its own below.
-    auto coreType = [&](func::FuncOp func) {
-      SmallVector<Type> inputs, results;
-      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-        if (!isFp8State(func, i, true)) {
-          inputs.push_back(func.getArgumentTypes()[i]);
-        }
-      }
-      for (unsigned i = 0; i < func.getNumResults(); ++i) {
-        if (!isFp8State(func, i, false)) {
-          results.push_back(func.getResultTypes()[i]);
-        }
-      }
-      return builder.getFunctionType(inputs, results);
-    };
-    auto addState = [&](StringRef name, Type type) { return addBuffer(name, type, persistent); };
-    FunctionType forwardType = coreType(chunkForward);
-    FunctionType fbType = coreType(chunkBackward);
-    // A split chunk's backward returns only gradients and reads the stash after the forward's
-    // inputs; @forward_and_stash returns the output, then the stash.
-    unsigned firstGradient = stashForward ? 0 : 1;
-    unsigned stashed = stashForward ? stashForward.getNumResults() - 1 : 0;
-    // The parameters whose gradients it returns (tg-autodiff names them; without the
-    // attribute, every parameter in declaration order).
-    SmallVector<StringRef> names;
-    if (auto named = chunkBackward->getAttrOfType<ArrayAttr>("tg.gradients")) {
-      for (Attribute name : named) {
-        names.push_back(cast<FlatSymbolRefAttr>(name).getValue());
-      }
-    } else {
-      for (ParameterBuffers &entry : parameters) {
-        names.push_back(entry.param.getSymName());
-      }
+  size_t gradients = names.size();
+  if (forwardType.getNumResults() != 1 ||
+      fbType.getNumInputs() < forwardType.getNumInputs() + stashed ||
+      fbType.getNumResults() < firstGradient + gradients ||
+      (stashForward && (stashForward.getNumResults() < 1 ||
+                        stashForward.getFunctionType().getInputs() != forwardType.getInputs()))) {
+    return chunkBackward.emitError()
+           << "plan-from-tg: @" << chunkBackward.getSymName()
+           << " should take @forward's inputs and return its result and one gradient per "
+              "parameter";
+  }
+  SmallVector<FlatSymbolRefAttr> forwardInputs, fbInputs;
+  for (unsigned argument = 0, index = 0; argument < chunkForward.getNumArguments(); ++argument) {
+    if (isFp8State(chunkForward, argument, true)) {
+      continue; // as coreType: the scaling state has buffers of its own
     }
-    size_t gradients = names.size();
-    if (forwardType.getNumResults() != 1 ||
-        fbType.getNumInputs() < forwardType.getNumInputs() + stashed ||
-        fbType.getNumResults() < firstGradient + gradients ||
-        (stashForward && (stashForward.getNumResults() < 1 ||
-                          stashForward.getFunctionType().getInputs() != forwardType.getInputs()))) {
-      return chunkBackward.emitError()
-             << "plan-from-tg: @" << chunkBackward.getSymName()
-             << " should take @forward's inputs and return its result and one gradient per "
-                "parameter";
-    }
-    SmallVector<FlatSymbolRefAttr> forwardInputs, fbInputs;
-    for (unsigned argument = 0, index = 0; argument < chunkForward.getNumArguments(); ++argument) {
-      if (isFp8State(chunkForward, argument, true)) {
-        continue; // as coreType: the scaling state has buffers of its own
-      }
-      Type type = chunkForward.getArgumentTypes()[argument];
-      // An argument with a step role is named by it (the dropout key); the others by kind
-      // and place: a stage's first integer input is its tokens, a later one its labels.
-      bool integer = !isa<FloatType>(cast<RankedTensorType>(type).getElementType());
-      std::optional<StepRole> role = argRole(chunkForward, argument);
-      std::string name = role         ? "input." + role->role
-                         : !integer   ? "input.activation"
-                         : index == 0 ? "input.tokens"
-                                      : "input.labels";
-      forwardInputs.push_back(addBuffer(name + suffix.str(), type, persistent));
-      ++index;
-    }
-    fbInputs = forwardInputs;
-    // The stash: what @forward_and_stash returns for the backward, in buffers both share.
-    SmallVector<FlatSymbolRefAttr> stash;
-    for (unsigned k = 0; k < stashed; ++k) {
-      stash.push_back(addBuffer(("stash." + Twine(k) + suffix).str(),
-                                stashForward.getResultTypes()[1 + k], persistent));
-    }
-    fbInputs.append(stash.begin(), stash.end());
-    for (unsigned i = forwardType.getNumInputs() + stashed; i < fbType.getNumInputs(); ++i) {
-      // The output's gradient, or (several micro-batches) a gradient sum the backward adds to
-      // in place: the parameter's gradient buffer is input and output.
-      std::optional<StepRole> role = argRole(chunkBackward, i);
-      if (role && role->role == rt::role::kGrad) {
-        FlatSymbolRefAttr grad = gradOf.lookup(role->param);
-        if (!grad) {
-          return chunkBackward.emitError()
-                 << "plan-from-tg: @" << role->param << " is not a parameter";
-        }
-        fbInputs.push_back(grad);
-        continue;
-      }
-      fbInputs.push_back(
-          addBuffer(("input.cotangent" + suffix).str(), fbType.getInput(i), persistent));
-    }
-    Type resultType = forwardType.getResult(0);
-    FlatSymbolRefAttr result =
-        addBuffer((resultType == scalarF32 ? "loss" : "output.activation" + suffix.str()),
-                  resultType, persistent);
-    if (resultType == scalarF32) {
-      lossRef = result;
-    }
-    SmallVector<FlatSymbolRefAttr> fbOutputs;
-    if (!stashForward) {
-      fbOutputs.push_back(result);
-    }
-    for (StringRef name : names) {
-      FlatSymbolRefAttr grad = gradOf.lookup(name);
+    Type type = chunkForward.getArgumentTypes()[argument];
+    // An argument with a step role is named by it (the dropout key); the others by kind
+    // and place: a stage's first integer input is its tokens, a later one its labels.
+    bool integer = !isa<FloatType>(cast<RankedTensorType>(type).getElementType());
+    std::optional<StepRole> role = argRole(chunkForward, argument);
+    std::string name = role         ? "input." + role->role
+                       : !integer   ? "input.activation"
+                       : index == 0 ? "input.tokens"
+                                    : "input.labels";
+    forwardInputs.push_back(addBuffer(name + suffix.str(), type, persistent));
+    ++index;
+  }
+  fbInputs = forwardInputs;
+  // The stash: what @forward_and_stash returns for the backward, in buffers both share.
+  SmallVector<FlatSymbolRefAttr> stash;
+  for (unsigned k = 0; k < stashed; ++k) {
+    stash.push_back(addBuffer(("stash." + Twine(k) + suffix).str(),
+                              stashForward.getResultTypes()[1 + k], persistent));
+  }
+  fbInputs.append(stash.begin(), stash.end());
+  for (unsigned i = forwardType.getNumInputs() + stashed; i < fbType.getNumInputs(); ++i) {
+    // The output's gradient, or (several micro-batches) a gradient sum the backward adds to
+    // in place: the parameter's gradient buffer is input and output.
+    std::optional<StepRole> role = argRole(chunkBackward, i);
+    if (role && role->role == rt::role::kGrad) {
+      FlatSymbolRefAttr grad = gradOf.lookup(role->param);
       if (!grad) {
-        return chunkBackward.emitError() << "plan-from-tg: @" << name << " is not a parameter";
+        return chunkBackward.emitError()
+               << "plan-from-tg: @" << role->param << " is not a parameter";
       }
-      fbOutputs.push_back(grad);
+      fbInputs.push_back(grad);
+      continue;
     }
-    for (Type type : fbType.getResults().drop_front(firstGradient + gradients)) {
-      fbOutputs.push_back(addBuffer(("grad.input.activation" + suffix).str(), type, persistent));
+    fbInputs.push_back(
+        addBuffer(("input.cotangent" + suffix).str(), fbType.getInput(i), persistent));
+  }
+  Type resultType = forwardType.getResult(0);
+  FlatSymbolRefAttr result =
+      addBuffer((resultType == scalarF32 ? "loss" : "output.activation" + suffix.str()), resultType,
+                persistent);
+  if (resultType == scalarF32) {
+    lossRef = result;
+  }
+  SmallVector<FlatSymbolRefAttr> fbOutputs;
+  if (!stashForward) {
+    fbOutputs.push_back(result);
+  }
+  for (StringRef name : names) {
+    FlatSymbolRefAttr grad = gradOf.lookup(name);
+    if (!grad) {
+      return chunkBackward.emitError() << "plan-from-tg: @" << name << " is not a parameter";
     }
-    beforePrograms();
-    SmallVector<FlatSymbolRefAttr> stashOutputs{result};
-    stashOutputs.append(stash.begin(), stash.end());
-    // fp8 scaling state after the positional signature (tg-fp8 appends it).
-    SmallVector<FlatSymbolRefAttr> forwardState = fp8StateBuffers(chunkForward, true, addState);
-    SmallVector<FlatSymbolRefAttr> evalInputs(forwardInputs);
-    evalInputs.append(forwardState.begin(), forwardState.end());
-    SmallVector<FlatSymbolRefAttr> fbState = fp8StateBuffers(chunkBackward, true, addState);
-    fbInputs.append(fbState.begin(), fbState.end());
-    SmallVector<FlatSymbolRefAttr> fbStateOut = fp8StateBuffers(chunkBackward, false, addState);
-    fbOutputs.append(fbStateOut.begin(), fbStateOut.end());
-    if (stashForward && coreType(stashForward) != stashForward.getFunctionType()) {
-      return stashForward.emitError() << "plan-from-tg: fp8 scaling state on a pipeline stage "
-                                         "is not supported";
-    }
-    if (failed(buildProgram(chunkForward, evalInputs, {result})) ||
-        (stashForward && failed(buildProgram(stashForward, forwardInputs, stashOutputs))) ||
-        failed(buildProgram(chunkBackward, fbInputs, fbOutputs))) {
-      return failure();
-    }
-    // The copy of the backward that also reduces the gradients over dp
-    // (dist-decompose-collectives): the same inputs; a gradient reduced to another type (a
-    // ZeRO-1 shard) goes to a buffer of its own, which @optimizer_step reads.
-    func::FuncOp reducing = lookup((chunkBackward.getSymName() + ".reduce").str());
-    if (!reducing) {
-      return success();
-    }
-    if (reducing.getFunctionType().getInputs() != chunkBackward.getFunctionType().getInputs() ||
-        reducing.getNumResults() != chunkBackward.getNumResults()) {
-      return reducing.emitError() << "plan-from-tg: @" << reducing.getSymName()
-                                  << " should take and return what @" << chunkBackward.getSymName()
-                                  << " does";
-    }
-    SmallVector<FlatSymbolRefAttr> reducedOutputs(fbOutputs);
-    for (auto [k, name] : llvm::enumerate(names)) {
-      Type type = reducing.getResultTypes()[firstGradient + k];
-      if (type != fbType.getResult(firstGradient + k)) {
-        // The full sum is dead once it is reduced: the reduced gradient (a ZeRO-1 shard)
-        // takes the first bytes of its buffer.
-        FlatSymbolRefAttr grad = gradOf.lookup(name);
-        bool fits = storageBytes(type, 1) <= bufferOps.lookup(grad.getValue()).getStorageBytes();
-        FlatSymbolRefAttr reduced = addBuffer(("grad.reduced." + name).str(), type, persistent,
-                                              fits ? grad : FlatSymbolRefAttr());
-        reducedGradOf[name] = reduced;
-        reducedOutputs[firstGradient + k] = reduced;
-      }
-    }
-    return buildProgram(reducing, fbInputs, reducedOutputs);
-  };
-  // The persistent inputs and outputs of every program before its activations.
-  FlatSymbolRefAttr step, lr, norm;
-  auto addScalars = [&] {
-    step = addBuffer("step", RankedTensorType::get({}, builder.getI64Type()), persistent);
-    lr = addBuffer("lr", scalarF32, persistent);
-    norm = addBuffer("grad_norm", scalarF32, persistent);
-    stepRef = step;
-    lrRef = lr;
-    normRef = norm;
-  };
-  if (failed(buildChunk(forward, stashForward, forwardBackward, "", addScalars))) {
+    fbOutputs.push_back(grad);
+  }
+  for (Type type : fbType.getResults().drop_front(firstGradient + gradients)) {
+    fbOutputs.push_back(addBuffer(("grad.input.activation" + suffix).str(), type, persistent));
+  }
+  beforePrograms();
+  SmallVector<FlatSymbolRefAttr> stashOutputs{result};
+  stashOutputs.append(stash.begin(), stash.end());
+  // fp8 scaling state after the positional signature (tg-fp8 appends it).
+  SmallVector<FlatSymbolRefAttr> forwardState = fp8StateBuffers(chunkForward, true, addState);
+  SmallVector<FlatSymbolRefAttr> evalInputs(forwardInputs);
+  evalInputs.append(forwardState.begin(), forwardState.end());
+  SmallVector<FlatSymbolRefAttr> fbState = fp8StateBuffers(chunkBackward, true, addState);
+  fbInputs.append(fbState.begin(), fbState.end());
+  SmallVector<FlatSymbolRefAttr> fbStateOut = fp8StateBuffers(chunkBackward, false, addState);
+  fbOutputs.append(fbStateOut.begin(), fbStateOut.end());
+  if (stashForward && coreType(stashForward) != stashForward.getFunctionType()) {
+    return stashForward.emitError() << "plan-from-tg: fp8 scaling state on a pipeline stage "
+                                       "is not supported";
+  }
+  if (failed(buildProgram(chunkForward, evalInputs, {result})) ||
+      (stashForward && failed(buildProgram(stashForward, forwardInputs, stashOutputs))) ||
+      failed(buildProgram(chunkBackward, fbInputs, fbOutputs))) {
     return failure();
   }
-  for (int chunk = 1;; ++chunk) {
-    std::string suffix = chunkSuffix(chunk);
-    func::FuncOp chunkForward = lookup("forward" + suffix);
-    auto [chunkStashForward, chunkBackward] = backwardOf(suffix);
-    if (!chunkForward) {
-      break;
-    }
-    if (!chunkBackward ||
-        failed(buildChunk(chunkForward, chunkStashForward, chunkBackward, suffix, [] {}))) {
-      return chunkBackward ? failure()
-                           : model.emitError() << "plan-from-tg: @forward" << suffix
-                                               << " has no @forward_backward" << suffix
-                                               << " (nor both @forward_and_stash" << suffix
-                                               << " and @backward_from_stash" << suffix << ")";
+  // The copy of the backward that also reduces the gradients over dp
+  // (dist-decompose-collectives): the same inputs; a gradient reduced to another type (a
+  // ZeRO-1 shard) goes to a buffer of its own, which @optimizer_step reads.
+  func::FuncOp reducing = lookup((chunkBackward.getSymName() + ".reduce").str());
+  if (!reducing) {
+    return success();
+  }
+  if (reducing.getFunctionType().getInputs() != chunkBackward.getFunctionType().getInputs() ||
+      reducing.getNumResults() != chunkBackward.getNumResults()) {
+    return reducing.emitError() << "plan-from-tg: @" << reducing.getSymName()
+                                << " should take and return what @" << chunkBackward.getSymName()
+                                << " does";
+  }
+  SmallVector<FlatSymbolRefAttr> reducedOutputs(fbOutputs);
+  for (auto [k, name] : llvm::enumerate(names)) {
+    Type type = reducing.getResultTypes()[firstGradient + k];
+    if (type != fbType.getResult(firstGradient + k)) {
+      // The full sum is dead once it is reduced: the reduced gradient (a ZeRO-1 shard)
+      // takes the first bytes of its buffer.
+      FlatSymbolRefAttr grad = gradOf.lookup(name);
+      bool fits = storageBytes(type, 1) <= bufferOps.lookup(grad.getValue()).getStorageBytes();
+      FlatSymbolRefAttr reduced = addBuffer(("grad.reduced." + name).str(), type, persistent,
+                                            fits ? grad : FlatSymbolRefAttr());
+      reducedGradOf[name] = reduced;
+      reducedOutputs[firstGradient + k] = reduced;
     }
   }
+  return buildProgram(reducing, fbInputs, reducedOutputs);
+}
+
+LogicalResult PlanBuilder::buildOptimizerProgram(func::FuncOp optimizerStep) {
   // @optimizer_step's inputs and outputs by role. A gradient the last backward reduced to
   // another type (a ZeRO-1 shard) is read from the buffer it was reduced into.
   SmallVector<FlatSymbolRefAttr> optInputs, optOutputs;
@@ -988,22 +1038,7 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   optInputs.append(optState.begin(), optState.end());
   SmallVector<FlatSymbolRefAttr> optStateOut = fp8StateBuffers(optimizerStep, false, addState);
   optOutputs.append(optStateOut.begin(), optStateOut.end());
-  if (failed(buildProgram(optimizerStep, optInputs, optOutputs))) {
-    return failure();
-  }
-  // What the runtime runs: the whole step, one evaluation micro-batch, and the initial train
-  // state (parameters from the seed, the optimizer state from the parameters).
-  for (StringRef name : {"train_step", "eval_step", "init_params", "init_optimizer"}) {
-    func::FuncOp step = lookup(name);
-    if (!step) {
-      return model.emitError() << "plan-from-tg needs @" << name
-                               << ": run the train-step pipeline (tg-train-step) first";
-    }
-    if (failed(buildStepProgram(step))) {
-      return failure();
-    }
-  }
-  return success();
+  return buildProgram(optimizerStep, optInputs, optOutputs);
 }
 
 FailureOr<FlatSymbolRefAttr> PlanBuilder::stepBuffer(func::FuncOp func, const StepRole &role,
