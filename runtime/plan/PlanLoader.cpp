@@ -198,7 +198,10 @@ Status checkStateRoles(const plan::Plan &p) {
 
 } // namespace
 
-Status validatePlan(const plan::Plan &p) {
+namespace {
+
+/// The format version, and one value per MLPerf log key.
+Status validateHeader(const plan::Plan &p) {
   if (p.format_version() != kPlanFormatVersion) {
     return Status(StatusCode::kInvalidArgument,
                   "plan format version " + std::to_string(p.format_version()) +
@@ -214,6 +217,13 @@ Status validatePlan(const plan::Plan &p) {
       }
     }
   }
+  return Status::ok();
+}
+
+/// The arenas, the mesh and stage, and every buffer: its dtype, shape and size, its place in
+/// its arena, views of earlier buffers only, alignment, and persistent buffers that do not
+/// share bytes; arenas no larger than their buffers need.
+Status validateMemory(const plan::Plan &p) {
   uint64_t arenaSize[3] = {0, 0, 0};
   bool hasArena[3] = {false, false, false};
   for (const plan::Arena &arena : p.arenas()) {
@@ -326,176 +336,189 @@ Status validatePlan(const plan::Plan &p) {
                      "' share bytes, and neither is a view of the other");
     }
   }
+  return Status::ok();
+}
+
+/// One program: unique name, existing inputs and outputs with one role each, at most two
+/// streams, and every command: an op this runtime runs with its arity, one value per
+/// attribute, operands defined before they are read, types its kernel takes, collectives on
+/// the communication stream, event commands with events, calls of earlier programs only;
+/// then its streams ordered (events) wherever two commands touch the same bytes.
+Status validateProgram(const plan::Plan &p, const plan::Program &program,
+                       std::set<std::string> &programNames,
+                       std::map<std::string, const plan::Program *> &earlierPrograms) {
+  const int64_t buffers = p.buffers_size();
   auto validId = [&](uint32_t id) { return static_cast<int64_t>(id) < buffers; };
-  std::set<std::string> programNames;
-  std::map<std::string, const plan::Program *> earlierPrograms; // for the calls' outputs
   // The buffer a view aliases (itself for a plain buffer): writing one defines the other.
   auto rootOf = [&](uint32_t id) {
     const plan::Buffer &b = p.buffers(id);
     return b.has_view_of() && validId(b.view_of()) ? b.view_of() : id;
   };
-  for (const plan::Program &program : p.programs()) {
-    if (!programNames.insert(program.name()).second) {
-      return invalid("program '" + program.name() + "' appears twice");
+  if (!programNames.insert(program.name()).second) {
+    return invalid("program '" + program.name() + "' appears twice");
+  }
+  // Def before use: a command reads persistent state, the program's inputs, or an
+  // activation an earlier command of the program wrote (never stale scratch memory).
+  std::vector<char> defined(static_cast<size_t>(buffers), 0);
+  auto define = [&](uint32_t id) {
+    if (validId(id)) {
+      defined[id] = 1;
+      defined[rootOf(id)] = 1;
     }
-    // Def before use: a command reads persistent state, the program's inputs, or an
-    // activation an earlier command of the program wrote (never stale scratch memory).
-    std::vector<char> defined(static_cast<size_t>(buffers), 0);
-    auto define = [&](uint32_t id) {
-      if (validId(id)) {
-        defined[id] = 1;
-        defined[rootOf(id)] = 1;
-      }
-    };
-    auto isDefined = [&](uint32_t id) {
-      return p.buffers(id).memory_class() == plan::PERSISTENT || defined[id] || defined[rootOf(id)];
-    };
-    for (uint32_t id : program.inputs()) {
-      define(id);
-    }
-    earlierPrograms[program.name()] = &program;
-    for (uint32_t id : program.inputs()) {
-      if (!validId(id)) {
-        return invalid("program '" + program.name() + "' reads missing buffer " +
-                       std::to_string(id));
-      }
-    }
-    for (uint32_t id : program.outputs()) {
-      if (!validId(id)) {
-        return invalid("program '" + program.name() + "' writes missing buffer " +
-                       std::to_string(id));
-      }
-    }
-    if ((program.input_roles_size() != 0 && program.input_roles_size() != program.inputs_size()) ||
-        (program.output_roles_size() != 0 &&
-         program.output_roles_size() != program.outputs_size())) {
-      return invalid("program '" + program.name() +
-                     "' does not give one role per input and output");
-    }
-    uint32_t streams = std::max<uint32_t>(program.streams(), 1);
-    if (streams > 2) {
-      return invalid("program '" + program.name() + "' has " + std::to_string(streams) +
-                     " streams; this runtime has a compute and a communication stream");
-    }
-    std::vector<StreamCommand> order;
-    for (int c = 0; c < program.commands_size(); ++c) {
-      const plan::Command &command = program.commands(c);
-      std::string where =
-          "command " + std::to_string(c) + " ('" + command.op() + "') of '" + program.name() + "'";
-      const PlanOpSignature *signature = findPlanOp(command.op());
-      if (!signature) {
-        return invalid(where + " is not an op this runtime executes");
-      }
-      if (!inArity(command.operands_size(), signature->minOperands, signature->maxOperands) ||
-          !inArity(command.results_size(), signature->minResults, signature->maxResults)) {
-        return invalid(where + " has " + std::to_string(command.operands_size()) +
-                       " operands and " + std::to_string(command.results_size()) + " results");
-      }
-      // One value per attribute name: with two, which one a kernel reads is undefined.
-      for (int a = 1; a < command.attributes_size(); ++a) {
-        for (int b = 0; b < a; ++b) {
-          if (command.attributes(a).name() == command.attributes(b).name()) {
-            return invalid(where + " has attribute '" + command.attributes(a).name() + "' twice");
-          }
-        }
-      }
-      for (uint32_t id : command.operands()) {
-        if (!validId(id)) {
-          return invalid(where + " reads missing buffer " + std::to_string(id));
-        }
-        if (!isDefined(id)) {
-          return invalid(where + " reads buffer '" + p.buffers(id).name() +
-                         "' before any command of the program writes it");
-        }
-      }
-      for (uint32_t id : command.results()) {
-        if (!validId(id)) {
-          return invalid(where + " writes missing buffer " + std::to_string(id));
-        }
-        define(id);
-      }
-      std::string problem = checkCommandTypes(p, command);
-      if (!problem.empty()) {
-        return invalid(where + ": " + problem);
-      }
-      bool vocabSplit =
-          std::any_of(command.attributes().begin(), command.attributes().end(),
-                      [](const plan::Attribute &a) { return a.name() == "vocab_shard_axis"; });
-      if (streams == 2 && command.stream() != 1 && communicates(command.op(), vocabSplit)) {
-        return invalid(where + " communicates with other ranks on stream " +
-                       std::to_string(command.stream()) +
-                       "; in a program with a communication stream only stream 1 does");
-      }
-      // What the stream rules need: kind, stream, event and the bytes it touches.
-      StreamCommand ordered;
-      ordered.stream = command.stream();
-      ordered.kind = StreamCommand::kindOf(command.op());
-      bool isEvent = ordered.kind == StreamCommand::Kind::kRecord ||
-                     ordered.kind == StreamCommand::Kind::kWait;
-      if (command.has_event() != isEvent) {
-        return invalid(where +
-                       (isEvent ? " needs an event" : " is no event command but names an event"));
-      }
-      ordered.event = isEvent ? command.event() : -1;
-      auto bytes = [&](uint32_t id) {
-        const plan::Buffer &b = p.buffers(id);
-        return ByteRange{b.memory_class(), b.offset(), b.offset() + b.size(), id};
-      };
-      for (uint32_t id : command.operands()) {
-        ordered.reads.push_back(bytes(id));
-      }
-      for (uint32_t id : command.results()) {
-        ordered.writes.push_back(bytes(id));
-      }
-      order.push_back(std::move(ordered));
-      if (command.op() == "call") {
-        // Only earlier programs: the call graph has no cycle, and memory planning placed
-        // every callee before its callers.
-        std::string callee;
-        for (const plan::Attribute &a : command.attributes()) {
-          if (a.name() == "program") {
-            callee = a.s(); // checkCommandTypes made sure it is a string
-          }
-        }
-        if (callee == program.name() || !programNames.count(callee)) {
-          return invalid(where + " calls program '" + callee +
-                         "', which the plan does not have before it");
-        }
-        for (uint32_t id : earlierPrograms.at(callee)->outputs()) {
-          define(id); // the callee's results, read by the caller after the call
-        }
-      }
-    }
-    StreamOrder streamOrder;
-    auto describe = [&](size_t c) {
-      return "command " + std::to_string(c) + " ('" + program.commands(c).op() + "') of '" +
-             program.name() + "'";
-    };
-    if (auto broken = StreamOrder::analyze(order, streams, streamOrder)) {
-      return invalid(describe(broken->command) + " " + broken->message);
-    }
-    // A hostile plan could leave every pair of its streams' commands unordered.
-    if (streamOrder.concurrentPairs() > kMaxConcurrentPairs) {
-      return invalid("program '" + program.name() + "' leaves " +
-                     std::to_string(streamOrder.concurrentPairs()) +
-                     " pairs of commands of its two streams unordered, more than this runtime "
-                     "checks (" +
-                     std::to_string(kMaxConcurrentPairs) + "): add events");
-    }
-    if (auto conflict = streamOrder.findConflict(order)) {
-      auto access = [&](bool writes, const ByteRange &range) {
-        return std::string(writes ? "writes" : "reads") + " buffer '" +
-               p.buffers(range.buffer).name() + "'";
-      };
-      return invalid(describe(conflict->second) + " on stream " +
-                     std::to_string(program.commands(conflict->second).stream()) + " " +
-                     access(conflict->secondWrites, conflict->secondRange) + " while " +
-                     describe(conflict->first) + " on stream " +
-                     std::to_string(program.commands(conflict->first).stream()) + " " +
-                     access(conflict->firstWrites, conflict->firstRange) +
-                     ", and no event orders them (a missing event_wait)");
+  };
+  auto isDefined = [&](uint32_t id) {
+    return p.buffers(id).memory_class() == plan::PERSISTENT || defined[id] || defined[rootOf(id)];
+  };
+  for (uint32_t id : program.inputs()) {
+    define(id);
+  }
+  earlierPrograms[program.name()] = &program;
+  for (uint32_t id : program.inputs()) {
+    if (!validId(id)) {
+      return invalid("program '" + program.name() + "' reads missing buffer " + std::to_string(id));
     }
   }
+  for (uint32_t id : program.outputs()) {
+    if (!validId(id)) {
+      return invalid("program '" + program.name() + "' writes missing buffer " +
+                     std::to_string(id));
+    }
+  }
+  if ((program.input_roles_size() != 0 && program.input_roles_size() != program.inputs_size()) ||
+      (program.output_roles_size() != 0 && program.output_roles_size() != program.outputs_size())) {
+    return invalid("program '" + program.name() + "' does not give one role per input and output");
+  }
+  uint32_t streams = std::max<uint32_t>(program.streams(), 1);
+  if (streams > 2) {
+    return invalid("program '" + program.name() + "' has " + std::to_string(streams) +
+                   " streams; this runtime has a compute and a communication stream");
+  }
+  std::vector<StreamCommand> order;
+  for (int c = 0; c < program.commands_size(); ++c) {
+    const plan::Command &command = program.commands(c);
+    std::string where =
+        "command " + std::to_string(c) + " ('" + command.op() + "') of '" + program.name() + "'";
+    const PlanOpSignature *signature = findPlanOp(command.op());
+    if (!signature) {
+      return invalid(where + " is not an op this runtime executes");
+    }
+    if (!inArity(command.operands_size(), signature->minOperands, signature->maxOperands) ||
+        !inArity(command.results_size(), signature->minResults, signature->maxResults)) {
+      return invalid(where + " has " + std::to_string(command.operands_size()) + " operands and " +
+                     std::to_string(command.results_size()) + " results");
+    }
+    // One value per attribute name: with two, which one a kernel reads is undefined.
+    for (int a = 1; a < command.attributes_size(); ++a) {
+      for (int b = 0; b < a; ++b) {
+        if (command.attributes(a).name() == command.attributes(b).name()) {
+          return invalid(where + " has attribute '" + command.attributes(a).name() + "' twice");
+        }
+      }
+    }
+    for (uint32_t id : command.operands()) {
+      if (!validId(id)) {
+        return invalid(where + " reads missing buffer " + std::to_string(id));
+      }
+      if (!isDefined(id)) {
+        return invalid(where + " reads buffer '" + p.buffers(id).name() +
+                       "' before any command of the program writes it");
+      }
+    }
+    for (uint32_t id : command.results()) {
+      if (!validId(id)) {
+        return invalid(where + " writes missing buffer " + std::to_string(id));
+      }
+      define(id);
+    }
+    std::string problem = checkCommandTypes(p, command);
+    if (!problem.empty()) {
+      return invalid(where + ": " + problem);
+    }
+    bool vocabSplit =
+        std::any_of(command.attributes().begin(), command.attributes().end(),
+                    [](const plan::Attribute &a) { return a.name() == "vocab_shard_axis"; });
+    if (streams == 2 && command.stream() != 1 && communicates(command.op(), vocabSplit)) {
+      return invalid(where + " communicates with other ranks on stream " +
+                     std::to_string(command.stream()) +
+                     "; in a program with a communication stream only stream 1 does");
+    }
+    // What the stream rules need: kind, stream, event and the bytes it touches.
+    StreamCommand ordered;
+    ordered.stream = command.stream();
+    ordered.kind = StreamCommand::kindOf(command.op());
+    bool isEvent =
+        ordered.kind == StreamCommand::Kind::kRecord || ordered.kind == StreamCommand::Kind::kWait;
+    if (command.has_event() != isEvent) {
+      return invalid(where +
+                     (isEvent ? " needs an event" : " is no event command but names an event"));
+    }
+    ordered.event = isEvent ? command.event() : -1;
+    auto bytes = [&](uint32_t id) {
+      const plan::Buffer &b = p.buffers(id);
+      return ByteRange{b.memory_class(), b.offset(), b.offset() + b.size(), id};
+    };
+    for (uint32_t id : command.operands()) {
+      ordered.reads.push_back(bytes(id));
+    }
+    for (uint32_t id : command.results()) {
+      ordered.writes.push_back(bytes(id));
+    }
+    order.push_back(std::move(ordered));
+    if (command.op() == "call") {
+      // Only earlier programs: the call graph has no cycle, and memory planning placed
+      // every callee before its callers.
+      std::string callee;
+      for (const plan::Attribute &a : command.attributes()) {
+        if (a.name() == "program") {
+          callee = a.s(); // checkCommandTypes made sure it is a string
+        }
+      }
+      if (callee == program.name() || !programNames.count(callee)) {
+        return invalid(where + " calls program '" + callee +
+                       "', which the plan does not have before it");
+      }
+      for (uint32_t id : earlierPrograms.at(callee)->outputs()) {
+        define(id); // the callee's results, read by the caller after the call
+      }
+    }
+  }
+  StreamOrder streamOrder;
+  auto describe = [&](size_t c) {
+    return "command " + std::to_string(c) + " ('" + program.commands(c).op() + "') of '" +
+           program.name() + "'";
+  };
+  if (auto broken = StreamOrder::analyze(order, streams, streamOrder)) {
+    return invalid(describe(broken->command) + " " + broken->message);
+  }
+  // A hostile plan could leave every pair of its streams' commands unordered.
+  if (streamOrder.concurrentPairs() > kMaxConcurrentPairs) {
+    return invalid("program '" + program.name() + "' leaves " +
+                   std::to_string(streamOrder.concurrentPairs()) +
+                   " pairs of commands of its two streams unordered, more than this runtime "
+                   "checks (" +
+                   std::to_string(kMaxConcurrentPairs) + "): add events");
+  }
+  if (auto conflict = streamOrder.findConflict(order)) {
+    auto access = [&](bool writes, const ByteRange &range) {
+      return std::string(writes ? "writes" : "reads") + " buffer '" +
+             p.buffers(range.buffer).name() + "'";
+    };
+    return invalid(describe(conflict->second) + " on stream " +
+                   std::to_string(program.commands(conflict->second).stream()) + " " +
+                   access(conflict->secondWrites, conflict->secondRange) + " while " +
+                   describe(conflict->first) + " on stream " +
+                   std::to_string(program.commands(conflict->first).stream()) + " " +
+                   access(conflict->firstWrites, conflict->firstRange) +
+                   ", and no event orders them (a missing event_wait)");
+  }
+  return Status::ok();
+}
+
+/// The state tensors: each names a persistent buffer of its own once; sharded (ZeRO) and
+/// split (tensor-parallel) ones along axes the mesh has, with shapes that fit.
+Status validateStateTensors(const plan::Plan &p) {
+  MeshShape mesh = planMesh(p);
+  auto validId = [&](uint32_t id) { return static_cast<int64_t>(id) < p.buffers_size(); };
   std::map<std::string, const plan::StateTensor *> paramValues; // role "param", by parameter
   std::set<std::string> stateNames;
   std::set<uint32_t> stateBuffers;
@@ -585,6 +608,20 @@ Status validatePlan(const plan::Plan &p) {
                      "'");
     }
   }
+  return Status::ok();
+}
+
+} // namespace
+
+Status validatePlan(const plan::Plan &p) {
+  MLPERF_RETURN_IF_ERROR(validateHeader(p));
+  MLPERF_RETURN_IF_ERROR(validateMemory(p));
+  std::set<std::string> programNames;
+  std::map<std::string, const plan::Program *> earlierPrograms; // for the calls' outputs
+  for (const plan::Program &program : p.programs()) {
+    MLPERF_RETURN_IF_ERROR(validateProgram(p, program, programNames, earlierPrograms));
+  }
+  MLPERF_RETURN_IF_ERROR(validateStateTensors(p));
   return checkStateRoles(p);
 }
 
