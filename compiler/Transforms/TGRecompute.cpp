@@ -10,10 +10,10 @@
 #include "compiler/Analysis/ForwardBackward.h"
 #include "compiler/Analysis/MemoryPlan.h"
 #include "compiler/Analysis/ModelSummary.h"
+#include "compiler/Analysis/PipelineSchedule.h"
 #include "compiler/Support/ChunkNames.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
-#include "runtime/dist/PipelineSchedule.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -461,8 +461,8 @@ FailureOr<StageWindow> stageWindow(tg::ModelOp model, int64_t accumulation) {
   }
   auto chunks = model->getAttrOfType<IntegerAttr>("dist.chunks");
   int64_t vp = chunks ? chunks.getInt() : 1;
-  std::vector<std::vector<rt::PipelineOp>> schedule;
-  rt::Status status = rt::pipelineSchedule(stages.getInt(), vp, accumulation, schedule);
+  std::vector<std::vector<PipelineOp>> schedule;
+  rt::Status status = pipelineSchedule(stages.getInt(), vp, accumulation, schedule);
   if (!status.isOk() || stage.getInt() < 0 || stage.getInt() >= stages.getInt()) {
     return model.emitError() << "tg-recompute: no pipeline schedule for stage " << stage.getInt()
                              << " of " << stages.getInt() << " with vp=" << vp << " and "
@@ -471,7 +471,7 @@ FailureOr<StageWindow> stageWindow(tg::ModelOp model, int64_t accumulation) {
   }
   window.split = true;
   for (int64_t chunk = 0; chunk < vp; ++chunk) {
-    window.inFlight.push_back(rt::maxInFlight(schedule[stage.getInt()], chunk));
+    window.inFlight.push_back(maxInFlight(schedule[stage.getInt()], chunk));
   }
   return window;
 }

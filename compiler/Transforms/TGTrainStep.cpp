@@ -7,12 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Analysis/PipelineSchedule.h"
 #include "compiler/Support/ChunkNames.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/cpu/Numerics.h"
-#include "runtime/dist/PipelineSchedule.h"
 #include "runtime/plan/StepRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -391,8 +391,8 @@ LogicalResult StepBuilder::buildTrainStep() {
 
   // The schedule this rank runs: Megatron's 1F1B or interleaved order (one backward after
   // another without pipelining).
-  std::vector<std::vector<rt::PipelineOp>> schedule;
-  rt::Status status = rt::pipelineSchedule(pp, vp(), accumulation, schedule);
+  std::vector<std::vector<PipelineOp>> schedule;
+  rt::Status status = pipelineSchedule(pp, vp(), accumulation, schedule);
   if (!status.isOk()) {
     return model.emitError() << "tg-train-step: " << status.message();
   }
@@ -414,7 +414,7 @@ LogicalResult StepBuilder::buildTrainStep() {
       }
     }
   }
-  for (const rt::PipelineOp &op : schedule[stage]) {
+  for (const PipelineOp &op : schedule[stage]) {
     Chunk &chunk = chunks[op.chunk];
     int64_t v = virtualStage(op.chunk), a = op.microBatch;
     microBatch = a;

@@ -9,7 +9,7 @@
 #include "Commands.h"
 #include "CompileReport.h"
 
-#include "runtime/dist/PipelineSchedule.h"
+#include "compiler/Analysis/PipelineSchedule.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/support/NumberFormat.h"
 
@@ -144,17 +144,16 @@ int runCompile() {
                << llvm::format(" (compiled in %.2f s)\n", seconds);
   if (mesh.pp > 1) {
     // The order each stage's @train_step runs, and the bubble it leaves (backward = 2 forwards).
-    std::vector<std::vector<rt::PipelineOp>> schedule;
-    rt::PipelineTiming timing;
-    if (rt::pipelineSchedule(mesh.pp, mesh.vp, options.accumulationSteps, schedule).isOk() &&
-        rt::simulatePipeline(schedule, mesh.pp, mesh.vp, 1.0 / mesh.vp, 2.0 / mesh.vp, timing)
-            .isOk()) {
+    std::vector<std::vector<PipelineOp>> schedule;
+    PipelineTiming timing;
+    if (pipelineSchedule(mesh.pp, mesh.vp, options.accumulationSteps, schedule).isOk() &&
+        simulatePipeline(schedule, mesh.pp, mesh.vp, 1.0 / mesh.vp, 2.0 / mesh.vp, timing).isOk()) {
       llvm::outs() << llvm::format(
           "  pipeline schedule %s, %lld micro-batches: bubble %.4f of the step (textbook "
           "(p-1)/(v*m+p-1) = %.4f)\n",
           mesh.vp == 1 ? "1F1B" : "interleaved 1F1B",
           static_cast<long long>(options.accumulationSteps), timing.bubbleFraction,
-          rt::textbookBubbleFraction(mesh.pp, mesh.vp, options.accumulationSteps));
+          textbookBubbleFraction(mesh.pp, mesh.vp, options.accumulationSteps));
     }
     llvm::outs() << "  layers per " << (mesh.vp > 1 ? "virtual " : "") << "pipeline stage: "
                  << rt::describeLayerSplit(rt::pipelineLayerSplit(dims.layers, mesh.pp * mesh.vp))

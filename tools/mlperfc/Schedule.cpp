@@ -9,7 +9,7 @@
 
 #include "Commands.h"
 
-#include "runtime/dist/PipelineSchedule.h"
+#include "compiler/Analysis/PipelineSchedule.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
@@ -40,15 +40,15 @@ static cl::opt<bool> scheduleOrder("order", cl::sub(scheduleCommand),
                                    cl::cat(mlperfcCategory()));
 
 int runSchedule() {
-  std::vector<std::vector<rt::PipelineOp>> schedule;
-  rt::Status status = rt::pipelineSchedule(schedulePP, scheduleVP, scheduleMicroBatches, schedule);
-  rt::PipelineTiming timing;
+  std::vector<std::vector<PipelineOp>> schedule;
+  rt::Status status = pipelineSchedule(schedulePP, scheduleVP, scheduleMicroBatches, schedule);
+  PipelineTiming timing;
   if (status.isOk() && scheduleBackwardCost <= 0) {
     status = rt::Status(rt::StatusCode::kInvalidArgument, "--backward-cost must be positive");
   }
   if (status.isOk()) {
-    status = rt::simulatePipeline(schedule, schedulePP, scheduleVP, 1.0 / scheduleVP,
-                                  scheduleBackwardCost / scheduleVP, timing);
+    status = simulatePipeline(schedule, schedulePP, scheduleVP, 1.0 / scheduleVP,
+                              scheduleBackwardCost / scheduleVP, timing);
   }
   if (!status.isOk()) {
     llvm::WithColor::error(llvm::errs(), "mlperfc schedule") << status.message() << "\n";
@@ -60,11 +60,11 @@ int runSchedule() {
       "  step %.1f forward-pass times, each rank busy %.1f: bubble %.4f of the step "
       "(textbook (p-1)/(v*m+p-1) = %.4f)\n",
       timing.makespan, timing.busy, timing.bubbleFraction,
-      rt::textbookBubbleFraction(schedulePP, scheduleVP, scheduleMicroBatches));
+      textbookBubbleFraction(schedulePP, scheduleVP, scheduleMicroBatches));
   if (scheduleOrder) {
     for (size_t rank = 0; rank < schedule.size(); ++rank) {
       llvm::outs() << "  rank " << rank << ":";
-      for (const rt::PipelineOp &op : schedule[rank]) {
+      for (const PipelineOp &op : schedule[rank]) {
         llvm::outs() << " " << (op.forward ? "F" : "B") << op.microBatch;
         if (scheduleVP > 1) {
           llvm::outs() << "." << op.chunk;

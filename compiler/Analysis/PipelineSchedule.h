@@ -5,11 +5,12 @@
 // (vp chunks per rank, virtual stage c·pp + r on rank r). tg-train-step builds each stage's
 // step program in these orders, and `simulatePipeline` computes the bubble of a schedule from op
 // costs and the data dependencies between stages, to compare against the textbook fractions.
+// The compiler's: the plan carries the order, so the runtime needs no schedule.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLPERFC_RUNTIME_DIST_PIPELINESCHEDULE_H
-#define MLPERFC_RUNTIME_DIST_PIPELINESCHEDULE_H
+#ifndef MLPERFC_COMPILER_ANALYSIS_PIPELINESCHEDULE_H
+#define MLPERFC_COMPILER_ANALYSIS_PIPELINESCHEDULE_H
 
 #include "runtime/support/Status.h"
 
@@ -17,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace mlperf::rt {
+namespace mlperf {
 
 struct PipelineOp {
   bool forward = true;
@@ -27,8 +28,8 @@ struct PipelineOp {
 
 /// Per pipeline rank, its passes in order. vp = 1: 1F1B (rank r warms up with
 /// min(pp − r − 1, m) forwards); vp > 1: interleaved (m must be a multiple of pp).
-Status pipelineSchedule(int64_t pp, int64_t vp, int64_t microBatches,
-                        std::vector<std::vector<PipelineOp>> &schedule);
+rt::Status pipelineSchedule(int64_t pp, int64_t vp, int64_t microBatches,
+                            std::vector<std::vector<PipelineOp>> &schedule);
 
 /// The most micro-batches of model chunk `chunk` whose forward has run and whose backward has
 /// not, at any point of one rank's schedule: how many copies of what the backward reads the
@@ -45,14 +46,14 @@ struct PipelineTiming {
 /// forward of the micro-batch, a backward the next virtual stage's backward and its own
 /// forward), each pass taking `forwardCost` / `backwardCost` per chunk; fails on a schedule
 /// that deadlocks.
-Status simulatePipeline(const std::vector<std::vector<PipelineOp>> &schedule, int64_t pp,
-                        int64_t vp, double forwardCost, double backwardCost,
-                        PipelineTiming &timing);
+rt::Status simulatePipeline(const std::vector<std::vector<PipelineOp>> &schedule, int64_t pp,
+                            int64_t vp, double forwardCost, double backwardCost,
+                            PipelineTiming &timing);
 
 /// The textbook bubble fraction (p − 1) / (v·m + p − 1) (Narayanan et al. 2021: the bubble
 /// is (p − 1)/v of m passes' time).
 double textbookBubbleFraction(int64_t pp, int64_t vp, int64_t microBatches);
 
-} // namespace mlperf::rt
+} // namespace mlperf
 
-#endif // MLPERFC_RUNTIME_DIST_PIPELINESCHEDULE_H
+#endif // MLPERFC_COMPILER_ANALYSIS_PIPELINESCHEDULE_H

@@ -1,11 +1,15 @@
 //===- PipelineSchedule.cpp - Static pipeline schedules --------*- C++ -*-===//
 
-#include "runtime/dist/PipelineSchedule.h"
+#include "compiler/Analysis/PipelineSchedule.h"
 
 #include <algorithm>
 #include <map>
 
-namespace mlperf::rt {
+namespace mlperf {
+
+using rt::Status;
+using rt::StatusCode;
+
 namespace {
 
 Status invalid(const std::string &message) { return Status(StatusCode::kInvalidArgument, message); }
@@ -139,4 +143,4 @@ double textbookBubbleFraction(int64_t pp, int64_t vp, int64_t microBatches) {
   return static_cast<double>(pp - 1) / static_cast<double>(vp * microBatches + pp - 1);
 }
 
-} // namespace mlperf::rt
+} // namespace mlperf
