@@ -16,6 +16,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 namespace mlperf::rt {
@@ -73,6 +74,50 @@ public:
   Status run(std::string_view op);
 
 private:
+  // One kernel per op family (`op` tells the variants apart), found by run() in its registry.
+  Status matmulKernel(std::string_view op);
+  Status fp8QuantizeKernel(std::string_view op);
+  Status amaxKernel(std::string_view op);
+  Status fp8CurrentScaleKernel(std::string_view op);
+  Status fp8ScaleUpdateKernel(std::string_view op);
+  Status addKernel(std::string_view op);
+  Status mulKernel(std::string_view op);
+  Status scaleKernel(std::string_view op);
+  Status siluKernel(std::string_view op);
+  Status swigluKernel(std::string_view op);
+  Status convertKernel(std::string_view op);
+  Status addRmsNormKernel(std::string_view op);
+  Status rmsNormKernel(std::string_view op);
+  Status embeddingKernel(std::string_view op);
+  Status ropeKernel(std::string_view op);
+  Status causalMaskKernel(std::string_view op);
+  Status softmaxKernel(std::string_view op);
+  Status softmaxGradKernel(std::string_view op);
+  Status attentionKernel(std::string_view op);
+  Status repeatKernel(std::string_view op);
+  Status repeatGradKernel(std::string_view op);
+  Status transposeKernel(std::string_view op);
+  Status crossEntropyKernel(std::string_view op);
+  Status linearCrossEntropyKernel(std::string_view op);
+  Status crossEntropyGradKernel(std::string_view op);
+  Status splitKernel(std::string_view op);
+  Status concatKernel(std::string_view op);
+  Status randomUniformKernel(std::string_view op);
+  Status dropoutKernel(std::string_view op);
+  Status dropoutKeyKernel(std::string_view op);
+  Status evalDropoutKeyKernel(std::string_view op);
+  Status randomNormalKernel(std::string_view op);
+  Status localShardKernel(std::string_view op);
+  Status fillKernel(std::string_view op);
+  Status siluGradKernel(std::string_view op);
+  Status embeddingGradKernel(std::string_view op);
+  Status rmsNormGradKernel(std::string_view op);
+  Status lrValueKernel(std::string_view op);
+  Status globalNormKernel(std::string_view op);
+  Status sqrtKernel(std::string_view op);
+  Status clipCoefficientKernel(std::string_view op);
+  Status elementwiseKernel(std::string_view op);
+
   const HostTensor &in(size_t i) const { return *operands[i]; }
   const float *f(size_t i) const { return operands[i]->data(); }
   HostTensor &out(size_t i = 0) { return results[i]; }
@@ -137,99 +182,138 @@ Status invalidInput(const std::string &message) {
   return Status(StatusCode::kInvalidArgument, message);
 }
 
-Status Dispatch::run(std::string_view op) {
-  if (op == "matmul" || op == "fp8_matmul") {
-    const HostTensor &a = in(0), &b = in(1);
-    cpu::MatmulShape s = cpu::matmulShapeOf(a.shape, b.shape, out().shape, flag("transpose_lhs"),
-                                            flag("transpose_rhs"));
-    cpu::matmul(a.data(), b.data(), out().data(), s);
-    if (op == "fp8_matmul") {
-      // The scaled GEMM's epilogue: the f32 sum times both inverse scales, in f32.
-      float factor = (1.0f / in(2).data()[0]) * (1.0f / in(3).data()[0]);
-      float *data = out().data();
-      for (int64_t i = 0, n = out().numElements(); i < n; ++i) {
-        data[i] *= factor;
-      }
+Status Dispatch::matmulKernel(std::string_view op) {
+  const HostTensor &a = in(0), &b = in(1);
+  cpu::MatmulShape s = cpu::matmulShapeOf(a.shape, b.shape, out().shape, flag("transpose_lhs"),
+                                          flag("transpose_rhs"));
+  cpu::matmul(a.data(), b.data(), out().data(), s);
+  if (op == "fp8_matmul") {
+    // The scaled GEMM's epilogue: the f32 sum times both inverse scales, in f32.
+    float factor = (1.0f / in(2).data()[0]) * (1.0f / in(3).data()[0]);
+    float *data = out().data();
+    for (int64_t i = 0, n = out().numElements(); i < n; ++i) {
+      data[i] *= factor;
     }
-  } else if (op == "fp8_quantize") {
-    float scale = in(1).data()[0];
-    const float *x = f(0);
-    float *y = out().data();
-    DType type = out().dtype;
-    cpu::parallelChunks(out().numElements(), int64_t{1} << 14, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        y[i] = quantizeFp8(type, x[i], scale);
-      }
-    });
-  } else if (op == "amax") {
-    float result = 0.0f;
-    for (const HostTensor *operand : operands) {
-      result = cpu::amax(operand->data(), operand->numElements(), result);
+  }
+  return Status::ok();
+}
+
+Status Dispatch::fp8QuantizeKernel(std::string_view op) {
+  float scale = in(1).data()[0];
+  const float *x = f(0);
+  float *y = out().data();
+  DType type = out().dtype;
+  cpu::parallelChunks(out().numElements(), int64_t{1} << 14, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      y[i] = quantizeFp8(type, x[i], scale);
     }
-    out().data()[0] = result;
-  } else if (op == "fp8_current_scale") {
-    out().data()[0] = cpu::fp8CurrentScale(in(0).data()[0], real("fp8_max"));
-  } else if (op == "fp8_scale_update") {
-    cpu::AmaxAlgo algo;
-    if (!cpu::parseAmaxAlgo(text("amax_compute_algo"), algo)) {
-      return invalidInput("fp8_scale_update: amax_compute_algo must be \"most_recent\" or "
-                          "\"max\", got \"" +
-                          text("amax_compute_algo") + "\"");
-    }
-    cpu::fp8ScaleUpdate(f(0), in(0).numElements(), in(1).data()[0], in(2).data()[0],
-                        real("fp8_max"), real("margin"), algo, out(0).data(), out(1).data()[0]);
-  } else if (op == "add") {
-    cpu::add(f(0), f(1), out().data(), out().numElements());
-  } else if (op == "mul") {
-    cpu::mul(f(0), f(1), out().data(), out().numElements());
-  } else if (op == "scale") {
-    cpu::scale(f(0), out().data(), out().numElements(), real("factor"));
-  } else if (op == "silu") {
-    cpu::silu(f(0), out().data(), out().numElements());
-  } else if (op == "swiglu" || op == "swiglu_grad") {
-    // Chunk by chunk through the unfused graph's kernels with its roundings (tg.swiglu is
-    // exactly mul(silu(gate), up) and its autodiff): a few KiB of workspace, not a tensor.
-    // Chunks in parallel on the thread pool (each element's math is its own).
-    constexpr int64_t kChunk = 4096;
-    DType type = in(0).dtype;
-    const int64_t count = out(0).numElements();
-    const bool forward = op == "swiglu";
-    cpu::parallelFor((count + kChunk - 1) / kChunk, [&](int64_t chunk) {
-      float act[kChunk], scratch[kChunk];
-      int64_t start = chunk * kChunk, n = std::min(kChunk, count - start);
-      const float *gate = f(0) + start, *up = f(1) + start;
-      if (forward) {
-        cpu::silu(gate, act, n);
-        roundBuffer(type, act, n);
-        cpu::mul(act, up, out().data() + start, n);
-        return;
-      }
-      double sigmoid[kChunk]; // one exp per element for silu and its gradient
-      cpu::siluAndSigmoid(gate, act, sigmoid, n);
+  });
+  return Status::ok();
+}
+
+Status Dispatch::amaxKernel(std::string_view op) {
+  float result = 0.0f;
+  for (const HostTensor *operand : operands) {
+    result = cpu::amax(operand->data(), operand->numElements(), result);
+  }
+  out().data()[0] = result;
+  return Status::ok();
+}
+
+Status Dispatch::fp8CurrentScaleKernel(std::string_view op) {
+  out().data()[0] = cpu::fp8CurrentScale(in(0).data()[0], real("fp8_max"));
+  return Status::ok();
+}
+
+Status Dispatch::fp8ScaleUpdateKernel(std::string_view op) {
+  cpu::AmaxAlgo algo;
+  if (!cpu::parseAmaxAlgo(text("amax_compute_algo"), algo)) {
+    return invalidInput("fp8_scale_update: amax_compute_algo must be \"most_recent\" or "
+                        "\"max\", got \"" +
+                        text("amax_compute_algo") + "\"");
+  }
+  cpu::fp8ScaleUpdate(f(0), in(0).numElements(), in(1).data()[0], in(2).data()[0], real("fp8_max"),
+                      real("margin"), algo, out(0).data(), out(1).data()[0]);
+  return Status::ok();
+}
+
+Status Dispatch::addKernel(std::string_view op) {
+  cpu::add(f(0), f(1), out().data(), out().numElements());
+  return Status::ok();
+}
+
+Status Dispatch::mulKernel(std::string_view op) {
+  cpu::mul(f(0), f(1), out().data(), out().numElements());
+  return Status::ok();
+}
+
+Status Dispatch::scaleKernel(std::string_view op) {
+  cpu::scale(f(0), out().data(), out().numElements(), real("factor"));
+  return Status::ok();
+}
+
+Status Dispatch::siluKernel(std::string_view op) {
+  cpu::silu(f(0), out().data(), out().numElements());
+  return Status::ok();
+}
+
+Status Dispatch::swigluKernel(std::string_view op) {
+  // Chunk by chunk through the unfused graph's kernels with its roundings (tg.swiglu is
+  // exactly mul(silu(gate), up) and its autodiff): a few KiB of workspace, not a tensor.
+  // Chunks in parallel on the thread pool (each element's math is its own).
+  constexpr int64_t kChunk = 4096;
+  DType type = in(0).dtype;
+  const int64_t count = out(0).numElements();
+  const bool forward = op == "swiglu";
+  cpu::parallelFor((count + kChunk - 1) / kChunk, [&](int64_t chunk) {
+    float act[kChunk], scratch[kChunk];
+    int64_t start = chunk * kChunk, n = std::min(kChunk, count - start);
+    const float *gate = f(0) + start, *up = f(1) + start;
+    if (forward) {
+      cpu::silu(gate, act, n);
       roundBuffer(type, act, n);
-      const float *grad = f(2) + start;
-      cpu::mul(grad, act, out(1).data() + start, n); // up_grad = grad · a
-      cpu::mul(grad, up, scratch, n);                // the gradient of a
-      roundBuffer(type, scratch, n);
-      cpu::siluGradFromSigmoid(gate, sigmoid, scratch, out(0).data() + start, n);
-    });
-  } else if (op == "convert" || op == "reshape" || op == "copy") {
-    if (isFloat(out().dtype)) { // rounded to the result type below
-      std::copy_n(in(0).data(), out().numElements(), out().data());
-    } else {
-      out().ints = in(0).ints;
+      cpu::mul(act, up, out().data() + start, n);
+      return;
     }
-  } else if (op == "add_rms_norm") {
-    // The pair's kernels, the sum rounded to its type before the norm reads it.
-    int64_t dim = out(0).shape.back();
-    cpu::add(f(0), f(1), out(0).data(), out(0).numElements());
-    roundBuffer(out(0).dtype, out(0).data(), out(0).numElements());
-    cpu::rmsNorm(out(0).data(), f(2), out(1).data(), out(0).numElements() / dim, dim,
-                 real("epsilon"));
-  } else if (op == "rms_norm") {
-    int64_t dim = out().shape.back();
-    cpu::rmsNorm(f(0), f(1), out().data(), out().numElements() / dim, dim, real("epsilon"));
-  } else if (op == "embedding" && attributes.has("shard_index")) {
+    double sigmoid[kChunk]; // one exp per element for silu and its gradient
+    cpu::siluAndSigmoid(gate, act, sigmoid, n);
+    roundBuffer(type, act, n);
+    const float *grad = f(2) + start;
+    cpu::mul(grad, act, out(1).data() + start, n); // up_grad = grad · a
+    cpu::mul(grad, up, scratch, n);                // the gradient of a
+    roundBuffer(type, scratch, n);
+    cpu::siluGradFromSigmoid(gate, sigmoid, scratch, out(0).data() + start, n);
+  });
+  return Status::ok();
+}
+
+Status Dispatch::convertKernel(std::string_view op) {
+  if (isFloat(out().dtype)) { // rounded to the result type below
+    std::copy_n(in(0).data(), out().numElements(), out().data());
+  } else {
+    out().ints = in(0).ints;
+  }
+  return Status::ok();
+}
+
+Status Dispatch::addRmsNormKernel(std::string_view op) {
+  // The pair's kernels, the sum rounded to its type before the norm reads it.
+  int64_t dim = out(0).shape.back();
+  cpu::add(f(0), f(1), out(0).data(), out(0).numElements());
+  roundBuffer(out(0).dtype, out(0).data(), out(0).numElements());
+  cpu::rmsNorm(out(0).data(), f(2), out(1).data(), out(0).numElements() / dim, dim,
+               real("epsilon"));
+  return Status::ok();
+}
+
+Status Dispatch::rmsNormKernel(std::string_view op) {
+  int64_t dim = out().shape.back();
+  cpu::rmsNorm(f(0), f(1), out().data(), out().numElements() / dim, dim, real("epsilon"));
+  return Status::ok();
+}
+
+Status Dispatch::embeddingKernel(std::string_view op) {
+  if (attributes.has("shard_index")) {
     // This rank's rows [k·rows, (k+1)·rows) of a vocabulary split `shard_count` ways; other
     // ids give zero rows (their owners fill them).
     const HostTensor &table = in(0), &ids = in(1);
@@ -245,7 +329,286 @@ Status Dispatch::run(std::string_view op) {
         std::copy_n(table.data() + (id - first) * dim, dim, out().data() + t * dim);
       }
     }
-  } else if (op == "embedding_grad" && attributes.has("shard_index")) {
+    return Status::ok();
+  }
+  const HostTensor &table = in(0), &ids = in(1);
+  int64_t bad = cpu::embedding(table.data(), ids.ints.data(), out().data(), ids.numElements(),
+                               table.shape[0], table.shape[1]);
+  if (bad >= 0) {
+    return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
+                        std::to_string(bad) + " is outside the vocabulary [0, " +
+                        std::to_string(table.shape[0]) + ")");
+  }
+  return Status::ok();
+}
+
+Status Dispatch::ropeKernel(std::string_view op) {
+  // rope_qk: the same rotation of both operands, the angles computed once.
+  const std::vector<int64_t> &s = out().shape;
+  bool scaled = attributes.has("scaling_factor");
+  std::vector<double> frequencies = cpu::ropeFrequencies(
+      s[3], real("theta"), scaled, scaled ? real("scaling_factor") : 0.0,
+      scaled ? real("low_freq_factor") : 0.0, scaled ? real("high_freq_factor") : 0.0,
+      scaled ? integer("original_max_position") : 0);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::vector<int64_t> &shape = out(i).shape;
+    cpu::rope(f(i), out(i).data(), shape[0], shape[1], shape[2], shape[3], frequencies,
+              flag("inverse"));
+  }
+  return Status::ok();
+}
+
+Status Dispatch::causalMaskKernel(std::string_view op) {
+  int64_t n = out().shape.back();
+  cpu::causalMask(f(0), out().data(), out().numElements() / (n * n), n, flag("gradient"));
+  return Status::ok();
+}
+
+Status Dispatch::softmaxKernel(std::string_view op) {
+  const std::vector<int64_t> &s = out().shape;
+  size_t dim = integer("dim");
+  int64_t bad =
+      cpu::softmax(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()));
+  if (bad >= 0) {
+    return invalidInput("softmax row " + std::to_string(bad) +
+                        " has no finite entry (every score masked or infinite/NaN inputs)");
+  }
+  return Status::ok();
+}
+
+Status Dispatch::softmaxGradKernel(std::string_view op) {
+  const std::vector<int64_t> &s = out().shape;
+  size_t dim = integer("dim");
+  cpu::softmaxGrad(f(0), f(1), out().data(), product(s, 0, dim), s[dim],
+                   product(s, dim + 1, s.size()));
+  return Status::ok();
+}
+
+Status Dispatch::attentionKernel(std::string_view op) {
+  const std::vector<int64_t> &q = in(0).shape, &k = in(1).shape;
+  cpu::AttentionShape shape;
+  shape.batch = q[0];
+  shape.heads = q[1];
+  shape.queries = q[2];
+  shape.headDim = q[3];
+  shape.kvHeads = k[1];
+  shape.keys = k[2];
+  shape.causal = flag("causal");
+  shape.scale = real("scale");
+  shape.valueType = in(2).dtype;
+  int64_t bad = op == "attention"
+                    ? cpu::attentionForward(f(0), f(1), f(2), out(0).data(), out(1).data(), shape)
+                    : cpu::attentionBackward(f(0), f(1), f(2), f(5), out(0).data(), out(1).data(),
+                                             out(2).data(), shape, in(0).dtype);
+  if (bad >= 0) {
+    return invalidInput("attention row " + std::to_string(bad) +
+                        " has no finite score (infinite or NaN inputs)");
+  }
+  return Status::ok();
+}
+
+Status Dispatch::repeatKernel(std::string_view op) {
+  const std::vector<int64_t> &s = in(0).shape;
+  size_t dim = integer("dim");
+  cpu::repeat(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()),
+              integer("times"));
+  return Status::ok();
+}
+
+Status Dispatch::repeatGradKernel(std::string_view op) {
+  const std::vector<int64_t> &s = out().shape;
+  size_t dim = integer("dim");
+  cpu::repeatGrad(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()),
+                  integer("times"));
+  return Status::ok();
+}
+
+Status Dispatch::transposeKernel(std::string_view op) {
+  cpu::transpose(f(0), out().data(), in(0).shape, ints("permutation"));
+  return Status::ok();
+}
+
+Status Dispatch::crossEntropyKernel(std::string_view op) {
+  const HostTensor &logits = in(0), &labels = in(1);
+  LossInputs loss_;
+  lossInputs(attributes, labels, operands.size() > 2 ? f(2) : nullptr, loss_);
+  int64_t vocab = logits.shape.back(), bad = -1;
+  double loss =
+      cpu::crossEntropy(logits.data(), loss_.labels, loss_.mask, labels.numElements(), vocab, &bad);
+  if (bad >= 0) {
+    return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
+                        std::to_string(bad) + " is outside the vocabulary [0, " +
+                        std::to_string(vocab) + ")");
+  }
+  out().data()[0] = static_cast<float>(loss);
+  return Status::ok();
+}
+
+Status Dispatch::linearCrossEntropyKernel(std::string_view op) {
+  // (hidden, weight, labels[, dloss][, mask]): the logits exist one chunk at a time.
+  bool gradient = op == "linear_cross_entropy_grad";
+  const HostTensor &hidden = in(0), &weight = in(1), &labels = in(2);
+  size_t maskIndex = gradient ? 4 : 3;
+  LossInputs loss_;
+  lossInputs(attributes, labels, operands.size() > maskIndex ? f(maskIndex) : nullptr, loss_);
+  const float *mask = loss_.mask;
+  cpu::LinearCrossEntropyShape shape;
+  shape.hidden = hidden.shape.back();
+  shape.tokens = hidden.numElements() / shape.hidden;
+  shape.vocab = weight.shape[0];
+  if (!dtypeFromName(text("logits_type"), shape.logitsType)) {
+    return invalidInput("linear_cross_entropy: unknown logits_type '" + text("logits_type") + "'");
+  }
+  if (gradient) {
+    cpu::linearCrossEntropyGrad(hidden.data(), weight.data(), loss_.labels, mask, in(3).data()[0],
+                                out(0).data(), out(1).data(), shape);
+  } else {
+    double loss = 0.0;
+    int64_t bad =
+        cpu::linearCrossEntropy(hidden.data(), weight.data(), loss_.labels, mask, shape, loss);
+    if (bad >= 0) {
+      return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
+                          std::to_string(bad) + " is outside the vocabulary [0, " +
+                          std::to_string(shape.vocab) + ")");
+    }
+    out().data()[0] = static_cast<float>(loss);
+  }
+  return Status::ok();
+}
+
+Status Dispatch::crossEntropyGradKernel(std::string_view op) {
+  const HostTensor &logits = in(0), &labels = in(1);
+  LossInputs loss_;
+  lossInputs(attributes, labels, operands.size() > 3 ? f(3) : nullptr, loss_);
+  cpu::crossEntropyGrad(logits.data(), loss_.labels, loss_.mask, in(2).data()[0], out().data(),
+                        labels.numElements(), logits.shape.back());
+  return Status::ok();
+}
+
+Status Dispatch::splitKernel(std::string_view op) {
+  const std::vector<int64_t> &s = in(0).shape;
+  size_t dim = integer("dim");
+  int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
+  for (HostTensor &piece : results) {
+    int64_t size = piece.shape[dim];
+    if (isFloat(in(0).dtype)) {
+      cpu::copySlice(f(0), piece.data(), outer, inner, s[dim], size, offset, 0, size);
+    } else { // token ids: the train step's micro-batches
+      for (int64_t o = 0; o < outer; ++o) {
+        std::copy_n(in(0).ints.begin() + (o * s[dim] + offset) * inner, size * inner,
+                    piece.ints.begin() + o * size * inner);
+      }
+    }
+    offset += size;
+  }
+  return Status::ok();
+}
+
+Status Dispatch::concatKernel(std::string_view op) {
+  const std::vector<int64_t> &s = out().shape;
+  size_t dim = integer("dim");
+  int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
+  for (const HostTensor *piece : operands) {
+    cpu::copySlice(piece->data(), out().data(), outer, inner, piece->shape[dim], s[dim], 0, offset,
+                   piece->shape[dim]);
+    offset += piece->shape[dim];
+  }
+  return Status::ok();
+}
+
+Status Dispatch::randomUniformKernel(std::string_view op) {
+  double bound = real("bound"); // bound · (2u − 1)
+  fillDrawn([&](uint64_t seed, uint32_t stream, uint64_t index) {
+    return bound * (2.0 * philoxUniform(seed, stream, index) - 1.0);
+  });
+  return Status::ok();
+}
+
+Status Dispatch::dropoutKernel(std::string_view op) {
+  // Inverted dropout: kept elements scaled by 1/(1 − rate) in f32, rounded to the type; the
+  // identity under an evaluation key (a negative counter).
+  if (operands.size() < 2) {
+    return invalidInput("dropout without its key [seed, micro-batch counter]: the training "
+                        "step (tg-train-step) gives each micro-batch's dropouts their key");
+  }
+  const HostTensor &input = in(0);
+  int64_t counter = in(1).ints[1];
+  HostTensor &result = out();
+  if (counter < 0) {
+    std::copy_n(input.data(), input.numElements(), result.data());
+    return Status::ok();
+  }
+  if (counter > static_cast<int64_t>(UINT32_MAX)) {
+    return invalidInput("dropout micro-batch counter " + std::to_string(counter) +
+                        " exceeds 2^32 - 1");
+  }
+  int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
+  int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
+  int64_t part = parts > 1 ? integer("part_index") : 0;
+  uint64_t seed = static_cast<uint64_t>(in(1).ints[0]);
+  uint32_t stream = parameterStreamId(text("name"));
+  double rate = real("rate");
+  uint64_t threshold = dropoutThreshold(rate);
+  float scale = static_cast<float>(1.0 / (1.0 - rate));
+  const std::vector<int64_t> noBlocks;
+  cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      auto full =
+          static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i, noBlocks));
+      bool keep = dropoutKeeps(seed, static_cast<uint32_t>(counter), stream, full, threshold);
+      result.data()[i] =
+          keep ? static_cast<float>(roundTo(result.dtype, input.data()[i] * scale)) : 0.0f;
+    }
+  });
+  return Status::ok();
+}
+
+Status Dispatch::dropoutKeyKernel(std::string_view op) {
+  // [seed, step · micro_batches · dp + micro_batch · dp + dp rank]
+  int64_t dp = integer("data_parallel");
+  int64_t rank = dp > 1 ? integer("part_index") : 0;
+  int64_t step = in(1).ints[0];
+  if (step < 0) {
+    return invalidInput("dropout_key of a negative step " + std::to_string(step));
+  }
+  out().ints[0] = in(0).ints[0];
+  out().ints[1] = (step * integer("micro_batches") + integer("micro_batch")) * dp + rank;
+  return Status::ok();
+}
+
+Status Dispatch::evalDropoutKeyKernel(std::string_view op) {
+  out().ints[0] = 0;
+  out().ints[1] = -1;
+  return Status::ok();
+}
+
+Status Dispatch::randomNormalKernel(std::string_view op) {
+  double stddev = real("std");
+  fillDrawn([&](uint64_t seed, uint32_t stream, uint64_t index) {
+    return stddev * philoxNormal(seed, stream, index);
+  });
+  return Status::ok();
+}
+
+Status Dispatch::localShardKernel(std::string_view op) {
+  // This rank's 1/parts of a 1-D tensor.
+  int64_t size = out().numElements();
+  std::copy_n(in(0).data() + integer("part_index") * size, size, out().data());
+  return Status::ok();
+}
+
+Status Dispatch::fillKernel(std::string_view op) {
+  std::fill_n(out().data(), out().numElements(), static_cast<float>(real("value")));
+  return Status::ok();
+}
+
+Status Dispatch::siluGradKernel(std::string_view op) {
+  cpu::siluGrad(f(0), f(1), out().data(), out().numElements());
+  return Status::ok();
+}
+
+Status Dispatch::embeddingGradKernel(std::string_view op) {
+  if (attributes.has("shard_index")) {
     const HostTensor &ids = in(0);
     int64_t rows = out().shape[0], dim = out().shape[1];
     int64_t first = integer("shard_index") * rows;
@@ -259,332 +622,198 @@ Status Dispatch::run(std::string_view op) {
       }
     }
     std::copy(sums.begin(), sums.end(), out().data());
-  } else if (op == "embedding") {
-    const HostTensor &table = in(0), &ids = in(1);
-    int64_t bad = cpu::embedding(table.data(), ids.ints.data(), out().data(), ids.numElements(),
-                                 table.shape[0], table.shape[1]);
-    if (bad >= 0) {
-      return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
-                          std::to_string(bad) + " is outside the vocabulary [0, " +
-                          std::to_string(table.shape[0]) + ")");
+    return Status::ok();
+  }
+  const HostTensor &ids = in(0);
+  int64_t bad = cpu::embeddingGrad(ids.ints.data(), f(1), out().data(), ids.numElements(),
+                                   out().shape[0], out().shape[1]);
+  if (bad >= 0) {
+    return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
+                        std::to_string(bad) + " is outside the vocabulary [0, " +
+                        std::to_string(out().shape[0]) + ")");
+  }
+  return Status::ok();
+}
+
+Status Dispatch::rmsNormGradKernel(std::string_view op) {
+  int64_t dim = out(0).shape.back();
+  cpu::rmsNormGrad(f(0), f(1), f(2), out(0).data(), out(1).data(), out(0).numElements() / dim, dim,
+                   real("epsilon"));
+  return Status::ok();
+}
+
+Status Dispatch::lrValueKernel(std::string_view op) {
+  cpu::LRSchedule schedule{real("base_lr"), real("end_lr"), integer("warmup_steps"),
+                           integer("max_steps")};
+  out().data()[0] = static_cast<float>(cpu::learningRate(schedule, in(0).ints[0]));
+  return Status::ok();
+}
+
+Status Dispatch::globalNormKernel(std::string_view op) {
+  // Each tensor's sum of squares in parallel, added in operand order.
+  std::vector<double> sums(operands.size());
+  cpu::parallelFor(static_cast<int64_t>(operands.size()), [&](int64_t i) {
+    sums[i] = cpu::sumOfSquares(operands[i]->data(), operands[i]->numElements());
+  });
+  double sum = 0.0;
+  for (double tensorSum : sums) {
+    sum += tensorSum;
+  }
+  out().data()[0] = static_cast<float>(op == "global_norm" ? std::sqrt(sum) : sum);
+  return Status::ok();
+}
+
+Status Dispatch::sqrtKernel(std::string_view op) {
+  out().data()[0] = static_cast<float>(std::sqrt(static_cast<double>(in(0).data()[0])));
+  return Status::ok();
+}
+
+Status Dispatch::clipCoefficientKernel(std::string_view op) {
+  out().data()[0] = static_cast<float>(cpu::clipCoefficient(in(0).data()[0], real("max_norm")));
+  return Status::ok();
+}
+
+Status Dispatch::elementwiseKernel(std::string_view op) {
+  ElementwiseProgram program;
+  const std::string *arithmetic = attributes.getString("arithmetic");
+  std::string error = compileElementwiseProgram(text("program"), static_cast<int>(operands.size()),
+                                                static_cast<int>(results.size()),
+                                                arithmetic ? *arithmetic : "f32", program);
+  if (!error.empty()) {
+    return invalidInput("elementwise program " + error);
+  }
+  // One-element operands broadcast: their stride is 0.
+  const int64_t count = out(0).numElements();
+  int64_t strides[ElementwiseProgram::kMaxOperands];
+  for (size_t n = 0; n < operands.size(); ++n) {
+    if (in(n).numElements() != 1 && in(n).numElements() != count) {
+      return invalidInput("elementwise operand " + std::to_string(n) + " has " +
+                          std::to_string(in(n).numElements()) + " elements, not 1 or " +
+                          std::to_string(count));
     }
-  } else if (op == "rope" || op == "rope_qk") {
-    // rope_qk: the same rotation of both operands, the angles computed once.
-    const std::vector<int64_t> &s = out().shape;
-    bool scaled = attributes.has("scaling_factor");
-    std::vector<double> frequencies = cpu::ropeFrequencies(
-        s[3], real("theta"), scaled, scaled ? real("scaling_factor") : 0.0,
-        scaled ? real("low_freq_factor") : 0.0, scaled ? real("high_freq_factor") : 0.0,
-        scaled ? integer("original_max_position") : 0);
-    for (size_t i = 0; i < results.size(); ++i) {
-      const std::vector<int64_t> &shape = out(i).shape;
-      cpu::rope(f(i), out(i).data(), shape[0], shape[1], shape[2], shape[3], frequencies,
-                flag("inverse"));
+    if (!isFloat(in(n).dtype) && !program.f64) {
+      return invalidInput("elementwise operand " + std::to_string(n) +
+                          " holds integers: only f64 arithmetic reads them");
     }
-  } else if (op == "causal_mask") {
-    int64_t n = out().shape.back();
-    cpu::causalMask(f(0), out().data(), out().numElements() / (n * n), n, flag("gradient"));
-  } else if (op == "softmax") {
-    const std::vector<int64_t> &s = out().shape;
-    size_t dim = integer("dim");
-    int64_t bad =
-        cpu::softmax(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()));
-    if (bad >= 0) {
-      return invalidInput("softmax row " + std::to_string(bad) +
-                          " has no finite entry (every score masked or infinite/NaN inputs)");
+    strides[n] = in(n).numElements() == 1 ? 0 : 1;
+  }
+  for (const HostTensor &result : results) {
+    if (result.numElements() != count) {
+      return invalidInput("elementwise results differ in size");
     }
-  } else if (op == "softmax_grad") {
-    const std::vector<int64_t> &s = out().shape;
-    size_t dim = integer("dim");
-    cpu::softmaxGrad(f(0), f(1), out().data(), product(s, 0, dim), s[dim],
-                     product(s, dim + 1, s.size()));
-  } else if (op == "attention" || op == "attention_grad") {
-    const std::vector<int64_t> &q = in(0).shape, &k = in(1).shape;
-    cpu::AttentionShape shape;
-    shape.batch = q[0];
-    shape.heads = q[1];
-    shape.queries = q[2];
-    shape.headDim = q[3];
-    shape.kvHeads = k[1];
-    shape.keys = k[2];
-    shape.causal = flag("causal");
-    shape.scale = real("scale");
-    shape.valueType = in(2).dtype;
-    int64_t bad = op == "attention"
-                      ? cpu::attentionForward(f(0), f(1), f(2), out(0).data(), out(1).data(), shape)
-                      : cpu::attentionBackward(f(0), f(1), f(2), f(5), out(0).data(), out(1).data(),
-                                               out(2).data(), shape, in(0).dtype);
-    if (bad >= 0) {
-      return invalidInput("attention row " + std::to_string(bad) +
-                          " has no finite score (infinite or NaN inputs)");
-    }
-  } else if (op == "repeat") {
-    const std::vector<int64_t> &s = in(0).shape;
-    size_t dim = integer("dim");
-    cpu::repeat(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()),
-                integer("times"));
-  } else if (op == "repeat_grad") {
-    const std::vector<int64_t> &s = out().shape;
-    size_t dim = integer("dim");
-    cpu::repeatGrad(f(0), out().data(), product(s, 0, dim), s[dim], product(s, dim + 1, s.size()),
-                    integer("times"));
-  } else if (op == "transpose") {
-    cpu::transpose(f(0), out().data(), in(0).shape, ints("permutation"));
-  } else if (op == "cross_entropy") {
-    const HostTensor &logits = in(0), &labels = in(1);
-    LossInputs loss_;
-    lossInputs(attributes, labels, operands.size() > 2 ? f(2) : nullptr, loss_);
-    int64_t vocab = logits.shape.back(), bad = -1;
-    double loss = cpu::crossEntropy(logits.data(), loss_.labels, loss_.mask, labels.numElements(),
-                                    vocab, &bad);
-    if (bad >= 0) {
-      return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
-                          std::to_string(bad) + " is outside the vocabulary [0, " +
-                          std::to_string(vocab) + ")");
-    }
-    out().data()[0] = static_cast<float>(loss);
-  } else if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
-    // (hidden, weight, labels[, dloss][, mask]): the logits exist one chunk at a time.
-    bool gradient = op == "linear_cross_entropy_grad";
-    const HostTensor &hidden = in(0), &weight = in(1), &labels = in(2);
-    size_t maskIndex = gradient ? 4 : 3;
-    LossInputs loss_;
-    lossInputs(attributes, labels, operands.size() > maskIndex ? f(maskIndex) : nullptr, loss_);
-    const float *mask = loss_.mask;
-    cpu::LinearCrossEntropyShape shape;
-    shape.hidden = hidden.shape.back();
-    shape.tokens = hidden.numElements() / shape.hidden;
-    shape.vocab = weight.shape[0];
-    if (!dtypeFromName(text("logits_type"), shape.logitsType)) {
-      return invalidInput("linear_cross_entropy: unknown logits_type '" + text("logits_type") +
-                          "'");
-    }
-    if (gradient) {
-      cpu::linearCrossEntropyGrad(hidden.data(), weight.data(), loss_.labels, mask, in(3).data()[0],
-                                  out(0).data(), out(1).data(), shape);
-    } else {
-      double loss = 0.0;
-      int64_t bad =
-          cpu::linearCrossEntropy(hidden.data(), weight.data(), loss_.labels, mask, shape, loss);
-      if (bad >= 0) {
-        return invalidInput("label " + std::to_string(labels.ints[bad]) + " at position " +
-                            std::to_string(bad) + " is outside the vocabulary [0, " +
-                            std::to_string(shape.vocab) + ")");
-      }
-      out().data()[0] = static_cast<float>(loss);
-    }
-  } else if (op == "cross_entropy_grad") {
-    const HostTensor &logits = in(0), &labels = in(1);
-    LossInputs loss_;
-    lossInputs(attributes, labels, operands.size() > 3 ? f(3) : nullptr, loss_);
-    cpu::crossEntropyGrad(logits.data(), loss_.labels, loss_.mask, in(2).data()[0], out().data(),
-                          labels.numElements(), logits.shape.back());
-  } else if (op == "split") {
-    const std::vector<int64_t> &s = in(0).shape;
-    size_t dim = integer("dim");
-    int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
-    for (HostTensor &piece : results) {
-      int64_t size = piece.shape[dim];
-      if (isFloat(in(0).dtype)) {
-        cpu::copySlice(f(0), piece.data(), outer, inner, s[dim], size, offset, 0, size);
-      } else { // token ids: the train step's micro-batches
-        for (int64_t o = 0; o < outer; ++o) {
-          std::copy_n(in(0).ints.begin() + (o * s[dim] + offset) * inner, size * inner,
-                      piece.ints.begin() + o * size * inner);
-        }
-      }
-      offset += size;
-    }
-  } else if (op == "concat") {
-    const std::vector<int64_t> &s = out().shape;
-    size_t dim = integer("dim");
-    int64_t outer = product(s, 0, dim), inner = product(s, dim + 1, s.size()), offset = 0;
-    for (const HostTensor *piece : operands) {
-      cpu::copySlice(piece->data(), out().data(), outer, inner, piece->shape[dim], s[dim], 0,
-                     offset, piece->shape[dim]);
-      offset += piece->shape[dim];
-    }
-  } else if (op == "random_uniform") {
-    double bound = real("bound"); // bound · (2u − 1)
-    fillDrawn([&](uint64_t seed, uint32_t stream, uint64_t index) {
-      return bound * (2.0 * philoxUniform(seed, stream, index) - 1.0);
-    });
-  } else if (op == "dropout") {
-    // Inverted dropout: kept elements scaled by 1/(1 − rate) in f32, rounded to the type; the
-    // identity under an evaluation key (a negative counter).
-    if (operands.size() < 2) {
-      return invalidInput("dropout without its key [seed, micro-batch counter]: the training "
-                          "step (tg-train-step) gives each micro-batch's dropouts their key");
-    }
-    const HostTensor &input = in(0);
-    int64_t counter = in(1).ints[1];
-    HostTensor &result = out();
-    if (counter < 0) {
-      std::copy_n(input.data(), input.numElements(), result.data());
-      return Status::ok();
-    }
-    if (counter > static_cast<int64_t>(UINT32_MAX)) {
-      return invalidInput("dropout micro-batch counter " + std::to_string(counter) +
-                          " exceeds 2^32 - 1");
-    }
-    int64_t parts = attributes.getInt("parts") ? integer("parts") : 1;
-    int64_t dim = attributes.getInt("part_dim") ? integer("part_dim") : 0;
-    int64_t part = parts > 1 ? integer("part_index") : 0;
-    uint64_t seed = static_cast<uint64_t>(in(1).ints[0]);
-    uint32_t stream = parameterStreamId(text("name"));
-    double rate = real("rate");
-    uint64_t threshold = dropoutThreshold(rate);
-    float scale = static_cast<float>(1.0 / (1.0 - rate));
-    const std::vector<int64_t> noBlocks;
-    cpu::parallelChunks(result.numElements(), int64_t{1} << 13, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        auto full =
-            static_cast<uint64_t>(fullIndexOfPart(result.shape, dim, parts, part, i, noBlocks));
-        bool keep = dropoutKeeps(seed, static_cast<uint32_t>(counter), stream, full, threshold);
-        result.data()[i] =
-            keep ? static_cast<float>(roundTo(result.dtype, input.data()[i] * scale)) : 0.0f;
-      }
-    });
-  } else if (op == "dropout_key") {
-    // [seed, step · micro_batches · dp + micro_batch · dp + dp rank]
-    int64_t dp = integer("data_parallel");
-    int64_t rank = dp > 1 ? integer("part_index") : 0;
-    int64_t step = in(1).ints[0];
-    if (step < 0) {
-      return invalidInput("dropout_key of a negative step " + std::to_string(step));
-    }
-    out().ints[0] = in(0).ints[0];
-    out().ints[1] = (step * integer("micro_batches") + integer("micro_batch")) * dp + rank;
-  } else if (op == "eval_dropout_key") {
-    out().ints[0] = 0;
-    out().ints[1] = -1;
-  } else if (op == "random_normal") {
-    double stddev = real("std");
-    fillDrawn([&](uint64_t seed, uint32_t stream, uint64_t index) {
-      return stddev * philoxNormal(seed, stream, index);
-    });
-  } else if (op == "local_shard") {
-    // This rank's 1/parts of a 1-D tensor.
-    int64_t size = out().numElements();
-    std::copy_n(in(0).data() + integer("part_index") * size, size, out().data());
-  } else if (op == "fill") {
-    std::fill_n(out().data(), out().numElements(), static_cast<float>(real("value")));
-  } else if (op == "silu_grad") {
-    cpu::siluGrad(f(0), f(1), out().data(), out().numElements());
-  } else if (op == "embedding_grad") {
-    const HostTensor &ids = in(0);
-    int64_t bad = cpu::embeddingGrad(ids.ints.data(), f(1), out().data(), ids.numElements(),
-                                     out().shape[0], out().shape[1]);
-    if (bad >= 0) {
-      return invalidInput("token id " + std::to_string(ids.ints[bad]) + " at position " +
-                          std::to_string(bad) + " is outside the vocabulary [0, " +
-                          std::to_string(out().shape[0]) + ")");
-    }
-  } else if (op == "rms_norm_grad") {
-    int64_t dim = out(0).shape.back();
-    cpu::rmsNormGrad(f(0), f(1), f(2), out(0).data(), out(1).data(), out(0).numElements() / dim,
-                     dim, real("epsilon"));
-  } else if (op == "lr_value") {
-    cpu::LRSchedule schedule{real("base_lr"), real("end_lr"), integer("warmup_steps"),
-                             integer("max_steps")};
-    out().data()[0] = static_cast<float>(cpu::learningRate(schedule, in(0).ints[0]));
-  } else if (op == "global_norm" || op == "sum_squares") {
-    // Each tensor's sum of squares in parallel, added in operand order.
-    std::vector<double> sums(operands.size());
-    cpu::parallelFor(static_cast<int64_t>(operands.size()), [&](int64_t i) {
-      sums[i] = cpu::sumOfSquares(operands[i]->data(), operands[i]->numElements());
-    });
-    double sum = 0.0;
-    for (double tensorSum : sums) {
-      sum += tensorSum;
-    }
-    out().data()[0] = static_cast<float>(op == "global_norm" ? std::sqrt(sum) : sum);
-  } else if (op == "sqrt") {
-    out().data()[0] = static_cast<float>(std::sqrt(static_cast<double>(in(0).data()[0])));
-  } else if (op == "clip_coefficient") {
-    out().data()[0] = static_cast<float>(cpu::clipCoefficient(in(0).data()[0], real("max_norm")));
-  } else if (op == "elementwise") {
-    ElementwiseProgram program;
-    const std::string *arithmetic = attributes.getString("arithmetic");
-    std::string error = compileElementwiseProgram(
-        text("program"), static_cast<int>(operands.size()), static_cast<int>(results.size()),
-        arithmetic ? *arithmetic : "f32", program);
-    if (!error.empty()) {
-      return invalidInput("elementwise program " + error);
-    }
-    // One-element operands broadcast: their stride is 0.
-    const int64_t count = out(0).numElements();
-    int64_t strides[ElementwiseProgram::kMaxOperands];
-    for (size_t n = 0; n < operands.size(); ++n) {
-      if (in(n).numElements() != 1 && in(n).numElements() != count) {
-        return invalidInput("elementwise operand " + std::to_string(n) + " has " +
-                            std::to_string(in(n).numElements()) + " elements, not 1 or " +
-                            std::to_string(count));
-      }
-      if (!isFloat(in(n).dtype) && !program.f64) {
-        return invalidInput("elementwise operand " + std::to_string(n) +
-                            " holds integers: only f64 arithmetic reads them");
-      }
-      strides[n] = in(n).numElements() == 1 ? 0 : 1;
-    }
-    for (const HostTensor &result : results) {
-      if (result.numElements() != count) {
-        return invalidInput("elementwise results differ in size");
-      }
-    }
-    // Blocks of elements in T (evaluateElementwiseBlock); f32 operands are read in place,
-    // bf16 ones are f32 here too, integer operands (f64 only) are converted per block.
-    auto run = [&](auto zero) {
-      using T = decltype(zero);
-      cpu::parallelChunks(count, int64_t{1} << 13, [&](int64_t begin, int64_t end) {
-        constexpr int64_t B = kElementwiseBlock;
-        // Staging only for f64 arithmetic; f32 reads operands and writes results in place.
-        const size_t staging = std::is_same_v<T, float> ? 0 : B;
-        std::vector<T> staged(operands.size() * staging), computed(results.size() * staging);
-        const T *sources[ElementwiseProgram::kMaxOperands];
-        T *targets[ElementwiseProgram::kMaxResults];
-        bool broadcast[ElementwiseProgram::kMaxOperands];
-        for (int64_t first = begin; first < end; first += B) {
-          const int64_t n = std::min(B, end - first);
-          for (size_t o = 0; o < operands.size(); ++o) {
-            const HostTensor &operand = in(o);
-            broadcast[o] = strides[o] == 0;
-            const int64_t at = broadcast[o] ? 0 : first, take = broadcast[o] ? 1 : n;
-            if constexpr (std::is_same_v<T, float>) {
-              sources[o] = operand.data() + at; // f32 arithmetic reads floats only
-            } else {
-              T *stage = staged.data() + o * B;
-              for (int64_t i = 0; i < take; ++i) {
-                stage[i] = isFloat(operand.dtype) ? static_cast<T>(operand.data()[at + i])
-                                                  : static_cast<T>(operand.ints[at + i]);
-              }
-              sources[o] = stage;
+  }
+  // Blocks of elements in T (evaluateElementwiseBlock); f32 operands are read in place,
+  // bf16 ones are f32 here too, integer operands (f64 only) are converted per block.
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    cpu::parallelChunks(count, int64_t{1} << 13, [&](int64_t begin, int64_t end) {
+      constexpr int64_t B = kElementwiseBlock;
+      // Staging only for f64 arithmetic; f32 reads operands and writes results in place.
+      const size_t staging = std::is_same_v<T, float> ? 0 : B;
+      std::vector<T> staged(operands.size() * staging), computed(results.size() * staging);
+      const T *sources[ElementwiseProgram::kMaxOperands];
+      T *targets[ElementwiseProgram::kMaxResults];
+      bool broadcast[ElementwiseProgram::kMaxOperands];
+      for (int64_t first = begin; first < end; first += B) {
+        const int64_t n = std::min(B, end - first);
+        for (size_t o = 0; o < operands.size(); ++o) {
+          const HostTensor &operand = in(o);
+          broadcast[o] = strides[o] == 0;
+          const int64_t at = broadcast[o] ? 0 : first, take = broadcast[o] ? 1 : n;
+          if constexpr (std::is_same_v<T, float>) {
+            sources[o] = operand.data() + at; // f32 arithmetic reads floats only
+          } else {
+            T *stage = staged.data() + o * B;
+            for (int64_t i = 0; i < take; ++i) {
+              stage[i] = isFloat(operand.dtype) ? static_cast<T>(operand.data()[at + i])
+                                                : static_cast<T>(operand.ints[at + i]);
             }
+            sources[o] = stage;
           }
+        }
+        for (size_t k = 0; k < results.size(); ++k) {
+          targets[k] = std::is_same_v<T, float> ? reinterpret_cast<T *>(results[k].data() + first)
+                                                : computed.data() + k * B;
+        }
+        evaluateElementwiseBlock(program, sources, broadcast, n, targets);
+        if constexpr (!std::is_same_v<T, float>) {
           for (size_t k = 0; k < results.size(); ++k) {
-            targets[k] = std::is_same_v<T, float> ? reinterpret_cast<T *>(results[k].data() + first)
-                                                  : computed.data() + k * B;
-          }
-          evaluateElementwiseBlock(program, sources, broadcast, n, targets);
-          if constexpr (!std::is_same_v<T, float>) {
-            for (size_t k = 0; k < results.size(); ++k) {
-              for (int64_t i = 0; i < n; ++i) {
-                results[k].data()[first + i] = static_cast<float>(targets[k][i]);
-              }
+            for (int64_t i = 0; i < n; ++i) {
+              results[k].data()[first + i] = static_cast<float>(targets[k][i]);
             }
           }
         }
-      });
-    };
-    if (program.f64) {
-      run(0.0);
-    } else {
-      run(0.0f);
-    }
+      }
+    });
+  };
+  if (program.f64) {
+    run(0.0);
   } else {
+    run(0.0f);
+  }
+  return Status::ok();
+}
+
+Status Dispatch::run(std::string_view op) {
+  using Kernel = Status (Dispatch::*)(std::string_view);
+  // The registry: each op the CPU backend executes and its kernel.
+  static const std::unordered_map<std::string_view, Kernel> kKernels = {
+      {"matmul", &Dispatch::matmulKernel},
+      {"fp8_matmul", &Dispatch::matmulKernel},
+      {"fp8_quantize", &Dispatch::fp8QuantizeKernel},
+      {"amax", &Dispatch::amaxKernel},
+      {"fp8_current_scale", &Dispatch::fp8CurrentScaleKernel},
+      {"fp8_scale_update", &Dispatch::fp8ScaleUpdateKernel},
+      {"add", &Dispatch::addKernel},
+      {"mul", &Dispatch::mulKernel},
+      {"scale", &Dispatch::scaleKernel},
+      {"silu", &Dispatch::siluKernel},
+      {"swiglu", &Dispatch::swigluKernel},
+      {"swiglu_grad", &Dispatch::swigluKernel},
+      {"convert", &Dispatch::convertKernel},
+      {"reshape", &Dispatch::convertKernel},
+      {"copy", &Dispatch::convertKernel},
+      {"add_rms_norm", &Dispatch::addRmsNormKernel},
+      {"rms_norm", &Dispatch::rmsNormKernel},
+      {"embedding", &Dispatch::embeddingKernel},
+      {"rope", &Dispatch::ropeKernel},
+      {"rope_qk", &Dispatch::ropeKernel},
+      {"causal_mask", &Dispatch::causalMaskKernel},
+      {"softmax", &Dispatch::softmaxKernel},
+      {"softmax_grad", &Dispatch::softmaxGradKernel},
+      {"attention", &Dispatch::attentionKernel},
+      {"attention_grad", &Dispatch::attentionKernel},
+      {"repeat", &Dispatch::repeatKernel},
+      {"repeat_grad", &Dispatch::repeatGradKernel},
+      {"transpose", &Dispatch::transposeKernel},
+      {"cross_entropy", &Dispatch::crossEntropyKernel},
+      {"linear_cross_entropy", &Dispatch::linearCrossEntropyKernel},
+      {"linear_cross_entropy_grad", &Dispatch::linearCrossEntropyKernel},
+      {"cross_entropy_grad", &Dispatch::crossEntropyGradKernel},
+      {"split", &Dispatch::splitKernel},
+      {"concat", &Dispatch::concatKernel},
+      {"random_uniform", &Dispatch::randomUniformKernel},
+      {"dropout", &Dispatch::dropoutKernel},
+      {"dropout_key", &Dispatch::dropoutKeyKernel},
+      {"eval_dropout_key", &Dispatch::evalDropoutKeyKernel},
+      {"random_normal", &Dispatch::randomNormalKernel},
+      {"local_shard", &Dispatch::localShardKernel},
+      {"fill", &Dispatch::fillKernel},
+      {"silu_grad", &Dispatch::siluGradKernel},
+      {"embedding_grad", &Dispatch::embeddingGradKernel},
+      {"rms_norm_grad", &Dispatch::rmsNormGradKernel},
+      {"lr_value", &Dispatch::lrValueKernel},
+      {"global_norm", &Dispatch::globalNormKernel},
+      {"sum_squares", &Dispatch::globalNormKernel},
+      {"sqrt", &Dispatch::sqrtKernel},
+      {"clip_coefficient", &Dispatch::clipCoefficientKernel},
+      {"elementwise", &Dispatch::elementwiseKernel}};
+  auto kernel = kKernels.find(op);
+  if (kernel == kKernels.end()) {
     return Status(StatusCode::kInvalidArgument,
                   "the CPU kernels cannot execute '" + std::string(op) + "'");
   }
+  MLPERF_RETURN_IF_ERROR((this->*kernel->second)(op));
   for (HostTensor &result : results) {
     if (isFloat(result.dtype)) {
       roundBuffer(result.dtype, result.data(), result.numElements());
