@@ -12,7 +12,7 @@
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
-#include "runtime/cpu/Numerics.h"
+#include "runtime/plan/PlanOps.h"
 #include "runtime/plan/StepRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

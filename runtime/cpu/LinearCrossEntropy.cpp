@@ -88,7 +88,9 @@ void linearCrossEntropyGrad(const float *hidden, const float *weight, const int6
                             const float *mask, double dloss, float *hiddenGrad, float *weightGrad,
                             const LinearCrossEntropyShape &s) {
   double normalizer = crossEntropyWeight(mask, s.tokens);
-  linearCrossEntropyGradChunks(
+  // The chunks fail only when the visitor does, and this one cannot (the labels were checked
+  // by the forward that ran first).
+  (void)linearCrossEntropyGradChunks(
       hidden, weight, s,
       [&](int64_t first, int64_t count, const float *logits, float *dlogits) {
         crossEntropyGradRows(logits, labels + first, mask ? mask + first : nullptr, dloss,

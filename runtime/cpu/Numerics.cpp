@@ -251,15 +251,6 @@ uint64_t dropoutThreshold(double rate) {
   return static_cast<uint64_t>(std::floor(rate * 4294967296.0));
 }
 
-uint32_t parameterStreamId(const std::string &name) {
-  uint32_t hash = 2166136261u;
-  for (unsigned char c : name) {
-    hash ^= c;
-    hash *= 16777619u;
-  }
-  return hash;
-}
-
 int64_t fullIndexOfPart(const std::vector<int64_t> &local, int64_t dim, int64_t parts, int64_t part,
                         int64_t index, const std::vector<int64_t> &blocks) {
   if (parts <= 1) {

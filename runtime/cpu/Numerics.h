@@ -74,9 +74,6 @@ bool dropoutKeeps(uint64_t seed, uint32_t counter, uint32_t streamId, uint64_t i
 /// floor(rate · 2^32): the threshold dropoutKeeps compares with.
 uint64_t dropoutThreshold(double rate);
 
-/// The stream id of a parameter: FNV-1a of its full (per-layer resolved) Hugging Face name.
-uint32_t parameterStreamId(const std::string &name);
-
 /// The flat index in the full tensor of element `index` of part `part` of a tensor split
 /// into `parts` equal parts along `dim` (`local` is the part's shape). With `blocks` (full
 /// sizes adding up to the dim, each a multiple of `parts`), the dim is the concatenation of

@@ -1,6 +1,7 @@
 //===- OpKernels.cpp - One tg/plan op on host tensors ----------*- C++ -*-===//
 
 #include "runtime/cpu/OpKernels.h"
+#include "runtime/plan/PlanOps.h"
 
 #include "runtime/cpu/ThreadPool.h"
 

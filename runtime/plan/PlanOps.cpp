@@ -115,4 +115,13 @@ const char *partAxisAttribute(std::string_view op) {
   return nullptr;
 }
 
+uint32_t parameterStreamId(std::string_view name) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : name) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
 } // namespace mlperf::rt

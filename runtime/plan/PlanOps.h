@@ -42,6 +42,11 @@ bool communicates(std::string_view op, bool vocabSplit);
 /// null for other ops.
 const char *partAxisAttribute(std::string_view op);
 
+/// The random stream of a parameter (the `stream` attribute of its initialization draws and
+/// dropout keys, which the compiler writes and every backend reads): FNV-1a of its full
+/// (per-layer resolved) Hugging Face name.
+uint32_t parameterStreamId(std::string_view name);
+
 } // namespace mlperf::rt
 
 #endif // MLPERFC_RUNTIME_PLAN_PLANOPS_H

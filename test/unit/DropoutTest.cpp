@@ -8,6 +8,7 @@
 
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
+#include "runtime/plan/PlanOps.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
 //===- NumericsTest.cpp - Rounding and Philox against independent data ---===//
 
 #include "runtime/cpu/Numerics.h"
+#include "runtime/plan/PlanOps.h"
 
 #include <gtest/gtest.h>
 
