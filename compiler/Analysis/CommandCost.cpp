@@ -3,6 +3,7 @@
 #include "compiler/Analysis/CommandCost.h"
 
 #include "runtime/plan/PlanLoader.h"
+#include "runtime/plan/PlanOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -144,7 +145,10 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
   const std::string &op = command.op();
   auto operand = [&](int i) -> const plan::Buffer & { return plan.buffers(command.operands(i)); };
   auto result = [&](int i) -> const plan::Buffer & { return plan.buffers(command.results(i)); };
-  if (op == "event_record" || op == "event_wait" || op == "call") {
+  // What the cost is made of: the plan op table's class (the loader checked the op exists).
+  const rt::PlanOpSignature *signature = rt::findPlanOp(op);
+  rt::OpCost kind = signature ? signature->cost : rt::OpCost::kMemory;
+  if (kind == rt::OpCost::kNone) {
     return cost;
   }
   // The mesh axis a collective or transfer runs over (the loader checked the name).
@@ -155,7 +159,7 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     }
     return fallback;
   };
-  if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather") {
+  if (kind == rt::OpCost::kCollective) {
     rt::MeshAxis axis = axisOf(rt::MeshAxis::kDP);
     const plan::Buffer &full = op == "all_gather" ? result(0) : operand(0);
     cost.kind = CostKind::kCollective;
@@ -164,7 +168,7 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     cost.seconds = collectiveTime(op, cost.bytes, axis, mesh, stage, speed).seconds;
     return cost;
   }
-  if (op == "send" || op == "recv") {
+  if (kind == rt::OpCost::kTransfer) {
     const plan::Attribute *shift = rt::findAttribute(command, "shift");
     rt::MeshAxis axis = axisOf(rt::MeshAxis::kPP);
     const plan::Buffer &message = op == "send" ? operand(0) : result(0);
@@ -183,7 +187,7 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
                    speed.collectiveSeconds;
     return cost;
   }
-  if (op == "matmul" || op == "fp8_matmul") {
+  if (kind == rt::OpCost::kGemm) {
     const plan::Buffer &lhs = operand(0), &out = result(0);
     int rank = lhs.shape_size();
     int64_t k = flag(command, "transpose_lhs") ? lhs.shape(rank - 2) : lhs.shape(rank - 1);
@@ -194,7 +198,7 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     cost.seconds = gemmSeconds(m, n, static_cast<double>(k), lhs.dtype(), speed);
     return cost;
   }
-  if (op == "attention" || op == "attention_grad") {
+  if (kind == rt::OpCost::kAttention) {
     // q [B, H, S, D], k [B, KV, Sk, D]: QK^T and PV, 2 x 2·B·H·S·Sk·D, halved when causal;
     // the backward recomputes the scores and takes four more products: 2.5x.
     const plan::Buffer &q = operand(0), &key = operand(1);
@@ -212,7 +216,7 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
                                                   speed.commandSeconds;
     return cost;
   }
-  if (op == "linear_cross_entropy" || op == "linear_cross_entropy_grad") {
+  if (kind == rt::OpCost::kLinearCrossEntropy) {
     // hidden [.., h] x weight [V, h]: the logits' GEMM; the gradient recomputes the logits and
     // takes the hidden and the weight gradients.
     const plan::Buffer &hidden = operand(0), &weight = operand(1);
@@ -229,7 +233,7 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
   }
   // Everything else is memory-bound: the bytes of its operands and results, once each. A copy
   // or reshape whose result is its operand's bytes moves nothing.
-  if ((op == "reshape" || op == "copy") && command.operands_size() == 1 &&
+  if (kind == rt::OpCost::kAliasable && command.operands_size() == 1 &&
       command.results_size() == 1) {
     const plan::Buffer &from = operand(0), &to = result(0);
     if (from.memory_class() == to.memory_class() && from.offset() == to.offset()) {

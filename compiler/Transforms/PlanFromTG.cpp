@@ -426,10 +426,9 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     bool transfer = isa<dist::SendStartOp, dist::RecvStartOp>(op);
     // A loss over a vocabulary split across ranks combines maxima and sums with its peers
     // inside the command: it runs on the communication stream too, so that every rank issues
-    // its communication in one order (runtime/cpu/CpuBackend.cpp).
-    bool communicatesInside = isa<tg::CrossEntropyOp, tg::CrossEntropyGradOp,
-                                  tg::LinearCrossEntropyOp, tg::LinearCrossEntropyGradOp>(op) &&
-                              op.hasAttr("vocab_shard_axis");
+    // its communication in one order. Which ops do is the plan op table's (the loader checks
+    // the same).
+    bool communicatesInside = rt::communicates(kernel, op.hasAttr("vocab_shard_axis"));
     bool communication =
         communicatesInside || transfer ||
         isa<dist::AllReduceStartOp, dist::ReduceScatterStartOp, dist::AllGatherStartOp>(op);

@@ -18,10 +18,35 @@ namespace mlperf::rt {
 /// Bumped on every incompatible change to runtime/plan.proto or the op table.
 constexpr uint32_t kPlanFormatVersion = 7;
 
-/// Operand and result counts of a command op; -1 for "any number".
+/// Whether a command talks to other ranks.
+enum class OpCommunication : uint8_t {
+  kNone,
+  kAlways,         // collectives, send and recv
+  kWhenVocabSplit, // a loss over a vocabulary split over ranks (attribute vocab_shard_axis):
+                   // it combines maxima and sums with its peers inside the command
+};
+
+/// What a command's time is made of, for the step-time model (compiler/Analysis/CommandCost).
+enum class OpCost : uint8_t {
+  kMemory,             // memory-bound: the bytes of its distinct operands and results
+  kAliasable,          // memory-bound, or nothing when its result is its operand's bytes
+  kGemm,               // 2·m·n·k FLOPs
+  kAttention,          // fused attention's products
+  kLinearCrossEntropy, // the output layer's GEMM(s) inside the fused loss
+  kCollective,         // over the group along its axis
+  kTransfer,           // point-to-point to a pipeline neighbour
+  kNone,               // ordering only (events, calls: a call costs its callee)
+};
+
+/// One op of the plan format: operand and result counts (-1 for "any number"), whether it
+/// communicates, what its cost is made of, and the attribute naming the mesh axis along which
+/// it reads this rank's index (given to its kernel as `part_index`; null for none).
 struct PlanOpSignature {
   std::string_view name;
   int minOperands, maxOperands, minResults, maxResults;
+  OpCommunication communication = OpCommunication::kNone;
+  OpCost cost = OpCost::kMemory;
+  const char *partAxis = nullptr;
 };
 
 /// The signature of `op`, or null for an op this runtime does not execute.

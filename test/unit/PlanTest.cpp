@@ -486,3 +486,23 @@ TEST(Plan, Fp8CommandsCheckTheirTypes) {
       check("elementwise", {q}, {wide}, {}, {{"program", "r0 = a0"}}).find("must hold f32 or bf16"),
       std::string::npos);
 }
+
+// One op table says which ops talk to other ranks, for the loader, plan-from-tg and the cost
+// model alike: the fused loss on a split vocabulary does, as the plain one does.
+TEST(PlanOps, TheTableSaysWhichOpsCommunicateAndWhatTheyCost) {
+  using mlperf::rt::communicates;
+  for (const char *loss : {"cross_entropy", "cross_entropy_grad", "linear_cross_entropy",
+                           "linear_cross_entropy_grad"}) {
+    EXPECT_TRUE(communicates(loss, true)) << loss;
+    EXPECT_FALSE(communicates(loss, false)) << loss;
+  }
+  for (const char *collective : {"all_reduce", "reduce_scatter", "all_gather", "send", "recv"}) {
+    EXPECT_TRUE(communicates(collective, false)) << collective;
+  }
+  EXPECT_FALSE(communicates("matmul", true));
+  EXPECT_FALSE(communicates("no_such_op", true));
+  EXPECT_EQ(mlperf::rt::findPlanOp("fp8_matmul")->cost, mlperf::rt::OpCost::kGemm);
+  EXPECT_EQ(mlperf::rt::findPlanOp("call")->cost, mlperf::rt::OpCost::kNone);
+  EXPECT_STREQ(mlperf::rt::partAxisAttribute("dropout_key"), "data_parallel_axis");
+  EXPECT_EQ(mlperf::rt::partAxisAttribute("matmul"), nullptr);
+}
