@@ -1,5 +1,4 @@
-//===- RulesData.cpp - Closed-division rules: the loss, its scaling, the batch, accumulation and the
-//data order -*- C++ -*-===//
+//===- RulesData.cpp - Rules: loss, batch, accumulation, data order -*- C++ -*-===//
 
 #include "compiler/Audit/RuleChecker.h"
 

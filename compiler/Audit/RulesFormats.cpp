@@ -1,5 +1,4 @@
-//===- RulesFormats.cpp - Closed-division rules: numeric formats and scaled casts to 8-bit floats
-//-*- C++ -*-===//
+//===- RulesFormats.cpp - Rules: numeric formats, scaled fp8 casts -*- C++ -*-===//
 
 #include "compiler/Audit/RuleChecker.h"
 

@@ -1,5 +1,4 @@
-//===- RulesInit.cpp - Closed-division rules: parameter initialization and the trained parameters
-//-*- C++ -*-===//
+//===- RulesInit.cpp - Rules: initialization, trained parameters -*- C++ -*-===//
 
 #include "compiler/Audit/RuleChecker.h"
 

@@ -1,5 +1,4 @@
-//===- RulesOptimizer.cpp - Closed-division rules: the optimizer, its hyperparameters, clipping and
-//the learning-rate schedule -*- C++ -*-===//
+//===- RulesOptimizer.cpp - Rules: optimizer, clipping, LR schedule -*- C++ -*-===//
 
 #include "compiler/Audit/RuleChecker.h"
 
