@@ -122,11 +122,12 @@ double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &me
   return trainable * (parameter + 2.0 + optimizer) + frozen * parameter;
 }
 
+/// "dp=4 tp=8 pp=64 vp=1 sp=on zero=1 recompute=auto gbs=1152": the mesh's strategy (its
+/// description without the cluster), the recompute policy and the global batch.
 std::string describe(const rt::MeshShape &mesh, const std::string &recompute, int64_t gbs) {
-  return "dp=" + std::to_string(mesh.dp) + " tp=" + std::to_string(mesh.tp) +
-         " pp=" + std::to_string(mesh.pp) + " vp=" + std::to_string(mesh.vp) +
-         " sp=" + (mesh.sequenceParallel ? "on" : "off") + " zero=" + std::to_string(mesh.zero) +
-         " recompute=" + recompute + " gbs=" + std::to_string(gbs);
+  std::string strategy = mesh.describe();
+  return strategy.substr(strategy.find(' ') + 1) + " recompute=" + recompute +
+         " gbs=" + std::to_string(gbs);
 }
 
 struct Candidate {

@@ -2,6 +2,8 @@
 
 #include "runtime/plan/PlanOps.h"
 
+#include <unordered_map>
+
 namespace mlperf::rt {
 namespace {
 
@@ -83,12 +85,16 @@ constexpr PlanOpSignature kOps[] = {
 } // namespace
 
 const PlanOpSignature *findPlanOp(std::string_view op) {
-  for (const PlanOpSignature &signature : kOps) {
-    if (signature.name == op) {
-      return &signature;
+  // Looked up for every command the loader checks and the step-time model costs.
+  static const std::unordered_map<std::string_view, const PlanOpSignature *> byName = [] {
+    std::unordered_map<std::string_view, const PlanOpSignature *> table;
+    for (const PlanOpSignature &signature : kOps) {
+      table.emplace(signature.name, &signature);
     }
-  }
-  return nullptr;
+    return table;
+  }();
+  auto found = byName.find(op);
+  return found == byName.end() ? nullptr : found->second;
 }
 
 std::vector<std::string_view> planOpNames() {

@@ -88,22 +88,21 @@ static int speedFromFlags(const char *command, DeviceSpeed &speed) {
   return 0;
 }
 
-static std::string seconds(double value) { return rt::humanSeconds(value); }
-
 static std::string duration(double value) {
   return value >= 3600 ? llvm::formatv("{0:F2} h", value / 3600).str()
          : value >= 60 ? llvm::formatv("{0:F1} min", value / 60).str()
-                       : seconds(value);
+                       : rt::humanSeconds(value);
 }
 
 static void printStage(llvm::raw_ostream &os, const StageTime &stage) {
   double exposed = stage.exposed[0] + stage.exposed[1] + stage.exposed[2];
-  os << "compute " << seconds(stage.compute) << ", recompute " << seconds(stage.recompute)
-     << ", exposed communication " << seconds(exposed) << " (dp "
-     << seconds(stage.exposed[static_cast<int>(rt::MeshAxis::kDP)]) << ", tp "
-     << seconds(stage.exposed[static_cast<int>(rt::MeshAxis::kTP)]) << ", pp "
-     << seconds(stage.exposed[static_cast<int>(rt::MeshAxis::kPP)]) << "), bubble "
-     << seconds(stage.bubble) << "; communication stream busy " << seconds(stage.communication);
+  os << "compute " << rt::humanSeconds(stage.compute) << ", recompute "
+     << rt::humanSeconds(stage.recompute) << ", exposed communication " << rt::humanSeconds(exposed)
+     << " (dp " << rt::humanSeconds(stage.exposed[static_cast<int>(rt::MeshAxis::kDP)]) << ", tp "
+     << rt::humanSeconds(stage.exposed[static_cast<int>(rt::MeshAxis::kTP)]) << ", pp "
+     << rt::humanSeconds(stage.exposed[static_cast<int>(rt::MeshAxis::kPP)]) << "), bubble "
+     << rt::humanSeconds(stage.bubble) << "; communication stream busy "
+     << rt::humanSeconds(stage.communication);
 }
 
 static rt::Trace timelineTrace(const StepPrediction &prediction, const rt::MeshShape &mesh,
@@ -167,7 +166,8 @@ int runPredict() {
   double tokens = static_cast<double>(summary.globalBatch) * static_cast<double>(summary.seqLen);
   double modelFlops = summary.trainFlopsPerStep;
   os << "predicted step of @" << model.getSymName() << " on " << mesh.describe() << ", "
-     << (options.precision) << ", " << speed.name << ": " << seconds(step.stepSeconds) << "\n";
+     << (options.precision) << ", " << speed.name << ": " << rt::humanSeconds(step.stepSeconds)
+     << "\n";
   os << "  device figures: " << speed.source << "\n";
   os << llvm::format(
       "  throughput: %s tokens/s (%s per GPU), %.1f model TFLOP/s per GPU, MFU "
@@ -179,7 +179,7 @@ int runPredict() {
   for (size_t s = 0; s < step.stages.size(); ++s) {
     os << "  " << (step.stages.size() > 1 ? "stage " + std::to_string(s) : std::string("step"))
        << (step.stages.size() > 1 && s == step.criticalStage ? " (slowest)" : "") << ": "
-       << seconds(step.stages[s].step) << " = ";
+       << rt::humanSeconds(step.stages[s].step) << " = ";
     printStage(os, step.stages[s]);
     os << "\n";
   }
@@ -194,7 +194,7 @@ int runPredict() {
         std::ceil(static_cast<double>(*samples) / static_cast<double>(summary.globalBatch));
     os << "  time to train: " << rt::groupedNumber(*samples) << " samples (RCP mean at global "
        << "batch " << summary.globalBatch << ") = " << static_cast<int64_t>(steps) << " steps x "
-       << seconds(step.stepSeconds) << " = " << duration(steps * step.stepSeconds)
+       << rt::humanSeconds(step.stepSeconds) << " = " << duration(steps * step.stepSeconds)
        << " (training steps only: evaluation and initialization not included)\n";
   } else {
     os << "  time to train: the declaration has no reference convergence point for global "
@@ -293,12 +293,13 @@ static std::string whyBetter(const RankedStrategy &better, const RankedStrategy 
                                next.globalBatch)
                      .str();
   }
-  std::string why = "step " + seconds(next.stepSeconds - better.stepSeconds) + " shorter; ";
+  std::string why =
+      "step " + rt::humanSeconds(next.stepSeconds - better.stepSeconds) + " shorter; ";
   why += "on the critical path " +
-         (gain->delta > 0 ? std::string(gain->name) + " " + seconds(gain->delta) + " less"
+         (gain->delta > 0 ? std::string(gain->name) + " " + rt::humanSeconds(gain->delta) + " less"
                           : std::string("no part shorter"));
   if (loss->delta < 0) {
-    why += ", " + std::string(loss->name) + " " + seconds(-loss->delta) + " more";
+    why += ", " + std::string(loss->name) + " " + rt::humanSeconds(-loss->delta) + " more";
   }
   return why;
 }
@@ -390,8 +391,8 @@ int runPlanSearch() {
     const StageTime &critical = step.stages[step.criticalStage];
     size_t stages = step.stages.size();
     os << llvm::format("  %2zu. %s\n      step %s, %.1f samples/s, MFU %.1f%%", i + 1,
-                       r.description.c_str(), seconds(r.stepSeconds).c_str(), r.samplesPerSecond,
-                       100.0 * r.mfu);
+                       r.description.c_str(), rt::humanSeconds(r.stepSeconds).c_str(),
+                       r.samplesPerSecond, 100.0 * r.mfu);
     if (r.timeToTrainSeconds) {
       os << ", time to train " << duration(*r.timeToTrainSeconds);
     }
@@ -407,7 +408,7 @@ int runPlanSearch() {
        << (stages > 1 ? "stage " + std::to_string(step.criticalStage) + " of " +
                             std::to_string(stages) + " (the slowest), "
                       : std::string())
-       << seconds(critical.step) << " = ";
+       << rt::humanSeconds(critical.step) << " = ";
     printStage(os, critical);
     os << "\n";
     std::vector<std::string> commands =
