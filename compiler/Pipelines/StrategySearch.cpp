@@ -221,7 +221,6 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
             candidateDims.globalBatch = gbs;
             std::string description = describe(mesh, recompute, gbs);
             if (rt::Status valid = rt::validateMesh(mesh, candidateDims, true); !valid.isOk()) {
-              ++result.invalid;
               result.excluded.push_back({description, valid.message()});
               continue;
             }

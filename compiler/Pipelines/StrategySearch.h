@@ -89,11 +89,11 @@ struct ExcludedStrategy {
 };
 
 struct SearchResult {
-  std::vector<RankedStrategy> ranked; // fitting, best first
-  std::vector<ExcludedStrategy> excluded;
+  std::vector<RankedStrategy> ranked;     // fitting, best first
+  std::vector<ExcludedStrategy> excluded; // those the mesh checks refuse among them
+                                          // (not counted in `enumerated`)
   int64_t enumerated = 0, compiled = 0, tooLarge = 0, notCompiling = 0;
-  int64_t invalid = 0; // refused by the mesh checks (not counted in `enumerated`)
-  int64_t pruned = 0;  // not compiled: their bound could not make the list
+  int64_t pruned = 0; // not compiled: their bound could not make the list
   double seconds = 0;
 };
 
