@@ -217,13 +217,16 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     return cost;
   }
   if (kind == rt::OpCost::kLinearCrossEntropy) {
-    // hidden [.., h] x weight [V, h]: the logits' GEMM; the gradient recomputes the logits and
-    // takes the hidden and the weight gradients.
+    // hidden [.., h] x weight [V, h]: the logits' GEMM (linear_cross_entropy and the linear_
+    // pieces of a vocabulary-split loss); a gradient recomputes the logits and takes the
+    // hidden and the weight gradients.
     const plan::Buffer &hidden = operand(0), &weight = operand(1);
     double h = static_cast<double>(hidden.shape(hidden.shape_size() - 1));
     double tokens = elements(hidden) / std::max(h, 1.0);
     double vocab = static_cast<double>(weight.shape(0));
-    double products = op == "linear_cross_entropy" ? 1.0 : 3.0;
+    // The forward pieces compute the logits once, a gradient also both products of dlogits.
+    const bool gradient = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
+    double products = gradient ? 3.0 : 1.0;
     cost.kind = CostKind::kGemm;
     cost.flops = products * 2.0 * tokens * h * vocab;
     cost.seconds = measured != speed.ops.end()

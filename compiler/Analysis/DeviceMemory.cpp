@@ -168,7 +168,9 @@ MemoryReserve backendScratch(plan_ir::PlanOp plan) {
           bytes = rt::cuda::ownAttentionScratchBytes(h / std::max<int64_t>(kv, 1), s, keys, d,
                                                      bytesOf(q), bytesOf(v), backward);
         }
-      } else if (kernel == "linear_cross_entropy" || kernel == "linear_cross_entropy_grad") {
+      } else if (kernel == "linear_cross_entropy" || kernel == "linear_cross_entropy_grad" ||
+                 kernel == "linear_vocab_max" || kernel == "linear_vocab_stats" ||
+                 kernel == "linear_vocab_cross_entropy_grad") {
         mlir::RankedTensorType hidden = typeOf(operands, 0), weight = typeOf(operands, 1);
         if (!hidden || !weight || hidden.getRank() < 1 || weight.getRank() != 2) {
           continue;
@@ -177,8 +179,7 @@ MemoryReserve backendScratch(plan_ir::PlanOp plan) {
         int64_t width = hidden.getDimSize(hidden.getRank() - 1);
         bytes = rt::cuda::linearCrossEntropyScratchBytes(
             hidden.getNumElements() / std::max<int64_t>(width, 1), width, weight.getDimSize(0),
-            logitsType && logitsType.getValue() == "bf16" ? 2 : 4,
-            kernel == "linear_cross_entropy_grad");
+            logitsType && logitsType.getValue() == "bf16" ? 2 : 4, kernel.ends_with("_grad"));
       } else if (kernel == "fp8_matmul") {
         mlir::RankedTensorType a = typeOf(operands, 0), b = typeOf(operands, 1),
                                c = typeOf(results, 0);

@@ -57,7 +57,9 @@ void RuleChecker::checkLoss() {
       }
     }
   }
-  bool crossEntropy = planLoss == "cross_entropy" || planLoss == "linear_cross_entropy";
+  // vocab_loss: the same loss from a vocabulary split over ranks (dist-lower-vocab-loss).
+  bool crossEntropy =
+      planLoss == "cross_entropy" || planLoss == "linear_cross_entropy" || planLoss == "vocab_loss";
   if (declaredLoss != "cross_entropy" || !crossEntropy) {
     violation("loss", "expected the mean token cross-entropy (declaration: " +
                           (declaredLoss.empty() ? std::string("none") : declaredLoss) +

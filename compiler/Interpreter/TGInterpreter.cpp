@@ -5,7 +5,6 @@
 #include "dialects/Dist/IR/DistOps.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
-#include "runtime/cpu/VocabParallel.h"
 #include "runtime/plan/PlanOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -32,25 +31,14 @@ std::string resolveLayerName(llvm::StringRef name, int64_t layer) {
 }
 
 FailureOr<DType> toDType(Type type) {
-  if (type.isF32()) {
-    return DType::kF32;
+  // The plan ABI's dtype table names its types as MLIR prints them.
+  std::string name;
+  llvm::raw_string_ostream(name) << type;
+  DType dtype;
+  if (!rt::dtypeFromName(name, dtype)) {
+    return failure();
   }
-  if (type.isBF16()) {
-    return DType::kBF16;
-  }
-  if (isa<Float8E4M3FNType>(type)) {
-    return DType::kF8E4M3FN;
-  }
-  if (isa<Float8E5M2Type>(type)) {
-    return DType::kF8E5M2;
-  }
-  if (type.isInteger(32)) {
-    return DType::kI32;
-  }
-  if (type.isInteger(64)) {
-    return DType::kI64;
-  }
-  return failure();
+  return dtype;
 }
 
 namespace {
@@ -394,9 +382,19 @@ LogicalResult TGInterpreter::runDistributed(Operation &op, llvm::DenseMap<Value,
     finish(tensor);
     env[value] = std::move(tensor);
   };
+  // A sum (or, with reduction = "max", the maxima) over the axes, as the CPU backend's
+  // all_reduce computes it: f32 through float, f64 through double.
+  bool maximum = false;
+  if (auto reduction = op.getAttrOfType<StringAttr>("reduction")) {
+    maximum = reduction.getValue() == "max";
+  }
   auto allReduce = [&](HostTensor tensor) -> FailureOr<HostTensor> {
     for (rt::MeshAxis axis : *axes) {
-      if (failed(status(communicator->allReduceSum(axis, tensor.values)))) {
+      rt::Status reduced = tensor.dtype == DType::kF64
+                               ? communicator->allReduceSum(axis, tensor.wide)
+                           : maximum ? communicator->allReduceMax(axis, tensor.values)
+                                     : communicator->allReduceSum(axis, tensor.values);
+      if (failed(status(reduced))) {
         return failure();
       }
     }
@@ -518,15 +516,12 @@ LogicalResult TGInterpreter::runDistributed(Operation &op, llvm::DenseMap<Value,
         }
         rt::MeshAxis axis = axes->front();
         std::string name = other->getName().stripDialect().str();
-        rt::Status result = rt::Status::ok();
-        if (rt::isVocabParallelLoss(name)) {
-          result =
-              rt::runVocabParallelLoss(*communicator, axis, name, *attributes, operands, results);
-        } else {
-          attributes->set("shard_index", communicator->coordinates().along(axis));
-          attributes->set("shard_count", communicator->mesh().axisSize(axis));
-          result = rt::runHostOp(name, *attributes, operands, results);
-        }
+        attributes->set("shard_index", communicator->coordinates().along(axis));
+        attributes->set("shard_count", communicator->mesh().axisSize(axis));
+        rt::Status result = isa<tg::CrossEntropyOp, tg::CrossEntropyGradOp,
+                                tg::LinearCrossEntropyOp, tg::LinearCrossEntropyGradOp>(other)
+                                ? runSplitLoss(name, axis, *attributes, operands, results)
+                                : rt::runHostOp(name, *attributes, operands, results);
         if (!result.isOk()) {
           return other->emitError() << result.message();
         }
@@ -535,6 +530,46 @@ LogicalResult TGInterpreter::runDistributed(Operation &op, llvm::DenseMap<Value,
         }
         return success();
       });
+}
+
+rt::Status TGInterpreter::runSplitLoss(const std::string &op, rt::MeshAxis axis,
+                                       const rt::OpAttributes &attributes,
+                                       const std::vector<const HostTensor *> &operands,
+                                       std::vector<HostTensor> &results) {
+  // A whole loss on this rank's slice of the vocabulary (the IR between dist-tensor-parallel
+  // and dist-lower-vocab-loss): the pieces and collectives that pass puts in its place.
+  const bool linear = op.rfind("linear_", 0) == 0;
+  const bool gradient = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
+  const size_t inputs = linear ? 2 : 1; // the logits, or the hidden states and the weight
+  const HostTensor &labels = *operands[inputs];
+  std::vector<const HostTensor *> logits(operands.begin(), operands.begin() + inputs);
+  std::vector<HostTensor> maxima{HostTensor::zeros(DType::kF32, labels.shape)};
+  std::vector<int64_t> statsShape{2};
+  statsShape.insert(statsShape.end(), labels.shape.begin(), labels.shape.end());
+  std::vector<HostTensor> stats{HostTensor::zeros(DType::kF64, statsShape)};
+  std::string prefix = linear ? "linear_" : "";
+  MLPERF_RETURN_IF_ERROR(rt::runHostOp(prefix + "vocab_max", attributes, logits, maxima));
+  MLPERF_RETURN_IF_ERROR(communicator->allReduceMax(axis, maxima[0].values));
+  std::vector<const HostTensor *> statsOperands = logits;
+  statsOperands.push_back(&labels);
+  statsOperands.push_back(&maxima[0]);
+  MLPERF_RETURN_IF_ERROR(rt::runHostOp(prefix + "vocab_stats", attributes, statsOperands, stats));
+  MLPERF_RETURN_IF_ERROR(communicator->allReduceSum(axis, stats[0].wide));
+  // The mask, if any, is the operand after the labels (and the gradient's seed).
+  const size_t maskAt = inputs + (gradient ? 2 : 1);
+  const HostTensor *mask = operands.size() > maskAt ? operands[maskAt] : nullptr;
+  std::vector<const HostTensor *> pieces;
+  if (gradient) {
+    pieces = logits;
+    pieces.insert(pieces.end(), {&labels, operands[inputs + 1], &maxima[0], &stats[0]});
+  } else {
+    pieces = {&maxima[0], &stats[0], &labels};
+  }
+  if (mask) {
+    pieces.push_back(mask);
+  }
+  return rt::runHostOp(gradient ? prefix + "vocab_cross_entropy_grad" : "vocab_loss", attributes,
+                       pieces, results);
 }
 
 FailureOr<ParamValues> rankParameters(tg::ModelOp model, const ParamValues &full,

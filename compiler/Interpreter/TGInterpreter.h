@@ -11,6 +11,7 @@
 
 #include "dialects/TG/IR/TGOps.h"
 #include "runtime/cpu/HostTensor.h"
+#include "runtime/cpu/OpKernels.h"
 #include "runtime/dist/Communicator.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -70,6 +71,12 @@ public:
   }
 
 private:
+  /// tg.(linear_)cross_entropy(_grad) on a vocabulary split over `axis`, as
+  /// dist-lower-vocab-loss's pieces and collectives compute it.
+  rt::Status runSplitLoss(const std::string &op, rt::MeshAxis axis,
+                          const rt::OpAttributes &attributes,
+                          const std::vector<const rt::HostTensor *> &operands,
+                          std::vector<rt::HostTensor> &results);
   /// A `dist` op, or one with `vocab_shard_axis`: results into `env`.
   mlir::LogicalResult runDistributed(mlir::Operation &op,
                                      llvm::DenseMap<mlir::Value, rt::HostTensor> &env);

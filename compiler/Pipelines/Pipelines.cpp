@@ -70,6 +70,8 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     // One rank's program: tp regions as collectives, gradients reduced over dp (ZeRO-1:
     // sharded optimizer state), the global norm counting every element once.
     pm.addPass(createDistPartitionPass());
+    // A loss over a vocabulary split over tp as local pieces around all-reduces.
+    pm.addPass(createDistLowerVocabLossPass());
     buildTGCleanupPipeline(pm);
   }
   // Last of the function rewrites, after the final CSE (which would merge a recomputed clone

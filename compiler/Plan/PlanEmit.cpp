@@ -4,6 +4,7 @@
 
 #include "runtime/plan/StepRoles.h"
 
+#include "runtime/plan/DTypes.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -36,25 +37,14 @@ static std::string commandOrigin(Location loc) {
 namespace {
 
 FailureOr<plan::DType> planDType(Type type) {
-  if (type.isF32()) {
-    return plan::F32;
+  // The plan ABI's dtype table names its types as MLIR prints them.
+  std::string name;
+  llvm::raw_string_ostream(name) << type;
+  const rt::DTypeInfo *info = rt::dtypeNamed(name);
+  if (!info) {
+    return failure();
   }
-  if (type.isBF16()) {
-    return plan::BF16;
-  }
-  if (isa<Float8E4M3FNType>(type)) {
-    return plan::F8E4M3FN;
-  }
-  if (isa<Float8E5M2Type>(type)) {
-    return plan::F8E5M2;
-  }
-  if (type.isInteger(32)) {
-    return plan::I32;
-  }
-  if (type.isInteger(64)) {
-    return plan::I64;
-  }
-  return failure();
+  return static_cast<plan::DType>(info->planCode);
 }
 
 /// A named attribute in the plan's encoding (commands' attributes, the model's mllog keys).

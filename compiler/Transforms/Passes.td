@@ -348,7 +348,8 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
     - vocab-parallel embedding (table split by rows): `tg.embedding {vocab_shard_axis}`
       yields zero rows for other ranks' ids, summed by `dist.reduce_from_region`;
     - vocab-parallel cross-entropy: `tg.cross_entropy {vocab_shard_axis}` on `vocab / tp`
-      logits combines maxima, exponential sums and label logits over tp.
+      logits combines maxima, exponential sums and label logits over tp
+      (`dist-lower-vocab-loss` turns it into local pieces and all-reduces).
 
     Split parameters get a smaller type and `dist.sharding` naming the split dim. Norm
     weights stay replicated: their gradients are complete on every rank.
@@ -454,6 +455,52 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
+}
+
+def DistLowerVocabLossPass : Pass<"dist-lower-vocab-loss", "::mlir::ModuleOp"> {
+  let summary = "A loss over a vocabulary split over ranks as local pieces and all-reduces";
+  let description = [{
+    Rewrite class: exact (the split loss's own combination, as ops: the same maxima, f64
+    sums and order).
+
+    Runs after `dist-partition` on a model whose `tg.cross_entropy`,
+    `tg.linear_cross_entropy` or their gradients carry `vocab_shard_axis`
+    (`dist-tensor-parallel`'s vocab-parallel loss, Megatron-LM's): each becomes
+
+    - `tg.vocab_max` (or `tg.linear_vocab_max`, which computes the logits chunk by chunk):
+      each token's largest logit on this rank, then their maximum over the axis
+      (`dist.all_reduce_start {reduction = "max"}`);
+    - `tg.vocab_stats` (`tg.linear_vocab_stats`): each token's sum of exponentials and label
+      logit on this rank in f64, summed over the axis (one f64 all-reduce);
+    - `tg.vocab_loss` for the loss, `tg.vocab_cross_entropy_grad`
+      (`tg.linear_vocab_cross_entropy_grad`) for its gradient, local from there on.
+
+    A gradient over the same logits and labels as a loss earlier in its function reuses that
+    loss's combined statistics (they are the same values), so the backward adds no
+    collective. The collectives are plan commands like any other: `plan-schedule` moves
+    them, the step-time model costs them and no kernel talks to other ranks. The fused form
+    computes its logits once more in the forward (once for the maxima, once for the sums),
+    the price of the unsplit loss's bits.
+
+    ```mlir
+    // before (tp = 2)
+    %loss = tg.cross_entropy %logits, %labels {vocab_shard_axis = "tp"}
+        : tensor<2x8x128xf32>, tensor<2x8xi64> -> tensor<f32>
+    // after
+    %m = tg.vocab_max %logits : tensor<2x8x128xf32> -> tensor<2x8xf32>
+    %fm = dist.all_reduce_start %m over @mesh ["tp"] {reduction = "max"}
+        : tensor<2x8xf32> -> !dist.future<tensor<2x8xf32>>
+    %max = dist.done %fm : !dist.future<tensor<2x8xf32>> -> tensor<2x8xf32>
+    %s = tg.vocab_stats %logits, %labels, %max {vocab_shard_axis = "tp"}
+        : tensor<2x8x128xf32>, tensor<2x8xi64>, tensor<2x8xf32> -> tensor<2x2x8xf64>
+    %fs = dist.all_reduce_start %s over @mesh ["tp"]
+        : tensor<2x2x8xf64> -> !dist.future<tensor<2x2x8xf64>>
+    %stats = dist.done %fs : !dist.future<tensor<2x2x8xf64>> -> tensor<2x2x8xf64>
+    %loss = tg.vocab_loss %max, %stats, %labels
+        : tensor<2x8xf32>, tensor<2x2x8xf64>, tensor<2x8xi64> -> tensor<f32>
+    ```
+  }];
+  let dependentDialects = ["::mlperf::tg::TGDialect", "::mlperf::dist::DistDialect"];
 }
 
 def DistShardParametersPass : Pass<"dist-shard-parameters", "::mlir::ModuleOp"> {

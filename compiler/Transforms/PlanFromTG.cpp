@@ -424,15 +424,10 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
     StringRef kernel = op.getName().stripDialect();
     Value produced;
     bool transfer = isa<dist::SendStartOp, dist::RecvStartOp>(op);
-    // A loss over a vocabulary split across ranks combines maxima and sums with its peers
-    // inside the command: it runs on the communication stream too, so that every rank issues
-    // its communication in one order. Which ops do is the plan op table's (the loader checks
-    // the same).
-    bool communicatesInside = rt::communicates(kernel, op.hasAttr("vocab_shard_axis"));
     bool communication =
-        communicatesInside || transfer ||
+        transfer ||
         isa<dist::AllReduceStartOp, dist::ReduceScatterStartOp, dist::AllGatherStartOp>(op);
-    if (communication && !communicatesInside) {
+    if (communication) {
       SmallVector<NamedAttribute> commandAttrs;
       if (transfer) {
         // Point-to-point: "send" / "recv" with the axis, shift and tag of the dist op.
@@ -450,6 +445,10 @@ LogicalResult PlanBuilder::buildProgram(func::FuncOp func, ArrayRef<FlatSymbolRe
         commandAttrs.push_back(builder.getNamedAttr("axis", axes[0]));
         if (auto dim = op.getAttrOfType<IntegerAttr>("dim"); dim && dim.getInt() != 0) {
           commandAttrs.push_back(builder.getNamedAttr("dim", dim)); // a sequence split
+        }
+        if (auto reduce = dyn_cast<dist::AllReduceStartOp>(op);
+            reduce && reduce.getReduction() != "sum") {
+          commandAttrs.push_back(builder.getNamedAttr("reduction", reduce.getReductionAttr()));
         }
       }
       attributes = builder.getDictionaryAttr(commandAttrs);

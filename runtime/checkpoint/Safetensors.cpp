@@ -47,23 +47,6 @@ Status dataLoss(const std::string &path, const std::string &what) {
   return Status(StatusCode::kDataLoss, path + ": not a valid safetensors file: " + what);
 }
 
-struct DTypeName {
-  DType dtype;
-  const char *name;
-};
-constexpr DTypeName kDTypeNames[] = {{DType::kF32, "F32"},          {DType::kBF16, "BF16"},
-                                     {DType::kF8E4M3FN, "F8_E4M3"}, {DType::kF8E5M2, "F8_E5M2"},
-                                     {DType::kI32, "I32"},          {DType::kI64, "I64"}};
-
-const char *safetensorsName(DType dtype) {
-  for (const DTypeName &entry : kDTypeNames) {
-    if (entry.dtype == dtype) {
-      return entry.name;
-    }
-  }
-  return "?";
-}
-
 void appendLittleEndian(std::string &out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) {
     out += static_cast<char>((value >> (8 * i)) & 0xff);
@@ -117,8 +100,8 @@ Status writeSafetensors(const std::string &path, const TensorFile &file) {
   size_t index = 0;
   for (const auto &[name, tensor] : file.tensors) {
     auto [begin, end] = ranges[index++];
-    header +=
-        "," + jsonQuote(name) + ":{\"dtype\":\"" + safetensorsName(tensor.dtype) + "\",\"shape\":[";
+    header += "," + jsonQuote(name) + ":{\"dtype\":\"" + dtypeInfo(tensor.dtype).safetensorsName +
+              "\",\"shape\":[";
     for (size_t d = 0; d < tensor.shape.size(); ++d) {
       header += (d ? "," : "") + std::to_string(tensor.shape[d]);
     }
@@ -179,14 +162,10 @@ Status parseHeader(const std::string &header, uint64_t dataSize, const std::stri
       return dataLoss(path, "tensor '" + name + "' lacks dtype, shape or data_offsets");
     }
     SafetensorsEntry tensor;
-    bool known = false;
-    for (const DTypeName &candidate : kDTypeNames) {
-      if (dtype->text == candidate.name) {
-        tensor.dtype = candidate.dtype;
-        known = true;
-      }
-    }
-    if (!known) {
+    const DTypeInfo *known = dtypeWithSafetensorsName(dtype->text);
+    if (known) {
+      tensor.dtype = known->type;
+    } else {
       return dataLoss(path, "tensor '" + name + "' has unsupported dtype " + dtype->text);
     }
     for (const Json &dim : shape->elements) {

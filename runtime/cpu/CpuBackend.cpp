@@ -13,7 +13,6 @@
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/cpu/ThreadPool.h"
-#include "runtime/cpu/VocabParallel.h"
 #include "runtime/exec/Backend.h"
 #include "runtime/exec/BufferCodec.h"
 #include "runtime/plan/PlanLoader.h"
@@ -172,8 +171,8 @@ public:
     }
   }
 
-  /// Program `index`: stream 0 runs on the calling thread, stream 1 (collectives, transfers,
-  /// the vocabulary-split loss) on the communication thread, each in program order, and
+  /// Program `index`: stream 0 runs on the calling thread, stream 1 (collectives and
+  /// transfers) on the communication thread, each in program order, and
   /// `event_wait` blocks until the other stream ran the `event_record`. A `call` is a barrier
   /// (runtime/plan/StreamOrder.h): both streams finish what came before it, the callee runs,
   /// then both go on. The loader allows calls of earlier programs only, so this recursion ends.
@@ -289,8 +288,7 @@ public:
     {
       // f32 operands and results of host ops are used where they lie in the arenas (no copy),
       // unless a result shares bytes with an operand or another result.
-      const bool hostOp =
-          !isCollective(command.op()) && !findAttribute(command, "vocab_shard_axis");
+      const bool hostOp = !isCollective(command.op());
       const bool inPlace = hostOp && !resultsOverlap(command);
       operandValues.assign(command.operands_size(), HostTensor());
       operands.clear();
@@ -304,7 +302,7 @@ public:
           operands.push_back(&value);
           continue;
         }
-        if (isFloat(fromPlanDType(buffer.dtype()))) {
+        if (isFloat(fromPlanDType(buffer.dtype())) && buffer.dtype() != plan::F64) {
           int64_t count = 1;
           for (int64_t dim : buffer.shape()) {
             count *= dim;
@@ -321,7 +319,7 @@ public:
       for (uint32_t id : command.results()) {
         const plan::Buffer &buffer = plan->buffers(id);
         DType dtype = fromPlanDType(buffer.dtype());
-        if (!isFloat(dtype)) {
+        if (!isFloat(dtype) || dtype == DType::kF64) {
           results.push_back(
               HostTensor::zeros(dtype, {buffer.shape().begin(), buffer.shape().end()}));
           continue;
@@ -362,11 +360,8 @@ public:
         }
       }
       const std::string &op = command.op();
-      Status status =
-          isCollective(op) ? runCollective(command, operands, results)
-          : vocabAxis && isVocabParallelLoss(op)
-              ? runVocabParallelLoss(*communicator, axis, op, attributes, operands, results)
-              : runHostOp(op, attributes, operands, results);
+      Status status = isCollective(op) ? runCollective(command, operands, results)
+                                       : runHostOp(op, attributes, operands, results);
       if (!status.isOk()) {
         return Status(status.code(), "program '" + program.name() + "', command " +
                                          std::to_string(c) + " (" + command.op() +
@@ -482,7 +477,8 @@ private:
            op == "recv";
   }
 
-  /// Sums in f32 through the communicator; the result is rounded to its dtype once, on write.
+  /// Sums (or maxima) in f32 through the communicator, f64 sums in double; the result is
+  /// rounded to its dtype once, on write.
   /// Point-to-point values travel as f32, in which bf16 values are exact.
   Status runCollective(const plan::Command &command,
                        const std::vector<const HostTensor *> &operands,
@@ -508,8 +504,14 @@ private:
     const HostTensor &input = *operands[0];
     HostTensor &result = results[0];
     if (op == "all_reduce") {
+      if (input.dtype == DType::kF64) { // a vocabulary-split loss's sums (a sum: the loader says)
+        result.wide = input.wide;
+        return communicator->allReduceSum(axis, result.wide);
+      }
       result.values = input.values;
-      return communicator->allReduceSum(axis, result.values);
+      const plan::Attribute *reduction = findAttribute(command, "reduction");
+      return reduction && reduction->s() == "max" ? communicator->allReduceMax(axis, result.values)
+                                                  : communicator->allReduceSum(axis, result.values);
     }
     if (op == "reduce_scatter") {
       return communicator->reduceScatterSum(axis, input.values, result.values);

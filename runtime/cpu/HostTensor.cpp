@@ -16,7 +16,9 @@ HostTensor HostTensor::zeros(DType dtype, std::vector<int64_t> shape) {
   HostTensor tensor;
   tensor.dtype = dtype;
   tensor.shape = std::move(shape);
-  if (isFloat(dtype)) {
+  if (dtype == DType::kF64) {
+    tensor.wide.assign(rt::numElements(tensor.shape), 0.0);
+  } else if (isFloat(dtype)) {
     tensor.values.assign(rt::numElements(tensor.shape), 0.0f);
   } else {
     tensor.ints.assign(rt::numElements(tensor.shape), 0);

@@ -1,7 +1,8 @@
 //===- HostTensor.h - A tensor in host memory ------------------*- C++ -*-===//
 //
 // Floating-point tensors hold float values already rounded to their element type (a bf16
-// tensor holds bf16 values widened to float); integer tensors hold int64 values.
+// tensor holds bf16 values widened to float), f64 tensors doubles; integer tensors hold int64
+// values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +20,8 @@ namespace mlperf::rt {
 struct HostTensor {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
-  std::vector<float> values; // floating-point types
+  std::vector<float> values; // floating-point types but f64
+  std::vector<double> wide;  // f64
   std::vector<int64_t> ints; // integer types
   /// Float values kept elsewhere instead of in `values` (the CPU backend points operands and
   /// results at its arenas, so a kernel reads and writes them in place). Kernels reach float

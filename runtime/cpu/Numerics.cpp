@@ -13,53 +13,6 @@
 
 namespace mlperf::rt {
 
-const char *dtypeName(DType type) {
-  switch (type) {
-  case DType::kF32:
-    return "f32";
-  case DType::kBF16:
-    return "bf16";
-  case DType::kF8E4M3FN:
-    return "f8E4M3FN";
-  case DType::kF8E5M2:
-    return "f8E5M2";
-  case DType::kI32:
-    return "i32";
-  case DType::kI64:
-    return "i64";
-  }
-  return "unknown";
-}
-
-bool dtypeFromName(std::string_view name, DType &type) {
-  for (DType candidate :
-       {DType::kF32, DType::kBF16, DType::kF8E4M3FN, DType::kF8E5M2, DType::kI32, DType::kI64}) {
-    if (name == dtypeName(candidate)) {
-      type = candidate;
-      return true;
-    }
-  }
-  return false;
-}
-
-int64_t dtypeBytes(DType type) {
-  switch (type) {
-  case DType::kF32:
-  case DType::kI32:
-    return 4;
-  case DType::kBF16:
-    return 2;
-  case DType::kF8E4M3FN:
-  case DType::kF8E5M2:
-    return 1;
-  case DType::kI64:
-    return 8;
-  }
-  return 0;
-}
-
-bool isFloat(DType type) { return type != DType::kI32 && type != DType::kI64; }
-
 double roundTo(DType type, double value) {
   switch (type) {
   case DType::kF32:
@@ -74,6 +27,7 @@ double roundTo(DType type, double value) {
     return roundToFormat(value, e5m2Format());
   case DType::kI32:
   case DType::kI64:
+  case DType::kF64:
     return value;
   }
   return value;
@@ -134,6 +88,8 @@ uint32_t encodeBits(DType type, double value) {
   case DType::kI32:
   case DType::kI64:
     return static_cast<uint32_t>(static_cast<int64_t>(value));
+  case DType::kF64: // eight bytes: not a 32-bit code (BufferCodec copies them)
+    break;
   }
   return 0;
 }
@@ -153,6 +109,8 @@ double decodeBits(DType type, uint32_t bits) {
   case DType::kI32:
   case DType::kI64:
     return static_cast<double>(static_cast<int32_t>(bits));
+  case DType::kF64:
+    break;
   }
   return 0;
 }
@@ -203,8 +161,8 @@ float roundFloatToFp8(DType type, float value) {
 }
 
 void roundBuffer(DType type, float *data, int64_t count) {
-  if (type == DType::kF32 || !isFloat(type)) {
-    return;
+  if (type == DType::kF32 || type == DType::kF64 || !isFloat(type)) {
+    return; // f64 tensors keep their doubles elsewhere (HostTensor::wide)
   }
   if (type == DType::kBF16) {
     // A float holds its value exactly, and bf16 is its upper half: round to nearest even at

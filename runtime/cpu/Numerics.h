@@ -9,6 +9,8 @@
 #ifndef MLPERFC_RUNTIME_CPU_NUMERICS_H
 #define MLPERFC_RUNTIME_CPU_NUMERICS_H
 
+#include "runtime/plan/DTypes.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -16,15 +18,6 @@
 #include <vector>
 
 namespace mlperf::rt {
-
-enum class DType : uint8_t { kF32, kBF16, kF8E4M3FN, kF8E5M2, kI32, kI64 };
-
-const char *dtypeName(DType type);
-/// The type dtypeName names ("f32", "bf16", ...: MLIR's spellings), or false.
-bool dtypeFromName(std::string_view name, DType &type);
-/// Bytes per element in storage (what a GPU buffer of this type occupies).
-int64_t dtypeBytes(DType type);
-bool isFloat(DType type);
 
 /// Rounds `value` to the nearest value representable in `type` (ties to even). f32 rounds a
 /// double to float; bf16 and f8E5M2 overflow to ±infinity; f8E4M3FN has no infinity and

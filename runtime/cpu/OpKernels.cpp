@@ -11,6 +11,7 @@
 #include "runtime/cpu/LinearCrossEntropy.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/Optimizer.h"
+#include "runtime/cpu/VocabLoss.h"
 #include "runtime/plan/ElementwiseProgram.h"
 
 #include <algorithm>
@@ -101,6 +102,10 @@ private:
   Status crossEntropyKernel(std::string_view op);
   Status linearCrossEntropyKernel(std::string_view op);
   Status crossEntropyGradKernel(std::string_view op);
+  Status vocabMaxKernel(std::string_view op);
+  Status vocabStatsKernel(std::string_view op);
+  Status vocabLossKernel(std::string_view op);
+  Status vocabCrossEntropyGradKernel(std::string_view op);
   Status splitKernel(std::string_view op);
   Status concatKernel(std::string_view op);
   Status randomUniformKernel(std::string_view op);
@@ -119,6 +124,7 @@ private:
   Status clipCoefficientKernel(std::string_view op);
   Status elementwiseKernel(std::string_view op);
 
+  cpu::LinearCrossEntropyShape linearLogitsShape() const;
   const HostTensor &in(size_t i) const { return *operands[i]; }
   const float *f(size_t i) const { return operands[i]->data(); }
   HostTensor &out(size_t i = 0) { return results[i]; }
@@ -486,6 +492,104 @@ Status Dispatch::crossEntropyGradKernel(std::string_view op) {
   return Status::ok();
 }
 
+// The vocabulary-split loss's pieces (runtime/cpu/VocabLoss.h): a linear_ form takes
+// (hidden, weight) where the plain one takes logits, and visits the logits 256 tokens at a
+// time. Ops on this rank's columns learn them from shard_index / shard_count.
+
+/// The logits' shape for a linear_ form's (hidden, weight) operands.
+cpu::LinearCrossEntropyShape Dispatch::linearLogitsShape() const {
+  cpu::LinearCrossEntropyShape shape;
+  shape.hidden = in(0).shape.back();
+  shape.tokens = in(0).numElements() / shape.hidden;
+  shape.vocab = in(1).shape[0];
+  if (!dtypeFromName(text("logits_type"), shape.logitsType)) {
+    throw BadAttribute("unknown logits_type '" + text("logits_type") + "'");
+  }
+  return shape;
+}
+
+Status Dispatch::vocabMaxKernel(std::string_view op) {
+  float *maxima = out().data();
+  if (op == "vocab_max") {
+    int64_t columns = in(0).shape.back();
+    cpu::vocabRowMaxima(f(0), in(0).numElements() / columns, columns, maxima);
+    return Status::ok();
+  }
+  cpu::LinearCrossEntropyShape shape = linearLogitsShape();
+  return cpu::forEachLogitsChunk(f(0), f(1), shape,
+                                 [&](int64_t first, int64_t count, const float *logits) {
+                                   cpu::vocabRowMaxima(logits, count, shape.vocab, maxima + first);
+                                   return Status::ok();
+                                 });
+}
+
+Status Dispatch::vocabStatsKernel(std::string_view op) {
+  const bool linear = op == "linear_vocab_stats";
+  const HostTensor &labels = in(linear ? 2 : 1);
+  const float *maxima = f(linear ? 3 : 2);
+  LossInputs loss_;
+  lossInputs(attributes, labels, nullptr, loss_);
+  const int64_t tokens = labels.numElements();
+  const int64_t columns = linear ? in(1).shape[0] : in(0).shape.back();
+  const int64_t first = integer("shard_index") * columns;
+  const int64_t vocab = integer("shard_count") * columns;
+  double *sums = out().wide.data(), *labelLogits = sums + tokens;
+  auto rows = [&](const float *logits, int64_t begin, int64_t count) -> Status {
+    int64_t bad = cpu::vocabRowStats(logits, loss_.labels + begin, maxima + begin, count, columns,
+                                     first, vocab, sums + begin, labelLogits + begin);
+    if (bad < 0) {
+      return Status::ok();
+    }
+    return invalidInput("label " + std::to_string(loss_.labels[begin + bad]) + " at position " +
+                        std::to_string(begin + bad) + " is outside the vocabulary [0, " +
+                        std::to_string(vocab) + ")");
+  };
+  if (!linear) {
+    return rows(f(0), 0, tokens);
+  }
+  return cpu::forEachLogitsChunk(f(0), f(1), linearLogitsShape(),
+                                 [&](int64_t begin, int64_t count, const float *logits) {
+                                   return rows(logits, begin, count);
+                                 });
+}
+
+Status Dispatch::vocabLossKernel(std::string_view op) {
+  const HostTensor &labels = in(2);
+  LossInputs loss_;
+  lossInputs(attributes, labels, operands.size() > 3 ? f(3) : nullptr, loss_);
+  const int64_t tokens = labels.numElements();
+  const double *sums = in(1).wide.data();
+  out().data()[0] =
+      static_cast<float>(cpu::vocabLoss(f(0), sums, sums + tokens, loss_.mask, tokens));
+  return Status::ok();
+}
+
+Status Dispatch::vocabCrossEntropyGradKernel(std::string_view op) {
+  // (logits | hidden, weight), labels, dloss, maxima, statistics[, mask].
+  const size_t at = op == "linear_vocab_cross_entropy_grad" ? 1 : 0;
+  const HostTensor &labels = in(at + 1);
+  LossInputs loss_;
+  lossInputs(attributes, labels, operands.size() > at + 5 ? f(at + 5) : nullptr, loss_);
+  const int64_t tokens = labels.numElements();
+  const double dloss = f(at + 2)[0];
+  const float *maxima = f(at + 3);
+  const double *sums = in(at + 4).wide.data();
+  const double weight = cpu::crossEntropyWeight(loss_.mask, tokens);
+  const int64_t columns = at ? in(1).shape[0] : in(0).shape.back();
+  const int64_t first = integer("shard_index") * columns;
+  auto rows = [&](int64_t begin, int64_t count, const float *logits, float *dlogits) {
+    cpu::vocabLossGradRows(logits, loss_.labels + begin, loss_.mask ? loss_.mask + begin : nullptr,
+                           maxima + begin, sums + begin, dloss, weight, count, columns, first,
+                           dlogits);
+    return Status::ok();
+  };
+  if (!at) {
+    return rows(0, tokens, f(0), out().data());
+  }
+  return cpu::linearCrossEntropyGradChunks(f(0), f(1), linearLogitsShape(), rows, out(0).data(),
+                                           out(1).data());
+}
+
 Status Dispatch::splitKernel(std::string_view op) {
   const std::vector<int64_t> &s = in(0).shape;
   size_t dim = integer("dim");
@@ -791,6 +895,13 @@ Status Dispatch::run(std::string_view op) {
       {"linear_cross_entropy", &Dispatch::linearCrossEntropyKernel},
       {"linear_cross_entropy_grad", &Dispatch::linearCrossEntropyKernel},
       {"cross_entropy_grad", &Dispatch::crossEntropyGradKernel},
+      {"vocab_max", &Dispatch::vocabMaxKernel},
+      {"linear_vocab_max", &Dispatch::vocabMaxKernel},
+      {"vocab_stats", &Dispatch::vocabStatsKernel},
+      {"linear_vocab_stats", &Dispatch::vocabStatsKernel},
+      {"vocab_loss", &Dispatch::vocabLossKernel},
+      {"vocab_cross_entropy_grad", &Dispatch::vocabCrossEntropyGradKernel},
+      {"linear_vocab_cross_entropy_grad", &Dispatch::vocabCrossEntropyGradKernel},
       {"split", &Dispatch::splitKernel},
       {"concat", &Dispatch::concatKernel},
       {"random_uniform", &Dispatch::randomUniformKernel},

@@ -2,6 +2,7 @@
 
 #include "runtime/cuda/CudaOps.h"
 
+#include "runtime/plan/DTypes.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <iterator>
@@ -45,6 +46,14 @@ constexpr CudaOpEntry kOps[] = {
     {"cross_entropy_grad", true, {}},
     {"linear_cross_entropy", true, {}},
     {"linear_cross_entropy_grad", true, {}},
+    // Only a plan whose vocabulary is split over GPUs has these.
+    {"vocab_max", false, kPart3},
+    {"linear_vocab_max", false, kPart3},
+    {"vocab_stats", false, kPart3},
+    {"linear_vocab_stats", false, kPart3},
+    {"vocab_loss", false, kPart3},
+    {"vocab_cross_entropy_grad", false, kPart3},
+    {"linear_vocab_cross_entropy_grad", false, kPart3},
     {"fill", true, {}},
     {"random_normal", true, {}},
     {"random_uniform", true, {}},
@@ -87,8 +96,11 @@ const std::set<std::string_view> kInPlaceOps = {
 const std::set<std::string_view> kLayoutOps = {"transpose", "repeat",  "split",      "concat",
                                                "copy",      "reshape", "local_shard"};
 
+/// The float types the CUDA kernels store (f64 buffers hold a vocabulary-split loss's
+/// statistics, which only multi-GPU plans have).
 bool isStoredFloat(plan::DType type) {
-  return type == plan::F32 || type == plan::BF16 || type == plan::F8E4M3FN || type == plan::F8E5M2;
+  const DTypeInfo *info = dtypeWithPlanCode(type);
+  return info && info->isFloat && info->type != DType::kF64;
 }
 
 /// Ops whose operands go to cuBLASLt as they are stored: f32 or bf16.

@@ -123,7 +123,7 @@ private:
 
 constexpr plan::DType kF32 = plan::F32, kBF16 = plan::BF16;
 
-std::string typeName(plan::DType type) { return type == kBF16 ? "bf16" : "f32"; }
+std::string typeName(plan::DType type) { return dtypeName(fromPlanDType(type)); }
 
 /// Norm bound of a GEMM by its result type: f32 sums in another order (k ≤ a few hundred), or
 /// one bf16 rounding of the result (2^-8 relative per element at most).

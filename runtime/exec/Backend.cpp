@@ -13,20 +13,8 @@ bool cudaBackendBuilt() {
 }
 
 DType fromPlanDType(plan::DType dtype) {
-  switch (dtype) {
-  case plan::BF16:
-    return DType::kBF16;
-  case plan::F8E4M3FN:
-    return DType::kF8E4M3FN;
-  case plan::F8E5M2:
-    return DType::kF8E5M2;
-  case plan::I32:
-    return DType::kI32;
-  case plan::I64:
-    return DType::kI64;
-  default:
-    return DType::kF32; // the loader rejects DTYPE_UNSPECIFIED and unknown values
-  }
+  const DTypeInfo *info = dtypeWithPlanCode(dtype);
+  return info ? info->type : DType::kF32; // the loader rejects DTYPE_UNSPECIFIED and unknown values
 }
 
 OpAttributes commandAttributes(const plan::Command &command) {

@@ -64,8 +64,11 @@ void decodeBf16(const uint8_t *from, float *to, int64_t count) {
 
 Status encodeBuffer(const plan::Buffer &buffer, const HostTensor &value, uint8_t *bytes) {
   DType dtype = fromPlanDType(buffer.dtype());
-  size_t stored = isFloat(value.dtype) ? value.values.size() : value.ints.size();
+  size_t stored = value.dtype == DType::kF64 ? value.wide.size()
+                  : isFloat(value.dtype)     ? value.values.size()
+                                             : value.ints.size();
   if (isFloat(dtype) != isFloat(value.dtype) ||
+      (dtype == DType::kF64) != (value.dtype == DType::kF64) ||
       !std::equal(value.shape.begin(), value.shape.end(), buffer.shape().begin(),
                   buffer.shape().end()) ||
       stored != static_cast<size_t>(value.numElements())) {
@@ -100,6 +103,9 @@ Status encodeBuffer(const plan::Buffer &buffer, const HostTensor &value, uint8_t
   case DType::kI64:
     std::memcpy(bytes, value.ints.data(), 8 * count);
     break;
+  case DType::kF64:
+    std::memcpy(bytes, value.wide.data(), 8 * count);
+    break;
   }
   return Status::ok();
 }
@@ -110,7 +116,11 @@ void decodeBuffer(const plan::Buffer &buffer, const uint8_t *bytes, HostTensor &
   value.shape.assign(buffer.shape().begin(), buffer.shape().end());
   value.external = nullptr; // read into the tensor's own storage
   // Every element is overwritten below: keep storage of the right size (SpareStorage).
-  if (isFloat(dtype)) {
+  if (dtype == DType::kF64) {
+    value.wide.resize(value.numElements());
+    value.values.clear();
+    value.ints.clear();
+  } else if (isFloat(dtype)) {
     value.values.resize(value.numElements());
     value.ints.clear();
   } else {
@@ -140,6 +150,9 @@ void decodeBuffer(const plan::Buffer &buffer, const uint8_t *bytes, HostTensor &
     break;
   case DType::kI64:
     std::memcpy(value.ints.data(), bytes, 8 * count);
+    break;
+  case DType::kF64:
+    std::memcpy(value.wide.data(), bytes, 8 * count);
     break;
   }
 }

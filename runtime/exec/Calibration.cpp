@@ -143,8 +143,7 @@ Status calibrateBackend(const std::string &backendName,
       bench.command("matmul", {a, b}, {c});
       double flops = 2.0 * mnk[0] * mnk[1] * mnk[2];
       MLPERF_RETURN_IF_ERROR(timeCommand(backendName, bench, repeatsFor(flops, 3e10), seconds));
-      note("{\"kind\": \"gemm\", \"dtype\": \"" +
-           std::string(dtype == plan::BF16 ? "bf16" : "f32") +
+      note("{\"kind\": \"gemm\", \"dtype\": \"" + std::string(dtypeName(fromPlanDType(dtype))) +
            "\", \"m\": " + std::to_string(mnk[0]) + ", \"n\": " + std::to_string(mnk[1]) +
            ", \"k\": " + std::to_string(mnk[2]) + ", \"seconds\": " + jsonNumber(seconds) + "}");
     }
@@ -267,7 +266,7 @@ Status calibrateBackend(const std::string &backendName,
           m *= out.shape(d);
         }
         note("{\"kind\": \"gemm\", \"dtype\": \"" +
-             std::string(lhs.dtype() == plan::F32 ? "f32" : "bf16") +
+             std::string(dtypeName(fromPlanDType(lhs.dtype()))) +
              "\", \"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
              ", \"k\": " + std::to_string(k) + ", \"seconds\": " + jsonNumber(seconds) + "}");
       } else {

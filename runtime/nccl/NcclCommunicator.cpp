@@ -33,6 +33,9 @@ Status ncclType(DType dtype, ncclDataType_t &type) {
   case DType::kI64:
     type = ncclInt64;
     return Status::ok();
+  case DType::kF64:
+    type = ncclFloat64;
+    return Status::ok();
   }
   return Status(StatusCode::kInvalidArgument, "no NCCL type for this dtype");
 }

@@ -7,6 +7,7 @@
 
 #include "runtime/plan/CommandTypes.h"
 
+#include "runtime/plan/DTypes.h"
 #include "runtime/plan/ElementwiseProgram.h"
 #include "runtime/plan/PlanLoader.h"
 
@@ -18,9 +19,11 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
+/// The float types kernels read as float elements: f64 buffers (per-token loss statistics)
+/// are accepted only by the ops that name them.
 bool isFloatType(plan::DType dtype) {
-  return dtype == plan::F32 || dtype == plan::BF16 || dtype == plan::F8E4M3FN ||
-         dtype == plan::F8E5M2;
+  const DTypeInfo *info = dtypeWithPlanCode(dtype);
+  return info && info->isFloat && info->type != DType::kF64;
 }
 
 bool isFp8(plan::DType dtype) { return dtype == plan::F8E4M3FN || dtype == plan::F8E5M2; }
@@ -110,6 +113,89 @@ private:
     }
   }
 
+  /// The pieces of a vocabulary-split loss (runtime/cpu/VocabLoss.h): (logits | hidden,
+  /// weight), labels, the f32 maxima and the f64 statistics [2, tokens...] per token.
+  void vocabLossPiece(const std::string &op) {
+    const bool linear = op.rfind("linear_", 0) == 0;
+    const bool grad = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
+    Shape tokens;
+    int next = 0; // the operand after the logits (or the hidden states and weight)
+    if (op == "vocab_loss") {
+      tokens = in(2);
+    } else if (linear) {
+      Shape hidden = in(0), weight = in(1);
+      floats({&operand(0), &operand(1)});
+      expect(hidden.size() >= 2 && weight.size() == 2 && weight[1] == hidden.back(),
+             op + " needs hidden [..., d] and weight [vocab, d], got " + describe(hidden) +
+                 " and " + describe(weight));
+      const plan::Attribute *logits = attribute("logits_type");
+      expect(logits && logits->value_case() == plan::Attribute::kS &&
+                 (logits->s() == "f32" || logits->s() == "bf16"),
+             "attribute 'logits_type' must be \"f32\" or \"bf16\"");
+      tokens = Shape(hidden.begin(), hidden.end() - (hidden.empty() ? 0 : 1));
+      next = 2;
+    } else {
+      Shape logits = in(0);
+      floats({&operand(0)});
+      expect(!logits.empty(), "logits must be [..., vocab]");
+      tokens = Shape(logits.begin(), logits.end() - (logits.empty() ? 0 : 1));
+      next = 1;
+    }
+    Shape stats{2};
+    stats.insert(stats.end(), tokens.begin(), tokens.end());
+    auto maxima = [&](const plan::Buffer &b) {
+      expect(b.dtype() == plan::F32 && shape(b) == tokens,
+             "buffer '" + b.name() + "' must hold f32 maxima " + describe(tokens));
+    };
+    auto statistics = [&](const plan::Buffer &b) {
+      expect(b.dtype() == plan::F64 && shape(b) == stats,
+             "buffer '" + b.name() + "' must hold f64 statistics " + describe(stats));
+    };
+    auto labels = [&](int i) {
+      integers(operand(i));
+      sameShape(in(i), tokens);
+    };
+    auto mask = [&](int i) {
+      if (command.operands_size() > i) {
+        floats({&operand(i)});
+        sameShape(in(i), tokens);
+      }
+    };
+    if (op == "vocab_max" || op == "linear_vocab_max") {
+      maxima(result(0));
+    } else if (op == "vocab_stats" || op == "linear_vocab_stats") {
+      labels(next);
+      maxima(operand(next + 1));
+      statistics(result(0));
+    } else if (op == "vocab_loss") {
+      maxima(operand(0));
+      statistics(operand(1));
+      labels(2);
+      mask(3);
+      floats({&result(0)});
+      scalar(result(0));
+    } else if (grad) {
+      labels(next);
+      floats({&operand(next + 1)});
+      scalar(operand(next + 1));
+      maxima(operand(next + 2));
+      statistics(operand(next + 3));
+      mask(next + 4);
+      if (linear) {
+        floats({&result(0), &result(1)});
+        sameShape(out(0), in(0));
+        sameShape(out(1), in(1));
+      } else {
+        floats({&result(0)});
+        sameShape(out(0), in(0));
+      }
+    }
+    if (op == "vocab_stats" || op == "linear_vocab_stats" || grad) {
+      expect(attribute("vocab_shard_axis") != nullptr,
+             op + " needs attribute 'vocab_shard_axis' (the axis that splits the vocabulary)");
+    }
+  }
+
   const plan::Plan &plan;
   const plan::Command &command;
   std::string problem;
@@ -119,10 +205,13 @@ std::string Checker::run() {
   const std::string &op = command.op();
   if (const plan::Attribute *vocab = attribute("vocab_shard_axis")) {
     MeshAxis axis;
-    expect(op == "embedding" || op == "embedding_grad" || op == "cross_entropy" ||
-               op == "cross_entropy_grad" || op == "linear_cross_entropy" ||
-               op == "linear_cross_entropy_grad",
-           "only embedding and cross-entropy commands take a split vocabulary");
+    // A whole loss on a split vocabulary would need its peers' pieces: the plan holds it as
+    // local pieces around all-reduces (dist-lower-vocab-loss).
+    expect(op == "embedding" || op == "embedding_grad" || op == "vocab_stats" ||
+               op == "linear_vocab_stats" || op == "vocab_cross_entropy_grad" ||
+               op == "linear_vocab_cross_entropy_grad",
+           "only embedding commands and the pieces of a vocabulary-split loss take a split "
+           "vocabulary");
     expect(vocab->value_case() == plan::Attribute::kS && parseMeshAxis(vocab->s(), axis),
            "attribute 'vocab_shard_axis' must be one of dp, tp, pp");
   }
@@ -399,6 +488,10 @@ std::string Checker::run() {
     } else {
       scalar(result(0));
     }
+  } else if (op == "vocab_max" || op == "linear_vocab_max" || op == "vocab_stats" ||
+             op == "linear_vocab_stats" || op == "vocab_loss" || op == "vocab_cross_entropy_grad" ||
+             op == "linear_vocab_cross_entropy_grad") {
+    vocabLossPiece(op);
   } else if (op == "fill") {
     floats({&result(0)});
   } else if (op == "lr_value") {
@@ -414,7 +507,19 @@ std::string Checker::run() {
       scalar(operand(0));
     }
   } else if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather") {
-    allOperandsAndResultsFloat();
+    const plan::Attribute *reduction = attribute("reduction");
+    expect(!reduction || (op == "all_reduce" && reduction->value_case() == plan::Attribute::kS &&
+                          (reduction->s() == "sum" || reduction->s() == "max")),
+           "attribute 'reduction' of an all_reduce is \"sum\" or \"max\"");
+    if (op == "all_reduce" && operand(0).dtype() == plan::F64) {
+      // A vocabulary-split loss's statistics: summed in f64.
+      expect(!reduction || reduction->s() == "sum", "an f64 all_reduce sums");
+    } else {
+      allOperandsAndResultsFloat();
+    }
+    if (reduction && reduction->s() == "max") {
+      expect(operand(0).dtype() == plan::F32, "a maximum over ranks takes f32 values");
+    }
     expect(operand(0).dtype() == result(0).dtype(), "a collective keeps the dtype");
     const plan::Attribute *axisAttr = attribute("axis");
     int64_t members = axisMembers(axisAttr);

@@ -3,6 +3,7 @@
 #include "runtime/plan/PlanLoader.h"
 
 #include "runtime/plan/CommandTypes.h"
+#include "runtime/plan/DTypes.h"
 #include "runtime/plan/StepRoles.h"
 #include "runtime/plan/StreamOrder.h"
 #include "runtime/support/Checksum.h"
@@ -42,21 +43,14 @@ bool inArity(int count, int minimum, int maximum) {
 
 } // namespace
 
+// The one dtype table (runtime/plan/DTypes.h) speaks plan.proto's values.
+static_assert(plan::F32 == 1 && plan::BF16 == 2 && plan::F8E4M3FN == 3 && plan::F8E5M2 == 4 &&
+                  plan::I32 == 5 && plan::I64 == 6 && plan::F64 == 7,
+              "runtime/plan/DTypes.cpp's planCode column must match plan.proto");
+
 int64_t planDTypeBytes(plan::DType dtype) {
-  switch (dtype) {
-  case plan::F32:
-  case plan::I32:
-    return 4;
-  case plan::BF16:
-    return 2;
-  case plan::F8E4M3FN:
-  case plan::F8E5M2:
-    return 1;
-  case plan::I64:
-    return 8;
-  default:
-    return 0;
-  }
+  const DTypeInfo *info = dtypeWithPlanCode(dtype);
+  return info ? info->bytes : 0;
 }
 
 const plan::Attribute *findAttribute(const plan::Command &command, std::string_view name) {
@@ -434,10 +428,7 @@ Status validateProgram(const plan::Plan &p, const plan::Program &program,
     if (!problem.empty()) {
       return invalid(where + ": " + problem);
     }
-    bool vocabSplit =
-        std::any_of(command.attributes().begin(), command.attributes().end(),
-                    [](const plan::Attribute &a) { return a.name() == "vocab_shard_axis"; });
-    if (streams == 2 && command.stream() != 1 && communicates(command.op(), vocabSplit)) {
+    if (streams == 2 && command.stream() != 1 && communicates(command.op())) {
       return invalid(where + " communicates with other ranks on stream " +
                      std::to_string(command.stream()) +
                      "; in a program with a communication stream only stream 1 does");

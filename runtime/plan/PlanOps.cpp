@@ -35,11 +35,19 @@ constexpr PlanOpSignature kOps[] = {
     {"repeat_grad", 1, 1, 1, 1},
     {"split", 1, 1, 1, -1},
     {"concat", 1, -1, 1, 1},
-    {"cross_entropy", 2, 3, 1, 1, OpCommunication::kWhenVocabSplit, OpCost::kMemory},
-    {"cross_entropy_grad", 3, 4, 1, 1, OpCommunication::kWhenVocabSplit, OpCost::kMemory},
-    {"linear_cross_entropy", 3, 4, 1, 1, OpCommunication::kWhenVocabSplit,
-     OpCost::kLinearCrossEntropy},
-    {"linear_cross_entropy_grad", 4, 5, 2, 2, OpCommunication::kWhenVocabSplit,
+    {"cross_entropy", 2, 3, 1, 1},
+    {"cross_entropy_grad", 3, 4, 1, 1},
+    {"linear_cross_entropy", 3, 4, 1, 1, OpCommunication::kNone, OpCost::kLinearCrossEntropy},
+    {"linear_cross_entropy_grad", 4, 5, 2, 2, OpCommunication::kNone, OpCost::kLinearCrossEntropy},
+    // The loss over a vocabulary split over ranks, in pieces around two all-reduces
+    // (runtime/cpu/VocabLoss.h); the linear_ forms compute the logits chunk by chunk.
+    {"vocab_max", 1, 1, 1, 1},
+    {"linear_vocab_max", 2, 2, 1, 1, OpCommunication::kNone, OpCost::kLinearCrossEntropy},
+    {"vocab_stats", 3, 3, 1, 1},
+    {"linear_vocab_stats", 4, 4, 1, 1, OpCommunication::kNone, OpCost::kLinearCrossEntropy},
+    {"vocab_loss", 3, 4, 1, 1},
+    {"vocab_cross_entropy_grad", 5, 6, 1, 1},
+    {"linear_vocab_cross_entropy_grad", 6, 7, 2, 2, OpCommunication::kNone,
      OpCost::kLinearCrossEntropy},
     {"fill", 0, 0, 1, 1},
     {"random_normal", 1, 1, 1, 1, OpCommunication::kNone, OpCost::kMemory, "part_axis"},
@@ -105,11 +113,9 @@ std::vector<std::string_view> planOpNames() {
   return names;
 }
 
-bool communicates(std::string_view op, bool vocabSplit) {
+bool communicates(std::string_view op) {
   const PlanOpSignature *signature = findPlanOp(op);
-  return signature &&
-         (signature->communication == OpCommunication::kAlways ||
-          (vocabSplit && signature->communication == OpCommunication::kWhenVocabSplit));
+  return signature && signature->communication == OpCommunication::kAlways;
 }
 
 const char *partAxisAttribute(std::string_view op) {

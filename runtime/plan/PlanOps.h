@@ -16,14 +16,12 @@
 namespace mlperf::rt {
 
 /// Bumped on every incompatible change to runtime/plan.proto or the op table.
-constexpr uint32_t kPlanFormatVersion = 7;
+constexpr uint32_t kPlanFormatVersion = 8;
 
 /// Whether a command talks to other ranks.
 enum class OpCommunication : uint8_t {
   kNone,
-  kAlways,         // collectives, send and recv
-  kWhenVocabSplit, // a loss over a vocabulary split over ranks (attribute vocab_shard_axis):
-                   // it combines maxima and sums with its peers inside the command
+  kAlways, // collectives, send and recv: no other command talks to other ranks
 };
 
 /// What a command's time is made of, for the step-time model (compiler/Analysis/CommandCost).
@@ -55,11 +53,11 @@ const PlanOpSignature *findPlanOp(std::string_view op);
 /// Every op of the table, in its order (a backend's kernel table is checked against it).
 std::vector<std::string_view> planOpNames();
 
-/// Whether a command talks to other ranks: the collectives, send and recv, and the loss ops
-/// on a vocabulary split over ranks (`vocabSplit`: they combine maxima and sums inside). In a
-/// program with a communication stream these run on it alone, so that every rank issues its
+/// Whether a command talks to other ranks: the collectives, send and recv (a loss over a
+/// vocabulary split over ranks is local pieces around all-reduces: dist-lower-vocab-loss). In
+/// a program with a communication stream these run on it alone, so that every rank issues its
 /// communication in one order.
-bool communicates(std::string_view op, bool vocabSplit);
+bool communicates(std::string_view op);
 
 /// The attribute naming the mesh axis along which an op reads this rank's index (given to
 /// its kernel as `part_index`): "part_axis" for initialization draws and dropout masks of a

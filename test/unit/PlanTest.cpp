@@ -488,19 +488,23 @@ TEST(Plan, Fp8CommandsCheckTheirTypes) {
 }
 
 // One op table says which ops talk to other ranks, for the loader, plan-from-tg and the cost
-// model alike: the fused loss on a split vocabulary does, as the plain one does.
+// model alike: only the collectives and transfers (a loss over a split vocabulary is local
+// pieces around all-reduces).
 TEST(PlanOps, TheTableSaysWhichOpsCommunicateAndWhatTheyCost) {
   using mlperf::rt::communicates;
-  for (const char *loss : {"cross_entropy", "cross_entropy_grad", "linear_cross_entropy",
-                           "linear_cross_entropy_grad"}) {
-    EXPECT_TRUE(communicates(loss, true)) << loss;
-    EXPECT_FALSE(communicates(loss, false)) << loss;
+  for (const char *loss :
+       {"cross_entropy", "cross_entropy_grad", "linear_cross_entropy", "linear_cross_entropy_grad",
+        "vocab_max", "linear_vocab_max", "vocab_stats", "linear_vocab_stats", "vocab_loss",
+        "vocab_cross_entropy_grad", "linear_vocab_cross_entropy_grad"}) {
+    EXPECT_FALSE(communicates(loss)) << loss;
   }
   for (const char *collective : {"all_reduce", "reduce_scatter", "all_gather", "send", "recv"}) {
-    EXPECT_TRUE(communicates(collective, false)) << collective;
+    EXPECT_TRUE(communicates(collective)) << collective;
   }
-  EXPECT_FALSE(communicates("matmul", true));
-  EXPECT_FALSE(communicates("no_such_op", true));
+  EXPECT_FALSE(communicates("matmul"));
+  EXPECT_FALSE(communicates("no_such_op"));
+  EXPECT_EQ(mlperf::rt::findPlanOp("linear_vocab_stats")->cost,
+            mlperf::rt::OpCost::kLinearCrossEntropy);
   EXPECT_EQ(mlperf::rt::findPlanOp("fp8_matmul")->cost, mlperf::rt::OpCost::kGemm);
   EXPECT_EQ(mlperf::rt::findPlanOp("call")->cost, mlperf::rt::OpCost::kNone);
   EXPECT_STREQ(mlperf::rt::partAxisAttribute("dropout_key"), "data_parallel_axis");

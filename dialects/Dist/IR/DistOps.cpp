@@ -149,6 +149,21 @@ LogicalResult verifyFutureShape(Operation *op, RankedTensorType input, Type futu
 
 } // namespace
 
+LogicalResult AllReduceStartOp::verify() {
+  StringRef reduction = getReduction();
+  if (reduction != "sum" && reduction != "max") {
+    return emitOpError() << "reduction must be \"sum\" or \"max\", got \"" << reduction << "\"";
+  }
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (reduction == "max" && !input.getElementType().isF32()) {
+    return emitOpError() << "a maximum over ranks takes f32 values, got " << input;
+  }
+  if (input.getElementType().isF64() && getAxes().size() != 1) {
+    return emitOpError() << "an f64 sum runs over one mesh axis";
+  }
+  return success();
+}
+
 LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
   FailureOr<int64_t> size = groupSize(*this, symbols, getMeshAttr(), axisNames(getAxes()));
   if (failed(size)) {

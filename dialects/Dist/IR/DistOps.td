@@ -46,16 +46,19 @@ class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
 }
 
 def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
-  let summary = "Starts an element-wise sum over the ranks of mesh axes";
+  let summary = "Starts an element-wise sum (or maximum) over the ranks of mesh axes";
   let description = [{
     ```mlir
     %f = dist.all_reduce_start %g over @mesh ["dp"] : tensor<64x64xbf16>
         -> !dist.future<tensor<64x64xbf16>>
     %sum = dist.done %f : !dist.future<tensor<64x64xbf16>> -> tensor<64x64xbf16>
     ```
-    Every member receives the same sum (members added in group order).
+    Every member receives the same sum (members added in group order). With
+    `reduction = "max"` (f32 only: a vocabulary-split loss's row maxima) the maximum instead.
   }];
-  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction);
+  let hasVerifier = 1;
 }
 
 def Dist_ReduceScatterStartOp : Dist_CollectiveStartOp<"reduce_scatter_start"> {

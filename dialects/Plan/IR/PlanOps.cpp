@@ -2,6 +2,7 @@
 
 #include "dialects/Plan/IR/PlanOps.h"
 
+#include "runtime/plan/DTypes.h"
 #include "runtime/plan/PlanOps.h"
 #include "runtime/plan/StreamOrder.h"
 
@@ -48,9 +49,11 @@ LogicalResult verifyBufferList(Operation *user, SymbolTableCollection &symbols, 
   return success();
 }
 
+/// The element types of the plan ABI's dtype table (named as MLIR prints them).
 bool isPlanElementType(Type type) {
-  return type.isF32() || type.isBF16() || isa<Float8E4M3FNType, Float8E5M2Type>(type) ||
-         type.isInteger(32) || type.isInteger(64);
+  std::string name;
+  llvm::raw_string_ostream(name) << type;
+  return mlperf::rt::dtypeNamed(name) != nullptr;
 }
 
 } // namespace
@@ -87,9 +90,8 @@ LogicalResult BufferOp::verify() {
   auto tensor = cast<RankedTensorType>(getType());
   if (!tensor.hasStaticShape() || !isPlanElementType(tensor.getElementType()) ||
       llvm::is_contained(tensor.getShape(), 0)) {
-    return emitOpError() << "type must be a static tensor (no empty dims) of f32, bf16, "
-                            "f8E4M3FN, f8E5M2, i32 or i64, got "
-                         << tensor;
+    return emitOpError() << "type must be a static tensor (no empty dims) of "
+                         << mlperf::rt::dtypeNameList() << ", got " << tensor;
   }
   if (getOffsetAttr() && getOffsetAttr().getInt() < 0) {
     return emitOpError() << "offset must be non-negative";

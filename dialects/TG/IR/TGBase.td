@@ -19,7 +19,8 @@ def TG_Dialect : Dialect {
   let summary = "Training-graph dialect: tensor ops with value semantics";
   let description = [{
     Ops in `tg` operate on ranked tensors of the MLPerf approved floating-point formats used
-    by the benchmarks: f32, bf16, f8E4M3FN and f8E5M2. Every op is pure; shapes are static and
+    by the benchmarks: f32, bf16, f8E4M3FN and f8E5M2 (and f64 for the per-token statistics of
+    a vocabulary-split loss, `dist-lower-vocab-loss`). Every op is pure; shapes are static and
     verified, and result types are inferred from operands so that passes can build ops without
     spelling shapes.
   }];

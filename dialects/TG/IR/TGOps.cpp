@@ -446,6 +446,104 @@ LogicalResult CrossEntropyOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Vocabulary-split loss pieces
+//===----------------------------------------------------------------------===//
+
+/// The pieces' common shapes: per-token `max` [tokens...], `stats` [2, tokens...], labels and
+/// an optional f32 mask of the tokens' shape. Null values are not checked.
+static LogicalResult verifyVocabTokens(Operation *op, ArrayRef<int64_t> tokens, Value labels,
+                                       Value max, Value stats, Value mask) {
+  auto shapeOf = [](Value value) { return cast<RankedTensorType>(value.getType()).getShape(); };
+  if (labels && shapeOf(labels) != tokens) {
+    return op->emitOpError() << "labels must have the tokens' shape " << shapeString(tokens)
+                             << ", got " << shapeString(shapeOf(labels));
+  }
+  if (max && shapeOf(max) != tokens) {
+    return op->emitOpError() << "the maxima must have the tokens' shape " << shapeString(tokens)
+                             << ", got " << shapeString(shapeOf(max));
+  }
+  SmallVector<int64_t> statsShape{2};
+  statsShape.append(tokens.begin(), tokens.end());
+  if (stats && shapeOf(stats) != ArrayRef<int64_t>(statsShape)) {
+    return op->emitOpError() << "the statistics must be " << shapeString(statsShape) << ", got "
+                             << shapeString(shapeOf(stats));
+  }
+  if (mask && (shapeOf(mask) != tokens ||
+               !cast<RankedTensorType>(mask.getType()).getElementType().isF32())) {
+    return op->emitOpError() << "loss_mask must be an f32 tensor of the tokens' shape "
+                             << shapeString(tokens);
+  }
+  return success();
+}
+
+/// `hidden` [..., d] and `weight` [vocab, d] with logits_type f32 or bf16; the tokens' shape.
+static FailureOr<ArrayRef<int64_t>> linearVocabTokens(Operation *op, Value hidden, Value weight,
+                                                      StringRef logitsType) {
+  auto h = cast<RankedTensorType>(hidden.getType()), w = cast<RankedTensorType>(weight.getType());
+  if (h.getRank() < 2 || w.getRank() != 2 || w.getDimSize(1) != h.getShape().back()) {
+    return op->emitOpError() << "needs hidden [..., d] and weight [vocab, d], got " << h << " and "
+                             << w;
+  }
+  if (logitsType != "f32" && logitsType != "bf16") {
+    return op->emitOpError() << "logits_type must be \"f32\" or \"bf16\", got \"" << logitsType
+                             << "\"";
+  }
+  return h.getShape().drop_back();
+}
+
+static FailureOr<ArrayRef<int64_t>> logitsTokens(Operation *op, Value logits) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  if (type.getRank() < 1) {
+    return op->emitOpError() << "logits must be [..., vocab]";
+  }
+  return type.getShape().drop_back();
+}
+
+LogicalResult VocabMaxOp::verify() {
+  FailureOr<ArrayRef<int64_t>> tokens = logitsTokens(*this, getLogits());
+  return failed(tokens) ? failure() : verifyVocabTokens(*this, *tokens, {}, getResult(), {}, {});
+}
+
+LogicalResult LinearVocabMaxOp::verify() {
+  FailureOr<ArrayRef<int64_t>> tokens =
+      linearVocabTokens(*this, getHidden(), getWeight(), getLogitsType());
+  return failed(tokens) ? failure() : verifyVocabTokens(*this, *tokens, {}, getResult(), {}, {});
+}
+
+LogicalResult VocabStatsOp::verify() {
+  FailureOr<ArrayRef<int64_t>> tokens = logitsTokens(*this, getLogits());
+  return failed(tokens) ? failure()
+                        : verifyVocabTokens(*this, *tokens, getLabels(), getMax(), getResult(), {});
+}
+
+LogicalResult LinearVocabStatsOp::verify() {
+  FailureOr<ArrayRef<int64_t>> tokens =
+      linearVocabTokens(*this, getHidden(), getWeight(), getLogitsType());
+  return failed(tokens) ? failure()
+                        : verifyVocabTokens(*this, *tokens, getLabels(), getMax(), getResult(), {});
+}
+
+LogicalResult VocabLossOp::verify() {
+  return verifyVocabTokens(*this, cast<RankedTensorType>(getLabels().getType()).getShape(), {},
+                           getMax(), getStats(), getLossMask());
+}
+
+LogicalResult VocabCrossEntropyGradOp::verify() {
+  FailureOr<ArrayRef<int64_t>> tokens = logitsTokens(*this, getLogits());
+  return failed(tokens)
+             ? failure()
+             : verifyVocabTokens(*this, *tokens, getLabels(), getMax(), getStats(), getLossMask());
+}
+
+LogicalResult LinearVocabCrossEntropyGradOp::verify() {
+  FailureOr<ArrayRef<int64_t>> tokens =
+      linearVocabTokens(*this, getHidden(), getWeight(), getLogitsType());
+  return failed(tokens)
+             ? failure()
+             : verifyVocabTokens(*this, *tokens, getLabels(), getMax(), getStats(), getLossMask());
+}
+
+//===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//
 

@@ -404,6 +404,129 @@ def TG_CrossEntropyOp : TG_Op<"cross_entropy", [DeclareOpInterfaceMethods<TG_VJP
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Vocabulary-split loss pieces (created by dist-lower-vocab-loss)
+//===----------------------------------------------------------------------===//
+
+// Per-token statistics of a vocabulary split over ranks, summed over them in f64.
+def TG_F64Tensor : StaticShapeTensorOf<[F64]>;
+def TG_F32Tensor : StaticShapeTensorOf<[F32]>;
+
+def TG_VocabMaxOp : TG_Op<"vocab_max", [Pure]> {
+  let summary = "Each token's largest logit of this rank's slice of the vocabulary";
+  let description = [{
+    `result[...] = max_v logits[..., v]` in f32. dist-lower-vocab-loss takes the maximum of
+    these over the ranks that split the vocabulary (`dist.all_reduce_start {reduction = "max"}`)
+    before `tg.vocab_stats`.
+  }];
+  let arguments = (ins TG_Tensor:$logits);
+  let results = (outs TG_F32Tensor:$result);
+  let assemblyFormat = "$logits attr-dict `:` type($logits) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_LinearVocabMaxOp : TG_Op<"linear_vocab_max", [Pure]> {
+  let summary = "tg.vocab_max of the logits `hidden · weightᵀ` (rounded to `logits_type`)";
+  let description = [{
+    The logits exist a chunk of tokens at a time, as in `tg.linear_cross_entropy`.
+  }];
+  let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, StrAttr:$logits_type);
+  let results = (outs TG_F32Tensor:$result);
+  let assemblyFormat = [{
+    $hidden `,` $weight attr-dict `:` type($hidden) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_VocabStatsOp : TG_Op<"vocab_stats", [Pure]> {
+  let summary = "Each token's sum of exponentials and label logit on this rank's slice";
+  let description = [{
+    With `max` the maxima over the whole vocabulary, `result[0, ...] = Σ_v exp(logits[..., v] −
+    max[...])` (f64, in column order) and `result[1, ...]` the label's logit where this rank
+    holds the label (`[k·V/G, (k+1)·V/G)` for rank k of the G on `vocab_shard_axis`), else 0.
+    Summed over the axis (one f64 all-reduce), they are the unsplit loss's sums and label
+    logits. A label outside `[0, V)` (other than `ignore_index`) is a data error.
+  }];
+  let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels, TG_F32Tensor:$max,
+                       StrAttr:$vocab_shard_axis, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs TG_F64Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $max attr-dict `:` type($logits) `,` type($labels) `,` type($max)
+        `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_LinearVocabStatsOp : TG_Op<"linear_vocab_stats", [Pure]> {
+  let summary = "tg.vocab_stats of the logits `hidden · weightᵀ` (rounded to `logits_type`)";
+  let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
+                       TG_F32Tensor:$max, StrAttr:$logits_type, StrAttr:$vocab_shard_axis,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs TG_F64Tensor:$result);
+  let assemblyFormat = [{
+    $hidden `,` $weight `,` $labels `,` $max attr-dict `:` type($hidden) `,` type($weight) `,`
+        type($labels) `,` type($max) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_VocabLossOp : TG_Op<"vocab_loss", [Pure]> {
+  let summary = "The mean token cross-entropy from the combined maxima and statistics";
+  let description = [{
+    `Σ m·(max + log(stats[0]) − stats[1]) / Σ m` accumulated in f64 in token order, with `m`
+    the loss mask (ones without one; 0 where the label is `ignore_index`): what
+    `tg.cross_entropy` computes, for a vocabulary split over ranks.
+  }];
+  let arguments = (ins TG_F32Tensor:$max, TG_F64Tensor:$stats, TG_IndexTensor:$labels,
+                       Optional<TG_Tensor>:$loss_mask, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs TG_F32Scalar:$result);
+  let assemblyFormat = [{
+    $max `,` $stats `,` $labels (`,` $loss_mask^)? attr-dict `:` type($max) `,` type($stats) `,`
+        type($labels) (`,` type($loss_mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_VocabCrossEntropyGradOp : TG_Op<"vocab_cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "result"]>]> {
+  let summary = "tg.cross_entropy_grad of this rank's logits slice, from combined statistics";
+  let description = [{
+    `dlogits = grad · m/Σm · (exp(logits − max)/stats[0] − onehot(label))` on this rank's
+    columns of the vocabulary (f64, rounded to the logits' type).
+  }];
+  let arguments = (ins TG_Tensor:$logits, TG_IndexTensor:$labels, TG_F32Scalar:$grad,
+                       TG_F32Tensor:$max, TG_F64Tensor:$stats, Optional<TG_Tensor>:$loss_mask,
+                       StrAttr:$vocab_shard_axis, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad `,` $max `,` $stats (`mask` $loss_mask^)? attr-dict `:`
+        type($logits) `,` type($labels) `,` type($grad) `,` type($max) `,` type($stats)
+        (`,` type($loss_mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_LinearVocabCrossEntropyGradOp : TG_Op<"linear_vocab_cross_entropy_grad", [Pure,
+    AllTypesMatch<["hidden", "hidden_grad"]>, AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "tg.linear_cross_entropy_grad on this rank's vocabulary rows, from statistics";
+  let description = [{
+    `tg.vocab_cross_entropy_grad` of the logits `hidden · weightᵀ` (recomputed chunk by chunk,
+    rounded to `logits_type`), then `hidden_grad` (this rank's partial sum) and `weight_grad`
+    as `tg.linear_cross_entropy_grad` forms them.
+  }];
+  let arguments = (ins TG_Tensor:$hidden, TG_Tensor:$weight, TG_IndexTensor:$labels,
+                       TG_F32Scalar:$grad, TG_F32Tensor:$max, TG_F64Tensor:$stats,
+                       Optional<TG_Tensor>:$loss_mask, StrAttr:$logits_type,
+                       StrAttr:$vocab_shard_axis, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs TG_Tensor:$hidden_grad, TG_Tensor:$weight_grad);
+  let assemblyFormat = [{
+    $hidden `,` $weight `,` $labels `,` $grad `,` $max `,` $stats (`mask` $loss_mask^)? attr-dict
+        `:` type($hidden) `,` type($weight) `,` type($labels) `,` type($grad) `,` type($max) `,`
+        type($stats) (`,` type($loss_mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 
 //===----------------------------------------------------------------------===//
 // Constants and gradient ops (created by tg-autodiff)
