@@ -401,6 +401,15 @@ Status validateProgram(const plan::Plan &p, const plan::Program &program,
       return invalid(where + " has " + std::to_string(command.operands_size()) + " operands and " +
                      std::to_string(command.results_size()) + " results");
     }
+    // The backend tells a kernel this rank's place on a mesh axis under these names; a plan
+    // that carried them would pass a kernel another rank's part.
+    for (const plan::Attribute &attribute : command.attributes()) {
+      const std::string &name = attribute.name();
+      if (name == "shard_index" || name == "shard_count" || name == "part_index") {
+        return invalid(where + " carries attribute '" + name +
+                       "', which the backend sets from the rank's place on the mesh");
+      }
+    }
     // One value per attribute name: with two, which one a kernel reads is undefined.
     for (int a = 1; a < command.attributes_size(); ++a) {
       for (int b = 0; b < a; ++b) {

@@ -114,6 +114,14 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          }
        },
        "command 0 ('scale') of 'forward' has attribute 'factor' twice"},
+      // The backend's own attributes (this rank's place on an axis) cannot come from a file.
+      {[](plan::Plan &p) {
+         plan::Attribute *attribute = p.mutable_programs(0)->mutable_commands(0)->add_attributes();
+         attribute->set_name("shard_index");
+         attribute->set_i(1);
+       },
+       "command 0 ('scale') of 'forward' carries attribute 'shard_index', which the backend "
+       "sets from the rank's place on the mesh"},
       {[](plan::Plan &p) {
          plan::StateTensor *state = p.add_state();
          state->set_name("w");
