@@ -3,6 +3,7 @@
 #include "compiler/Interpreter/TGInterpreter.h"
 
 #include "dialects/Dist/IR/DistOps.h"
+#include "dialects/Plan/IR/ElementTypes.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
 #include "runtime/plan/PlanOps.h"
@@ -31,14 +32,11 @@ std::string resolveLayerName(llvm::StringRef name, int64_t layer) {
 }
 
 FailureOr<DType> toDType(Type type) {
-  // The plan ABI's dtype table names its types as MLIR prints them.
-  std::string name;
-  llvm::raw_string_ostream(name) << type;
-  DType dtype;
-  if (!rt::dtypeFromName(name, dtype)) {
+  const rt::DTypeInfo *info = planDTypeInfo(type);
+  if (!info) {
     return failure();
   }
-  return dtype;
+  return info->type;
 }
 
 namespace {

@@ -4,7 +4,7 @@
 
 #include "runtime/plan/StepRoles.h"
 
-#include "runtime/plan/DTypes.h"
+#include "dialects/Plan/IR/ElementTypes.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -37,10 +37,7 @@ static std::string commandOrigin(Location loc) {
 namespace {
 
 FailureOr<plan::DType> planDType(Type type) {
-  // The plan ABI's dtype table names its types as MLIR prints them.
-  std::string name;
-  llvm::raw_string_ostream(name) << type;
-  const rt::DTypeInfo *info = rt::dtypeNamed(name);
+  const rt::DTypeInfo *info = planDTypeInfo(type);
   if (!info) {
     return failure();
   }

@@ -113,6 +113,14 @@ private:
     }
   }
 
+  /// The fused losses' `logits_type`: what their chunks of logits are rounded to.
+  void logitsType() {
+    const plan::Attribute *logits = attribute("logits_type");
+    expect(logits && logits->value_case() == plan::Attribute::kS &&
+               (logits->s() == "f32" || logits->s() == "bf16"),
+           "attribute 'logits_type' must be \"f32\" or \"bf16\"");
+  }
+
   /// The pieces of a vocabulary-split loss (runtime/cpu/VocabLoss.h): (logits | hidden,
   /// weight), labels, the f32 maxima and the f64 statistics [2, tokens...] per token.
   void vocabLossPiece(const std::string &op) {
@@ -128,10 +136,7 @@ private:
       expect(hidden.size() >= 2 && weight.size() == 2 && weight[1] == hidden.back(),
              op + " needs hidden [..., d] and weight [vocab, d], got " + describe(hidden) +
                  " and " + describe(weight));
-      const plan::Attribute *logits = attribute("logits_type");
-      expect(logits && logits->value_case() == plan::Attribute::kS &&
-                 (logits->s() == "f32" || logits->s() == "bf16"),
-             "attribute 'logits_type' must be \"f32\" or \"bf16\"");
+      logitsType();
       tokens = Shape(hidden.begin(), hidden.end() - (hidden.empty() ? 0 : 1));
       next = 2;
     } else {
@@ -471,10 +476,7 @@ std::string Checker::run() {
                Shape(hidden.begin(), hidden.end() - 1) == labels,
            "linear_cross_entropy needs hidden [..., d], weight [vocab, d] and labels [...], got " +
                describe(hidden) + ", " + describe(weight) + ", " + describe(labels));
-    const plan::Attribute *logits = attribute("logits_type");
-    expect(logits && logits->value_case() == plan::Attribute::kS &&
-               (logits->s() == "f32" || logits->s() == "bf16"),
-           "attribute 'logits_type' must be \"f32\" or \"bf16\"");
+    logitsType();
     int mask = gradient ? 4 : 3;
     if (command.operands_size() > mask) {
       floats({&operand(mask)});

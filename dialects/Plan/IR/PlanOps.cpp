@@ -2,7 +2,7 @@
 
 #include "dialects/Plan/IR/PlanOps.h"
 
-#include "runtime/plan/DTypes.h"
+#include "dialects/Plan/IR/ElementTypes.h"
 #include "runtime/plan/PlanOps.h"
 #include "runtime/plan/StreamOrder.h"
 
@@ -50,11 +50,7 @@ LogicalResult verifyBufferList(Operation *user, SymbolTableCollection &symbols, 
 }
 
 /// The element types of the plan ABI's dtype table (named as MLIR prints them).
-bool isPlanElementType(Type type) {
-  std::string name;
-  llvm::raw_string_ostream(name) << type;
-  return mlperf::rt::dtypeNamed(name) != nullptr;
-}
+bool isPlanElementType(Type type) { return mlperf::planDTypeInfo(type) != nullptr; }
 
 } // namespace
 
