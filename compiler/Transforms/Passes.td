@@ -659,7 +659,8 @@ def TGRecomputePass : Pass<"tg-recompute", "::mlir::ModuleOp"> {
 }
 
 def TGTrainStepPass : Pass<"tg-train-step", "::mlir::ModuleOp"> {
-  let summary = "Builds @train_step and @eval_step: the whole optimizer step as one function";
+  let summary = "Builds @train_step, @eval_step and @eval_finish: the whole optimizer step as "
+                "one function";
   let description = [{
     Rewrite class: exact (adds functions; the same ops run in the order the runtime used to
     drive them).
@@ -672,7 +673,10 @@ def TGTrainStepPass : Pass<"tg-train-step", "::mlir::ModuleOp"> {
                           %labels: ... {tg.role = "labels"}, %step: tensor<i64> {tg.role = "step"},
                           %master: ... {tg.role = "master", tg.param = @w}, ...)
         -> (params..., masters..., moments..., lr, grad_norm, losses: tensor<(dp·A)xf32>)
-    func.func @eval_step(%tokens: tensor<rows x seq x i64>, %labels: ...) -> (loss: tensor<f32>)
+    func.func @eval_step(%tokens: tensor<rows x seq x i64>, %labels: ...,
+                         %running: tensor<2xf64> {tg.role = "eval_sum"}) -> (eval_sum)
+    func.func @eval_finish(%running: tensor<2xf64> {tg.role = "eval_sum"})
+        -> (loss: tensor<f64>, eval_sum)
     ```
 
     `@train_step` is everything one optimizer step does on one rank, in order: the `A`
@@ -694,7 +698,11 @@ def TGTrainStepPass : Pass<"tg-train-step", "::mlir::ModuleOp"> {
     loss vector to the first (tag 1), whose ranks log it.
 
     `@eval_step` runs one micro-batch through `@forward` of every chunk in virtual-stage
-    order, with the same transfers, and returns the loss on the last stage.
+    order, with the same transfers, and on the last stage adds the loss to the running mean
+    (`tg.mean_accumulate`: f64 [sum, count], kept in persistent memory between calls).
+    `@eval_finish` sums the running mean over `pp` (the other stages' is zero) and then `dp`
+    (`dist.all_reduce_start`, in rank order) and divides (`tg.mean_finish`, which also
+    starts the running mean again): every rank gets the mean of every micro-batch.
 
     Fails, naming the function, if `@optimizer_step` lacks `tg.role`s, a stage's backward
     does not return the gradient of a parameter the optimizer updates, or the schedule does
@@ -777,7 +785,8 @@ def PlanFromTGPass : Pass<"plan-from-tg", "::mlir::ModuleOp"> {
       output buffers (a `copy` where a value is returned that another op produced), every
       other result gets an activation buffer (`<function>.<op>.<n>`), and a reshape's
       result is a view of its input's bytes;
-    - `@train_step` and `@eval_step` become the programs the runtime runs, their inputs and
+    - `@train_step`, `@eval_step` and `@eval_finish` become the programs the runtime runs,
+      their inputs and
       outputs found by `tg.role` (`input_roles` / `output_roles`): a `func.call` copies its
       operands into the callee's input buffers (none where the value is already there) and
       becomes a `call` command; values that live in a callee's buffers and are read at or

@@ -110,7 +110,7 @@ private:
       programIO;
   // Per parameter and state role ("param", "master", ...), its persistent buffer.
   std::map<std::pair<std::string, std::string>, FlatSymbolRefAttr> stateBuffers;
-  FlatSymbolRefAttr stepRef, lrRef, normRef, lossRef, seedRef;
+  FlatSymbolRefAttr stepRef, lrRef, normRef, seedRef, evalSumRef, evalLossRef;
   SmallVector<ParameterBuffers> parameters;
   // Per trained parameter its gradient buffer, and the buffer a backward reduced it into
   // when that has another type (a ZeRO-1 shard).
@@ -118,7 +118,8 @@ private:
   // Symbols of the plan: the arenas and programs, then every buffer.
   llvm::StringSet<> usedNames{"persistent",       "activations",       "forward",
                               "forward_backward", "forward_and_stash", "backward_from_stash",
-                              "optimizer_step",   "train_step",        "eval_step"};
+                              "optimizer_step",   "train_step",        "eval_step",
+                              "eval_finish"};
 };
 
 /// Whether argument (or result) `index` of `func` is fp8 scaling state (tg-fp8): such values
@@ -675,9 +676,11 @@ LogicalResult PlanBuilder::build(StringRef precision, int64_t accumulation) {
   if (failed(buildOptimizerProgram(optimizerStep))) {
     return failure();
   }
-  // What the runtime runs: the whole step, one evaluation micro-batch, and the initial train
-  // state (parameters from the seed, the optimizer state from the parameters).
-  for (StringRef name : {"train_step", "eval_step", "init_params", "init_optimizer"}) {
+  // What the runtime runs: the whole step, one evaluation micro-batch and the evaluation's
+  // end, and the initial train state (parameters from the seed, the optimizer state from the
+  // parameters).
+  for (StringRef name :
+       {"train_step", "eval_step", "eval_finish", "init_params", "init_optimizer"}) {
     func::FuncOp step = lookup(name);
     if (!step) {
       return model.emitError() << "plan-from-tg needs @" << name
@@ -924,9 +927,6 @@ LogicalResult PlanBuilder::buildChunkPrograms(func::FuncOp chunkForward, func::F
   FlatSymbolRefAttr result =
       addBuffer((resultType == scalarF32 ? "loss" : "output.activation" + suffix.str()), resultType,
                 persistent);
-  if (resultType == scalarF32) {
-    lossRef = result;
-  }
   SmallVector<FlatSymbolRefAttr> fbOutputs;
   if (!stashForward) {
     fbOutputs.push_back(result);
@@ -1062,8 +1062,13 @@ FailureOr<FlatSymbolRefAttr> PlanBuilder::stepBuffer(func::FuncOp func, const St
     ref = lrRef;
   } else if (role.role == r::kGradNorm) {
     ref = normRef;
-  } else if (role.role == r::kLoss) {
-    ref = lossRef;
+  } else if (role.role == r::kEvalSum || role.role == r::kLoss) {
+    // Evaluation's running mean (kept between eval_step and eval_finish) and its result.
+    FlatSymbolRefAttr &slot = role.role == r::kEvalSum ? evalSumRef : evalLossRef;
+    if (!slot) {
+      slot = addBuffer(role.role == r::kEvalSum ? "eval_sum" : "eval_loss", type, persistent);
+    }
+    ref = slot;
   } else {
     auto it = stateBuffers.find({role.role, role.param});
     if (it != stateBuffers.end()) {

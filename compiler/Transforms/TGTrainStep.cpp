@@ -1,9 +1,9 @@
 //===- TGTrainStep.cpp - The whole optimizer step as one function -*- C++ -*-===//
 //
-// Builds @train_step (and @eval_step) from a model's per-micro-batch functions: the
-// micro-batch loop unrolled in the pipeline schedule's order, the stage-to-stage transfers,
-// gradient accumulation, the loss vector and the call of @optimizer_step. The pass
-// description in Passes.td has the contract.
+// Builds @train_step (and @eval_step, @eval_finish) from a model's per-micro-batch
+// functions: the micro-batch loop unrolled in the pipeline schedule's order, the
+// stage-to-stage transfers, gradient accumulation, the loss vector and the call of
+// @optimizer_step. The pass description in Passes.td has the contract.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,6 +87,10 @@ private:
   /// Rows of micro-batch `index` of a [A, rows, seq] batch input.
   SmallVector<Value> microBatches(Location loc, Value batch, RankedTensorType microType);
   Value lossVector(Location loc, ArrayRef<Value> losses);
+  /// The element-wise sum of `value` over mesh axis `axis`.
+  Value allReduceSum(Location loc, Value value, StringRef axis);
+  /// The running mean of evaluation: [sum, count] in f64 (tg.mean_accumulate).
+  RankedTensorType runningMeanType() { return RankedTensorType::get({2}, builder.getF64Type()); }
 
   /// With several micro-batches, makes @forward_backward add its gradients to accumulator
   /// arguments (`tg.role = "grad"`) and return the sums, as Megatron's backward accumulates
@@ -94,6 +98,7 @@ private:
   void accumulateInPlace(Chunk &chunk);
   LogicalResult buildTrainStep();
   LogicalResult buildEvalStep();
+  LogicalResult buildEvalFinish();
   LogicalResult buildInitParams();
   LogicalResult buildInitOptimizer();
 
@@ -274,6 +279,15 @@ Value StepBuilder::lossVector(Location loc, ArrayRef<Value> losses) {
     vector = dist::DoneOp::create(builder, loc, gathered, future).getResult();
   }
   return vector;
+}
+
+Value StepBuilder::allReduceSum(Location loc, Value value, StringRef axis) {
+  MLIRContext *context = builder.getContext();
+  auto future =
+      dist::AllReduceStartOp::create(builder, loc, dist::FutureType::get(context, value.getType()),
+                                     value, FlatSymbolRefAttr::get(context, kMesh),
+                                     builder.getStrArrayAttr({axis}), builder.getStringAttr("sum"));
+  return dist::DoneOp::create(builder, loc, value.getType(), future).getResult();
 }
 
 void StepBuilder::accumulateInPlace(Chunk &chunk) {
@@ -570,6 +584,13 @@ LogicalResult StepBuilder::buildEvalStep() {
       inputRoles.push_back({std::string(role::kLabels), ""});
     }
   }
+  // The last stage adds the micro-batch's loss to the running mean in persistent memory
+  // (@eval_finish reduces and divides it).
+  const bool computesLoss = isLast(vp() - 1);
+  if (computesLoss) {
+    inputs.push_back(runningMeanType());
+    inputRoles.push_back({std::string(role::kEvalSum), ""});
+  }
   auto func = func::FuncOp::create(builder, loc, "eval_step", builder.getFunctionType(inputs, {}));
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
@@ -583,7 +604,7 @@ LogicalResult StepBuilder::buildEvalStep() {
                          : receive(loc, chunks[c].forward.getArgumentTypes()[0], shiftTo(v - 1),
                                    pipelineTag(v, true)));
     if (last) {
-      args.push_back(entry->getArguments().back());
+      args.push_back(entry->getArgument(entry->getNumArguments() - 2)); // the labels
     }
     // Evaluation runs without dropout: under the evaluation key every tg.dropout is the
     // identity.
@@ -591,7 +612,8 @@ LogicalResult StepBuilder::buildEvalStep() {
                      [&] { return dropoutKey(loc, Value(), Value(), std::nullopt); });
     auto call = func::CallOp::create(builder, loc, chunks[c].forward, args);
     if (last) {
-      results.push_back(call.getResult(0));
+      results.push_back(tg::MeanAccumulateOp::create(
+          builder, loc, runningMeanType(), entry->getArguments().back(), call.getResult(0)));
     } else {
       send(loc, call.getResult(0), shiftTo(v + 1), pipelineTag(v + 1, true));
     }
@@ -600,9 +622,38 @@ LogicalResult StepBuilder::buildEvalStep() {
   func.setFunctionType(builder.getFunctionType(inputs, ValueRange(results).getTypes()));
   setAllRoles(func, /*arguments=*/true,
               SmallVector<std::optional<StepRole>>(inputRoles.begin(), inputRoles.end()));
-  if (!results.empty()) {
-    setAllRoles(func, /*arguments=*/false, {StepRole{std::string(role::kLoss), ""}});
+  if (computesLoss) {
+    setAllRoles(func, /*arguments=*/false, {StepRole{std::string(role::kEvalSum), ""}});
   }
+  return success();
+}
+
+LogicalResult StepBuilder::buildEvalFinish() {
+  Location loc = chunks.front().forward.getLoc();
+  Block &body = model.getBody().front();
+  builder.setInsertionPointToEnd(&body);
+  // Every rank takes part: the running means of the last stage's data-parallel ranks summed
+  // in rank order (the other stages add zeros, exactly), so every rank holds the same mean of
+  // every evaluation micro-batch, and the running mean starts again.
+  Type running = runningMeanType();
+  auto func =
+      func::FuncOp::create(builder, loc, "eval_finish", builder.getFunctionType({running}, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  Value sum = entry->getArgument(0);
+  if (pp > 1) {
+    sum = allReduceSum(loc, sum, "pp");
+  }
+  if (dp > 1) {
+    sum = allReduceSum(loc, sum, "dp");
+  }
+  auto finish = tg::MeanFinishOp::create(
+      builder, loc, RankedTensorType::get({}, builder.getF64Type()), running, sum);
+  func::ReturnOp::create(builder, loc, finish->getResults());
+  func.setFunctionType(builder.getFunctionType({running}, finish->getResultTypes()));
+  setAllRoles(func, /*arguments=*/true, {StepRole{std::string(role::kEvalSum), ""}});
+  setAllRoles(func, /*arguments=*/false,
+              {StepRole{std::string(role::kLoss), ""}, StepRole{std::string(role::kEvalSum), ""}});
   return success();
 }
 
@@ -781,7 +832,8 @@ LogicalResult StepBuilder::buildInitOptimizer() {
 }
 
 LogicalResult StepBuilder::build() {
-  for (StringRef name : {"train_step", "eval_step", "init_params", "init_optimizer"}) {
+  for (StringRef name :
+       {"train_step", "eval_step", "eval_finish", "init_params", "init_optimizer"}) {
     if (SymbolTable::lookupSymbolIn(model, name)) {
       return model.emitError() << "tg-train-step: the model already has @" << name;
     }
@@ -825,8 +877,8 @@ LogicalResult StepBuilder::build() {
       accumulateInPlace(chunk);
     }
   }
-  return failure(failed(buildTrainStep()) || failed(buildEvalStep()) || failed(buildInitParams()) ||
-                 failed(buildInitOptimizer()));
+  return failure(failed(buildTrainStep()) || failed(buildEvalStep()) || failed(buildEvalFinish()) ||
+                 failed(buildInitParams()) || failed(buildInitOptimizer()));
 }
 
 struct TGTrainStepPass : impl::TGTrainStepPassBase<TGTrainStepPass> {

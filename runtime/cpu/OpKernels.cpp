@@ -115,6 +115,8 @@ private:
   Status randomNormalKernel(std::string_view op);
   Status localShardKernel(std::string_view op);
   Status fillKernel(std::string_view op);
+  Status meanAccumulateKernel(std::string_view op);
+  Status meanFinishKernel(std::string_view op);
   Status siluGradKernel(std::string_view op);
   Status embeddingGradKernel(std::string_view op);
   Status rmsNormGradKernel(std::string_view op);
@@ -707,6 +709,20 @@ Status Dispatch::fillKernel(std::string_view op) {
   return Status::ok();
 }
 
+Status Dispatch::meanAccumulateKernel(std::string_view op) {
+  // [sum, count] + [value, 1] in f64 (the f32 value widens exactly).
+  const std::vector<double> &running = in(0).wide;
+  out().wide = {running[0] + static_cast<double>(f(1)[0]), running[1] + 1.0};
+  return Status::ok();
+}
+
+Status Dispatch::meanFinishKernel(std::string_view op) {
+  const std::vector<double> &running = in(0).wide;
+  out(0).wide = {running[0] / running[1]};
+  out(1).wide = {0.0, 0.0};
+  return Status::ok();
+}
+
 Status Dispatch::siluGradKernel(std::string_view op) {
   cpu::siluGrad(f(0), f(1), out().data(), out().numElements());
   return Status::ok();
@@ -911,6 +927,8 @@ Status Dispatch::run(std::string_view op) {
       {"random_normal", &Dispatch::randomNormalKernel},
       {"local_shard", &Dispatch::localShardKernel},
       {"fill", &Dispatch::fillKernel},
+      {"mean_accumulate", &Dispatch::meanAccumulateKernel},
+      {"mean_finish", &Dispatch::meanFinishKernel},
       {"silu_grad", &Dispatch::siluGradKernel},
       {"embedding_grad", &Dispatch::embeddingGradKernel},
       {"rms_norm_grad", &Dispatch::rmsNormGradKernel},

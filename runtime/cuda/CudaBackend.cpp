@@ -983,6 +983,14 @@ private:
     if (op == "sqrt") {
       return launchScalarSqrt(operand(0), result(0), stream);
     }
+    if (op == "mean_accumulate" || op == "mean_finish") {
+      auto wide = [&](uint32_t id) { return static_cast<double *>(address(buffer(id))); };
+      return op == "mean_accumulate"
+                 ? launchMeanAccumulate(wide(command.operands(0)), operand(1),
+                                        wide(command.results(0)), stream)
+                 : launchMeanFinish(wide(command.operands(0)), wide(command.results(0)),
+                                    wide(command.results(1)), stream);
+    }
     if (op == "global_norm" || op == "sum_squares") {
       auto *partials = static_cast<double *>(scratch);
       int64_t total = 0;

@@ -55,6 +55,8 @@ constexpr CudaOpEntry kOps[] = {
     {"vocab_cross_entropy_grad", false, kPart3},
     {"linear_vocab_cross_entropy_grad", false, kPart3},
     {"fill", true, {}},
+    {"mean_accumulate", true, {}},
+    {"mean_finish", true, {}},
     {"random_normal", true, {}},
     {"random_uniform", true, {}},
     {"dropout", true, {}},
@@ -158,7 +160,9 @@ std::string unsupportedReason(const plan::Plan &plan, const plan::Command &comma
     return "op '" + op + "' has no CUDA kernel yet (it comes with " +
            std::string(entry->comesWith) + ")";
   }
-  if (op == "call" || op == "event_record" || op == "event_wait") {
+  // Evaluation's running mean is f64 by its definition (the loader checked its buffers).
+  if (op == "call" || op == "event_record" || op == "event_wait" || op == "mean_accumulate" ||
+      op == "mean_finish") {
     return {};
   }
   auto buffer = [&](uint32_t id) -> const plan::Buffer & { return plan.buffers(id); };

@@ -88,6 +88,12 @@ Status launchFinishSum(const double *partials, int64_t count, bool root, TypedPo
                        cudaStream_t stream);
 /// out = sqrt(x) of one element in f64.
 Status launchScalarSqrt(TypedPointer x, TypedPointer out, cudaStream_t stream);
+/// Evaluation's running mean [sum, count] (f64): out = running + [value, 1]; and the mean
+/// sum / count with the running mean started again ([0, 0]). One thread: running and out may
+/// be the same buffer.
+Status launchMeanAccumulate(const double *running, TypedPointer value, double *out,
+                            cudaStream_t stream);
+Status launchMeanFinish(const double *running, double *mean, double *restart, cudaStream_t stream);
 Status launchLrValue(IntPointer step, TypedPointer out, double baseLr, double endLr,
                      int64_t warmupSteps, int64_t maxSteps, cudaStream_t stream);
 Status launchClipCoefficient(TypedPointer norm, TypedPointer out, double maxNorm,

@@ -307,6 +307,9 @@ Status writeRandomInputs(const OpCheckCase &check, Backend &reference, Backend *
     for (float &value : input.values) {
       value = static_cast<float>(range.first < range.second ? values(random) : range.first);
     }
+    for (double &value : input.wide) {
+      value = range.first < range.second ? values(random) : range.first;
+    }
     const bool ranged = check.ranges.count(id) > 0;
     for (int64_t &value : input.ints) {
       value = ranged ? static_cast<int64_t>(range.first) +
@@ -359,6 +362,19 @@ Status compareOutputs(const OpCheckCase &check, const plan::Program &program, Ba
     if (!want.ints.empty() || !got.ints.empty()) {
       if (want.ints != got.ints) {
         result.detail = "integer result '" + check.plan.buffers(id).name() + "' differs";
+        return Status::ok();
+      }
+      continue;
+    }
+    if (!want.wide.empty() || !got.wide.empty()) {
+      // f64 results (evaluation's running mean) are IEEE operations on both sides: equal.
+      bool equal = want.wide.size() == got.wide.size();
+      for (size_t i = 0; equal && i < want.wide.size(); ++i) {
+        equal =
+            want.wide[i] == got.wide[i] || (std::isnan(want.wide[i]) && std::isnan(got.wide[i]));
+      }
+      if (!equal) {
+        result.detail = "f64 result '" + check.plan.buffers(id).name() + "' differs";
         return Status::ok();
       }
       continue;
@@ -752,6 +768,14 @@ std::vector<OpCheckCase> opCheckCases() {
           .output(kF32, {})
           .real("max_norm", 1.0));
   add(CaseBuilder("sqrt", "sqrt", T::kExact).input(kF32, {}, 0, 100).output(kF32, {}));
+  add(CaseBuilder("mean_accumulate", "mean_accumulate", T::kExact)
+          .input(plan::F64, {2}, 0, 1000)
+          .input(kF32, {}, 0, 12)
+          .output(plan::F64, {2}));
+  add(CaseBuilder("mean_finish", "mean_finish", T::kExact)
+          .input(plan::F64, {2}, 1, 1000)
+          .output(plan::F64, {})
+          .output(plan::F64, {2}));
   add(CaseBuilder("convert f32 -> bf16", "convert", T::kExact)
           .input(kF32, {500})
           .output(kBF16, {500}));
@@ -825,7 +849,9 @@ const std::map<std::string, std::vector<std::string>> &opCheckFamilies() {
         "linear_cross_entropy_grad"}},
       {"embedding", {"embedding", "embedding_grad"}},
       {"random", {"random_normal", "random_uniform", "dropout", "dropout_key", "eval_dropout_key"}},
-      {"optimizer", {"global_norm", "sum_squares", "sqrt", "clip_coefficient", "lr_value"}},
+      {"optimizer",
+       {"global_norm", "sum_squares", "sqrt", "clip_coefficient", "lr_value", "mean_accumulate",
+        "mean_finish"}},
       {"fp8", {"fp8_quantize", "amax", "fp8_scale_update", "fp8_current_scale"}},
       {"program", {"call", "event_record", "event_wait"}},
   };

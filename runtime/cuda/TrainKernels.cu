@@ -83,6 +83,19 @@ __global__ void lrValueKernel(IntPointer step, TypedPointer out, cpu::LRSchedule
   out.store(0, static_cast<float>(cpu::learningRate(schedule, step.load(0))));
 }
 
+__global__ void meanAccumulateKernel(const double *running, TypedPointer value, double *out) {
+  const double sum = running[0], count = running[1];
+  out[0] = sum + static_cast<double>(value.load(0));
+  out[1] = count + 1.0;
+}
+
+__global__ void meanFinishKernel(const double *running, double *mean, double *restart) {
+  const double sum = running[0], count = running[1];
+  mean[0] = sum / count;
+  restart[0] = 0.0;
+  restart[1] = 0.0;
+}
+
 __global__ void clipCoefficientKernel(TypedPointer norm, TypedPointer out, double maxNorm) {
   out.store(0, static_cast<float>(cpu::clipCoefficient(norm.load(0), maxNorm)));
 }
@@ -415,6 +428,17 @@ Status launchLrValue(IntPointer step, TypedPointer out, double baseLr, double en
   lrValueKernel<<<1, 1, 0, stream>>>(step, out,
                                      cpu::LRSchedule{baseLr, endLr, warmupSteps, maxSteps});
   return launched("lrValueKernel");
+}
+
+Status launchMeanAccumulate(const double *running, TypedPointer value, double *out,
+                            cudaStream_t stream) {
+  meanAccumulateKernel<<<1, 1, 0, stream>>>(running, value, out);
+  return launched("meanAccumulateKernel");
+}
+
+Status launchMeanFinish(const double *running, double *mean, double *restart, cudaStream_t stream) {
+  meanFinishKernel<<<1, 1, 0, stream>>>(running, mean, restart);
+  return launched("meanFinishKernel");
 }
 
 Status launchClipCoefficient(TypedPointer norm, TypedPointer out, double maxNorm,

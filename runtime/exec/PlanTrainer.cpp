@@ -29,6 +29,7 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
   PlanTrainer &t = *trainer;
   for (auto [name, index] : {std::pair{"train_step", &t.trainProgram},
                              {"eval_step", &t.evalProgram},
+                             {"eval_finish", &t.evalFinishProgram},
                              {"init_params", &t.initParamsProgram},
                              {"init_optimizer", &t.initOptimizerProgram}}) {
     for (int i = 0; i < plan.programs_size(); ++i) {
@@ -106,7 +107,7 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
   t.lossesBuffer = byRole(train, false, role::kLosses);
   t.evalTokens = byRole(eval, true, role::kTokens);
   t.evalLabels = byRole(eval, true, role::kLabels);
-  t.evalLossBuffer = byRole(eval, false, role::kLoss);
+  t.evalLossBuffer = byRole(plan.programs(t.evalFinishProgram), false, role::kLoss);
   t.seedBuffer = byRole(plan.programs(t.initParamsProgram), true, role::kSeed);
   if (t.seedBuffer == kNoBuffer || plan.buffers(t.seedBuffer).shape_size() != 0 ||
       plan.buffers(t.seedBuffer).dtype() != plan::I64) {
@@ -146,12 +147,15 @@ Status PlanTrainer::create(const plan::Plan &plan, Backend &backend, Communicato
       return invalid("state tensor '" + state.name() + "' does not hold floats");
     }
   }
-  for (uint32_t id : t.evalLossBuffer != kNoBuffer
-                         ? std::vector<uint32_t>{t.evalLossBuffer, t.lrBuffer, t.normBuffer}
-                         : std::vector<uint32_t>{t.lrBuffer, t.normBuffer}) {
+  for (uint32_t id : {t.lrBuffer, t.normBuffer}) {
     if (plan.buffers(id).shape_size() != 0 || plan.buffers(id).dtype() != plan::F32) {
       return invalid("buffer '" + plan.buffers(id).name() + "' should be an f32 scalar");
     }
+  }
+  if (t.evalLossBuffer == kNoBuffer || plan.buffers(t.evalLossBuffer).shape_size() != 0 ||
+      plan.buffers(t.evalLossBuffer).dtype() != plan::F64) {
+    return invalid("eval_finish does not return the evaluation loss as an f64 scalar (role "
+                   "'loss')");
   }
   if (plan.buffers(t.stepBuffer).shape_size() != 0 ||
       plan.buffers(t.stepBuffer).dtype() != plan::I64) {
@@ -502,7 +506,9 @@ Status PlanTrainer::writeBatch(uint32_t id, const std::vector<int64_t> &source, 
 Status PlanTrainer::readScalar(uint32_t id, double &value) const {
   HostTensor tensor;
   Status status = backend.read(id, tensor);
-  value = status.isOk() ? tensor.values[0] : 0.0;
+  value = !status.isOk()        ? 0.0
+          : tensor.wide.empty() ? static_cast<double>(tensor.values[0])
+                                : tensor.wide[0];
   return status;
 }
 
@@ -563,24 +569,16 @@ Status PlanTrainer::evalLoss(const std::vector<int64_t> &tokens, const std::vect
     return invalid("evaluation takes whole micro-batches of " + std::to_string(microRows) + " x " +
                    std::to_string(seq) + " tokens");
   }
+  // The plan keeps the running mean: each eval_step adds its micro-batch's loss, eval_finish
+  // reduces it over the ranks, divides and starts it again.
   int64_t batches = static_cast<int64_t>(tokens.size()) / size;
-  double sum = 0.0;
   for (int64_t b = 0; b < batches; ++b) {
     MLPERF_RETURN_IF_ERROR(writeBatch(evalTokens, tokens, b * size, {microRows, seq}));
     MLPERF_RETURN_IF_ERROR(writeBatch(evalLabels, labels, b * size, {microRows, seq}));
     MLPERF_RETURN_IF_ERROR(backend.execute(evalProgram));
-    if (evalLossBuffer != kNoBuffer) {
-      double value = 0;
-      MLPERF_RETURN_IF_ERROR(readScalar(evalLossBuffer, value));
-      sum += value;
-    }
   }
-  // The mean over every rank's micro-batches (the ranks that compute the loss).
-  std::vector<double> reduced{sum,
-                              evalLossBuffer != kNoBuffer ? static_cast<double>(batches) : 0.0};
-  MLPERF_RETURN_IF_ERROR(communicator.allReduceWorldSum(reduced));
-  loss = reduced[0] / reduced[1];
-  return Status::ok();
+  MLPERF_RETURN_IF_ERROR(backend.execute(evalFinishProgram));
+  return readScalar(evalLossBuffer, loss);
 }
 
 } // namespace mlperf::rt

@@ -61,8 +61,9 @@ public:
   Status step(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
               TrainStepMetrics &metrics);
 
-  /// Mean loss of eval_step over every rank's micro-batches of `tokens`/`labels` (a whole
-  /// number of them; a rank may have none when there are fewer micro-batches than ranks).
+  /// The evaluation loss: eval_step over this rank's micro-batches of `tokens`/`labels` (a
+  /// whole number of them; a rank may have none when there are fewer micro-batches than
+  /// ranks), then eval_finish, whose one number is the mean over every rank's micro-batches.
   Status evalLoss(const std::vector<int64_t> &tokens, const std::vector<int64_t> &labels,
                   double &loss);
 
@@ -96,12 +97,14 @@ private:
   /// the stage does not read it).
   Status writeBatch(uint32_t id, const std::vector<int64_t> &source, int64_t first,
                     std::vector<int64_t> shape);
+  /// The value of scalar buffer `id` (f32 or f64).
   Status readScalar(uint32_t id, double &value) const;
 
   const plan::Plan &plan;
   Backend &backend;
   Communicator &communicator;
-  int trainProgram = -1, evalProgram = -1, initParamsProgram = -1, initOptimizerProgram = -1;
+  int trainProgram = -1, evalProgram = -1, evalFinishProgram = -1, initParamsProgram = -1,
+      initOptimizerProgram = -1;
   // Inputs and outputs by role; kNoBuffer where this stage's programs have none.
   uint32_t trainTokens = kNoBuffer, trainLabels = kNoBuffer, stepBuffer = kNoBuffer,
            lrBuffer = kNoBuffer, normBuffer = kNoBuffer, lossesBuffer = kNoBuffer,

@@ -496,6 +496,22 @@ std::string Checker::run() {
     vocabLossPiece(op);
   } else if (op == "fill") {
     floats({&result(0)});
+  } else if (op == "mean_accumulate" || op == "mean_finish") {
+    // Evaluation's running mean: f64 [sum, count] (tg.mean_accumulate, tg.mean_finish).
+    auto running = [&](const plan::Buffer &b) {
+      expect(b.dtype() == plan::F64 && shape(b) == Shape{2},
+             "buffer '" + b.name() + "' must hold the running mean, f64 [2] (sum, count)");
+    };
+    running(operand(0));
+    if (op == "mean_accumulate") {
+      expect(operand(1).dtype() == plan::F32 && shape(operand(1)).empty(),
+             "buffer '" + operand(1).name() + "' must be the f32 scalar to add");
+      running(result(0));
+    } else {
+      expect(result(0).dtype() == plan::F64 && shape(result(0)).empty(),
+             "buffer '" + result(0).name() + "' must be the f64 scalar mean");
+      running(result(1));
+    }
   } else if (op == "lr_value") {
     integers(operand(0));
     scalar(operand(0));

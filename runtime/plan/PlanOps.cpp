@@ -50,6 +50,9 @@ constexpr PlanOpSignature kOps[] = {
     {"linear_vocab_cross_entropy_grad", 6, 7, 2, 2, OpCommunication::kNone,
      OpCost::kLinearCrossEntropy},
     {"fill", 0, 0, 1, 1},
+    // Evaluation's running mean [sum, count] (f64): add a loss; divide and start again.
+    {"mean_accumulate", 2, 2, 1, 1},
+    {"mean_finish", 1, 1, 2, 2},
     {"random_normal", 1, 1, 1, 1, OpCommunication::kNone, OpCost::kMemory, "part_axis"},
     {"random_uniform", 1, 1, 1, 1, OpCommunication::kNone, OpCost::kMemory, "part_axis"},
     // Dropout (input, key [seed, micro-batch counter]) and the keys (tg.dropout_key).

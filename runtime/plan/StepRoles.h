@@ -45,7 +45,10 @@ inline bool isFp8State(std::string_view role) { return role.substr(0, 4) == "fp8
 constexpr std::string_view kLr = "lr";
 constexpr std::string_view kGradNorm = "grad_norm";
 constexpr std::string_view kLosses = "losses"; // every micro-batch loss of the global batch
-constexpr std::string_view kLoss = "loss";     // an eval micro-batch's loss
+constexpr std::string_view kLoss = "loss";     // the evaluation's mean loss (f64 scalar)
+// Kept in the plan between programs: evaluation's running [sum, count] of micro-batch losses
+// (f64), which @eval_step adds to and @eval_finish reduces, divides and starts again.
+constexpr std::string_view kEvalSum = "eval_sum";
 
 /// Checkpoint tensors of optimizer state start with this.
 constexpr std::string_view kOptimizerStatePrefix = "optimizer.";

@@ -5,7 +5,7 @@
 // and its optimizer state by the roles @optimizer_step gives it,
 // programs whose inputs and outputs are those buffers, one command per tg op with its
 // attributes, numbered activation buffers, and the model metadata. Offsets come later.
-// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 8 : i64, model = {
+// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 9 : i64, model = {
 // CHECK-SAME: global_batch_size = 2 : i64, gradient_accumulation_steps = 2 : i64
 // CHECK-SAME: precision = "fp32"
 // CHECK: plan.arena @persistent persistent
@@ -68,10 +68,16 @@
 // CHECK-NEXT: plan.command "reshape" [@train_step.saved.0] -> [@train_step.view.2]
 // CHECK-NEXT: plan.command "reshape" [@loss] -> [@train_step.view.3]
 // CHECK-NEXT: plan.command "concat" [@train_step.view.2, @train_step.view.3] -> [@losses]
-// CHECK: plan.program @eval_step inputs [@eval_step.tokens, @eval_step.labels] outputs [@loss] attributes {input_roles = ["tokens", "labels"], output_roles = ["loss"]} {
+// Evaluation keeps its running mean in persistent memory between eval_step and eval_finish.
+// CHECK: plan.buffer @eval_sum : tensor<2xf64> in @persistent
+// CHECK: plan.program @eval_step inputs [@eval_step.tokens, @eval_step.labels, @eval_sum] outputs [@eval_sum] attributes {input_roles = ["tokens", "labels", "eval_sum"], output_roles = ["eval_sum"]} {
 // CHECK-NEXT: plan.command "copy" [@eval_step.tokens] -> [@input.tokens]
 // CHECK-NEXT: plan.command "copy" [@eval_step.labels] -> [@input.labels]
 // CHECK-NEXT: plan.command "call" [] -> [] {kernel_attrs = {program = "forward"}}
+// CHECK-NEXT: plan.command "mean_accumulate" [@eval_sum, @loss] -> [@eval_sum]
+// CHECK: plan.buffer @eval_loss : tensor<f64> in @persistent
+// CHECK-NEXT: plan.program @eval_finish inputs [@eval_sum] outputs [@eval_loss, @eval_sum] attributes {input_roles = ["eval_sum"], output_roles = ["loss", "eval_sum"]} {
+// CHECK-NEXT: plan.command "mean_finish" [@eval_sum] -> [@eval_loss, @eval_sum]
 tg.model @tiny {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}

@@ -25,9 +25,15 @@
 // CHECK: %[[B:.+]] = tg.reshape %[[R1]]#0 : tensor<f32> -> tensor<1xf32>
 // CHECK: %[[LOSSES:.+]] = tg.concat %[[A]], %[[B]] {dim = 0 : i64}
 // CHECK: return %[[NEW]]#0, %[[NEW]]#1, %[[NEW]]#2, %[[NEW]]#3, %[[NEW]]#4, %[[NEW]]#5, %[[LOSSES]]
-// CHECK: func.func @eval_step(%[[ET:[^:]+]]: tensor<1x4xi32> {tg.role = "tokens"}, %[[EL:[^:]+]]: tensor<1x4xi32> {tg.role = "labels"}) -> (tensor<f32> {tg.role = "loss"})
-// CHECK: %[[EVAL:.+]] = call @forward(%[[ET]], %[[EL]])
-// CHECK: return %[[EVAL]]
+// Evaluation: the last stage adds each micro-batch's loss to the running mean, which
+// @eval_finish divides (one rank: nothing to reduce) and starts again.
+// CHECK: func.func @eval_step(%[[ET:[^:]+]]: tensor<1x4xi32> {tg.role = "tokens"}, %[[EL:[^:]+]]: tensor<1x4xi32> {tg.role = "labels"}, %[[ES:[^:]+]]: tensor<2xf64> {tg.role = "eval_sum"}) -> (tensor<2xf64> {tg.role = "eval_sum"})
+// CHECK-NEXT: %[[EVAL:.+]] = call @forward(%[[ET]], %[[EL]])
+// CHECK-NEXT: %[[ADDED:.+]] = tg.mean_accumulate %[[ES]], %[[EVAL]] : tensor<2xf64>, tensor<f32> -> tensor<2xf64>
+// CHECK-NEXT: return %[[ADDED]]
+// CHECK: func.func @eval_finish(%[[ACC:[^:]+]]: tensor<2xf64> {tg.role = "eval_sum"}) -> (tensor<f64> {tg.role = "loss"}, tensor<2xf64> {tg.role = "eval_sum"})
+// CHECK-NEXT: %[[MEAN:.+]], %[[RESTART:.+]] = tg.mean_finish %[[ACC]]
+// CHECK-NEXT: return %[[MEAN]], %[[RESTART]]
 // The initial state: the parameter drawn from the seed on its stream (FNV-1a of "embed"),
 // then the optimizer state from it as @optimizer_step's tg.init says.
 // CHECK: func.func @init_params(%[[SEED:[^:]+]]: tensor<i64> {tg.role = "seed"}) -> (tensor<16x8xbf16> {tg.param = @embed, tg.role = "param"})
@@ -82,6 +88,12 @@ tg.model @single {
 // CHECK: func.func @eval_step(%[[ET:[^:]+]]: tensor<1x4xi32> {tg.role = "tokens"}) {
 // CHECK-NEXT: %[[EF:.+]] = call @forward(%[[ET]])
 // CHECK-NEXT: dist.send_start %[[EF]] to @mesh "pp" shift 1 {tag = 18 : i64}
+// Every stage takes part in the mean: the running means summed over pp (the first stage's
+// is zero), then divided.
+// CHECK: func.func @eval_finish(%[[RUN0:[^:]+]]: tensor<2xf64> {tg.role = "eval_sum"}) -> (tensor<f64> {tg.role = "loss"}, tensor<2xf64> {tg.role = "eval_sum"})
+// CHECK-NEXT: %[[SUMF:.+]] = dist.all_reduce_start %[[RUN0]] over @mesh ["pp"] : tensor<2xf64>
+// CHECK-NEXT: %[[SUM:.+]] = dist.done %[[SUMF]]
+// CHECK-NEXT: tg.mean_finish %[[SUM]]
 tg.model @stage0 attributes {dist.stage = 0 : i64, dist.stages = 2 : i64} {
   tg.benchmark {name = "llama31_8b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.3}
   tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}

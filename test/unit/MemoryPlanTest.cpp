@@ -50,8 +50,8 @@ void checkModel(const std::string &path) {
         << func.getSymName().str();
     ++checked;
   });
-  // forward, forward_backward, optimizer_step, init_params, init_optimizer
-  EXPECT_EQ(checked, 5);
+  // forward, forward_backward, optimizer_step, eval_finish, init_params, init_optimizer
+  EXPECT_EQ(checked, 6);
 }
 
 TEST(MemoryPlan, TinyModelTrainStep) {

@@ -544,6 +544,29 @@ LogicalResult LinearVocabCrossEntropyGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// The evaluation mean
+//===----------------------------------------------------------------------===//
+
+/// A running mean is exactly [sum, count].
+static LogicalResult verifyRunningMean(Operation *op, Value value, StringRef what) {
+  if (cast<RankedTensorType>(value.getType()).getShape() != ArrayRef<int64_t>{2}) {
+    return op->emitOpError() << what << " must be the running [sum, count], tensor<2xf64>, got "
+                             << value.getType();
+  }
+  return success();
+}
+
+LogicalResult MeanAccumulateOp::verify() {
+  return failure(failed(verifyRunningMean(*this, getRunning(), "running")) ||
+                 failed(verifyRunningMean(*this, getResult(), "result")));
+}
+
+LogicalResult MeanFinishOp::verify() {
+  return failure(failed(verifyRunningMean(*this, getRunning(), "running")) ||
+                 failed(verifyRunningMean(*this, getRestart(), "restart")));
+}
+
+//===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//
 

@@ -527,6 +527,50 @@ def TG_LinearVocabCrossEntropyGradOp : TG_Op<"linear_vocab_cross_entropy_grad", 
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// The evaluation mean (created by tg-train-step)
+//===----------------------------------------------------------------------===//
+
+// A running mean: [sum, count] in f64, kept between evaluation micro-batches.
+def TG_RunningMean : 1DTensorOf<[F64]>,
+    BuildableType<"::mlir::RankedTensorType::get({2}, $_builder.getF64Type())">;
+
+def TG_MeanAccumulateOp : TG_Op<"mean_accumulate", [Pure]> {
+  let summary = "Adds a scalar and a count of one to a running [sum, count]";
+  let description = [{
+    `result = [running[0] + value, running[1] + 1]` in f64 (the f32 value widened exactly):
+    @eval_step adds each evaluation micro-batch's loss to the running mean in persistent
+    memory, and @eval_finish reduces and divides it (`tg.mean_finish`).
+
+    ```mlir
+    %next = tg.mean_accumulate %running, %loss : tensor<2xf64>, tensor<f32> -> tensor<2xf64>
+    ```
+  }];
+  let arguments = (ins TG_RunningMean:$running, TG_F32Scalar:$value);
+  let results = (outs TG_RunningMean:$result);
+  let assemblyFormat = [{
+    $running `,` $value attr-dict `:` type($running) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MeanFinishOp : TG_Op<"mean_finish", [Pure]> {
+  let summary = "The mean of a running [sum, count], and the running mean started again";
+  let description = [{
+    `mean = running[0] / running[1]` in f64 (NaN when nothing was added), and `restart =
+    [0, 0]`: the next evaluation starts from an empty sum in the same buffer.
+
+    ```mlir
+    %mean, %restart = tg.mean_finish %running : tensor<2xf64> -> tensor<f64>, tensor<2xf64>
+    ```
+  }];
+  let arguments = (ins TG_RunningMean:$running);
+  let results = (outs 0DTensorOf<[F64]>:$mean, TG_RunningMean:$restart);
+  let assemblyFormat = [{
+    $running attr-dict `:` type($running) `->` type($mean) `,` type($restart)
+  }];
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Constants and gradient ops (created by tg-autodiff)

@@ -659,3 +659,21 @@ func.func @elementwise_operand(%a: tensor<8xf32>) {
   %r = tg.elementwise %a {program = "r0 = a0 a2 /"} : (tensor<8xf32>) -> tensor<8xf32>
   return
 }
+
+// -----
+
+// Tests that a running mean is exactly [sum, count].
+func.func @running_mean_shape(%running: tensor<3xf64>, %loss: tensor<f32>) {
+  // expected-error @+1 {{'tg.mean_accumulate' op running must be the running [sum, count], tensor<2xf64>, got 'tensor<3xf64>'}}
+  %next = tg.mean_accumulate %running, %loss : tensor<3xf64>, tensor<f32> -> tensor<3xf64>
+  return
+}
+
+// -----
+
+// Tests that the running mean is f64 and the mean's result an f64 scalar.
+func.func @running_mean_type(%running: tensor<2xf32>) {
+  // expected-error @+1 {{'tg.mean_finish' op operand #0 must be 1D tensor of 64-bit float values}}
+  %mean, %restart = tg.mean_finish %running : tensor<2xf32> -> tensor<f64>, tensor<2xf32>
+  return
+}

@@ -213,3 +213,17 @@ func.func @elementwise(%g: tensor<4x8xf32>, %s: tensor<4x8xf32>, %lr: tensor<f32
   %r:2 = tg.elementwise %g, %s, %lr {program = "s = a1 a0 a0 * +; r0 = s; r1 = a0 a2 neg * s sqrt 1e-08 + /"} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
   return %r#0, %r#1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests evaluation's running mean: a loss added to [sum, count], then the mean and the
+// running mean started again.
+// CHECK-LABEL: func.func @running_mean
+// CHECK: %[[NEXT:.+]] = tg.mean_accumulate %{{.+}}, %{{.+}} : tensor<2xf64>, tensor<f32> -> tensor<2xf64>
+// CHECK: %[[MEAN:.+]], %[[RESTART:.+]] = tg.mean_finish %[[NEXT]] : tensor<2xf64> -> tensor<f64>, tensor<2xf64>
+// CHECK: return %[[MEAN]], %[[RESTART]]
+func.func @running_mean(%running: tensor<2xf64>, %loss: tensor<f32>) -> (tensor<f64>, tensor<2xf64>) {
+  %next = tg.mean_accumulate %running, %loss : tensor<2xf64>, tensor<f32> -> tensor<2xf64>
+  %mean, %restart = tg.mean_finish %next : tensor<2xf64> -> tensor<f64>, tensor<2xf64>
+  return %mean, %restart : tensor<f64>, tensor<2xf64>
+}
