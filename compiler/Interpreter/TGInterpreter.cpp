@@ -1,11 +1,13 @@
 //===- TGInterpreter.cpp - Reference execution of tg IR --------*- C++ -*-===//
 
 #include "compiler/Interpreter/TGInterpreter.h"
+#include "compiler/Plan/PlanEmit.h"
 
 #include "dialects/Dist/IR/DistOps.h"
 #include "dialects/Plan/IR/ElementTypes.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/OpKernels.h"
+#include "runtime/plan/AttributeCodec.h"
 #include "runtime/plan/PlanOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -52,26 +54,16 @@ HostTensor emptyLike(Type type) {
   return HostTensor::zeros(*toDType(tensor.getElementType()), shapeOf(type));
 }
 
-/// An op's attributes in the runtime's form (the same encoding plan-emit writes).
+/// An op's attributes as a plan command carries them: encoded as plan-emit writes them and
+/// decoded as the backends read them (one codec).
 FailureOr<rt::OpAttributes> kernelAttributes(Operation &op) {
   rt::OpAttributes attributes;
   for (NamedAttribute attr : op.getAttrs()) {
-    Attribute value = attr.getValue();
-    std::string name = attr.getName().str();
-    if (auto f = dyn_cast<FloatAttr>(value)) {
-      attributes.set(name, f.getValueAsDouble());
-    } else if (auto i = dyn_cast<IntegerAttr>(value)) {
-      attributes.set(name, i.getInt());
-    } else if (isa<UnitAttr>(value)) {
-      attributes.set(name, int64_t{1});
-    } else if (auto s = dyn_cast<StringAttr>(value)) {
-      attributes.set(name, s.str());
-    } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
-      attributes.set(name,
-                     std::vector<int64_t>(ints.asArrayRef().begin(), ints.asArrayRef().end()));
-    } else {
-      return op.emitError() << "attribute '" << attr.getName() << "' has no kernel encoding";
+    plan::Attribute encoded;
+    if (failed(encodeAttribute(&op, attr, &encoded))) {
+      return failure();
     }
+    rt::decodeAttribute(encoded, attributes);
   }
   return attributes;
 }

@@ -34,17 +34,7 @@ static std::string commandOrigin(Location loc) {
   });
   return where.empty() ? where : where + (recomputed ? " (recomputed)" : "");
 }
-namespace {
 
-FailureOr<plan::DType> planDType(Type type) {
-  const rt::DTypeInfo *info = planDTypeInfo(type);
-  if (!info) {
-    return failure();
-  }
-  return static_cast<plan::DType>(info->planCode);
-}
-
-/// A named attribute in the plan's encoding (commands' attributes, the model's mllog keys).
 LogicalResult encodeAttribute(Operation *op, NamedAttribute attr, plan::Attribute *out) {
   out->set_name(attr.getName().str());
   Attribute value = attr.getValue();
@@ -57,14 +47,25 @@ LogicalResult encodeAttribute(Operation *op, NamedAttribute attr, plan::Attribut
   } else if (auto s = dyn_cast<StringAttr>(value)) {
     out->set_s(s.str());
   } else if (auto ints = dyn_cast<DenseI64ArrayAttr>(value)) {
+    plan::IntList *list = out->mutable_ints(); // set even when empty: a value, no elements
     for (int64_t v : ints.asArrayRef()) {
-      out->mutable_ints()->add_values(v);
+      list->add_values(v);
     }
   } else {
-    return op->emitError() << "plan-emit: attribute '" << attr.getName()
-                           << "' has no plan encoding";
+    return op->emitError() << "attribute '" << attr.getName()
+                           << "' has no plan encoding (float, integer, unit, string or i64 array)";
   }
   return success();
+}
+
+namespace {
+
+FailureOr<plan::DType> planDType(Type type) {
+  const rt::DTypeInfo *info = planDTypeInfo(type);
+  if (!info) {
+    return failure();
+  }
+  return static_cast<plan::DType>(info->planCode);
 }
 
 /// ModelInfo from the plan's `model` dictionary (missing fields stay at their defaults).

@@ -18,6 +18,12 @@ namespace mlperf {
 /// result is validated as the runtime will (a failure there is a compiler bug).
 mlir::FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp);
 
+/// `attr` in the plan's attribute encoding (commands' attributes, the model's mllog keys):
+/// a float, an integer, a unit attribute (the integer 1), a string or an i64 array; anything
+/// else fails with a diagnostic on `op`. runtime/plan/AttributeCodec.h decodes it.
+mlir::LogicalResult encodeAttribute(mlir::Operation *op, mlir::NamedAttribute attr,
+                                    plan::Attribute *out);
+
 /// The plan.plan of a module (the first one), or null.
 plan_ir::PlanOp getPlan(mlir::ModuleOp module);
 

@@ -15,6 +15,7 @@
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/exec/Backend.h"
 #include "runtime/exec/BufferCodec.h"
+#include "runtime/plan/AttributeCodec.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/PlanOps.h"
 

@@ -23,35 +23,6 @@
 
 namespace mlperf::rt {
 
-const OpAttributeValue *OpAttributes::find(std::string_view name) const {
-  for (const auto &[key, value] : entries) {
-    if (key == name) {
-      return &value;
-    }
-  }
-  return nullptr;
-}
-
-const int64_t *OpAttributes::getInt(std::string_view name) const {
-  const OpAttributeValue *value = find(name);
-  return value ? std::get_if<int64_t>(value) : nullptr;
-}
-
-const double *OpAttributes::getFloat(std::string_view name) const {
-  const OpAttributeValue *value = find(name);
-  return value ? std::get_if<double>(value) : nullptr;
-}
-
-const std::vector<int64_t> *OpAttributes::getInts(std::string_view name) const {
-  const OpAttributeValue *value = find(name);
-  return value ? std::get_if<std::vector<int64_t>>(value) : nullptr;
-}
-
-const std::string *OpAttributes::getString(std::string_view name) const {
-  const OpAttributeValue *value = find(name);
-  return value ? std::get_if<std::string>(value) : nullptr;
-}
-
 namespace {
 
 /// A required attribute that is absent or of the wrong kind; turned into a Status below.

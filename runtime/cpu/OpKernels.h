@@ -10,6 +10,7 @@
 #define MLPERFC_RUNTIME_CPU_OPKERNELS_H
 
 #include "runtime/cpu/HostTensor.h"
+#include "runtime/plan/OpAttributes.h"
 #include "runtime/support/Status.h"
 
 #include <string>
@@ -18,26 +19,6 @@
 #include <vector>
 
 namespace mlperf::rt {
-
-/// An op attribute: integer (and unit/bool as 1), float, string or integer list.
-using OpAttributeValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
-
-class OpAttributes {
-public:
-  void set(std::string name, OpAttributeValue value) {
-    entries.emplace_back(std::move(name), std::move(value));
-  }
-  bool has(std::string_view name) const { return find(name) != nullptr; }
-  /// Typed lookups; a missing or mistyped attribute is reported by `runHostOp`.
-  const int64_t *getInt(std::string_view name) const;
-  const double *getFloat(std::string_view name) const;
-  const std::vector<int64_t> *getInts(std::string_view name) const;
-  const std::string *getString(std::string_view name) const;
-
-private:
-  const OpAttributeValue *find(std::string_view name) const;
-  std::vector<std::pair<std::string, OpAttributeValue>> entries;
-};
 
 /// The labels and loss mask a loss op (cross_entropy, linear_cross_entropy and their
 /// gradients) computes with: as given, or, with the `ignore_index` attribute, with every token

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/plan/AttributeCodec.h"
 #include "runtime/plan/PlanOps.h"
 
 #include "runtime/cpu/Kernels.h"

@@ -60,10 +60,6 @@ public:
   virtual std::vector<CommandSpan> commandSpans() const { return {}; }
 };
 
-/// A command's attributes as the kernels take them (attributes without a value are left out:
-/// a missing required one is reported by the kernel).
-OpAttributes commandAttributes(const plan::Command &command);
-
 /// The runtime element type of a plan dtype.
 DType fromPlanDType(plan::DType dtype);
 

@@ -409,6 +409,9 @@ Status validateProgram(const plan::Plan &p, const plan::Program &program,
         return invalid(where + " carries attribute '" + name +
                        "', which the backend sets from the rank's place on the mesh");
       }
+      if (attribute.value_case() == plan::Attribute::VALUE_NOT_SET) {
+        return invalid(where + " has attribute '" + name + "' without a value");
+      }
     }
     // One value per attribute name: with two, which one a kernel reads is undefined.
     for (int a = 1; a < command.attributes_size(); ++a) {

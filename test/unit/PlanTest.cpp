@@ -114,6 +114,11 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          }
        },
        "command 0 ('scale') of 'forward' has attribute 'factor' twice"},
+      // An attribute without a value: a kernel would find it missing, the loader says why.
+      {[](plan::Plan &p) {
+         p.mutable_programs(0)->mutable_commands(0)->add_attributes()->set_name("factor");
+       },
+       "command 0 ('scale') of 'forward' has attribute 'factor' without a value"},
       // The backend's own attributes (this rank's place on an axis) cannot come from a file.
       {[](plan::Plan &p) {
          plan::Attribute *attribute = p.mutable_programs(0)->mutable_commands(0)->add_attributes();
