@@ -54,6 +54,15 @@ HostTensor emptyLike(Type type) {
   return HostTensor::zeros(*toDType(tensor.getElementType()), shapeOf(type));
 }
 
+/// Zero tensors of `op`'s result types, for a kernel to write.
+std::vector<HostTensor> resultTensors(Operation &op) {
+  std::vector<HostTensor> results;
+  for (Value value : op.getResults()) {
+    results.push_back(emptyLike(value.getType()));
+  }
+  return results;
+}
+
 /// An op's attributes as a plan command carries them: encoded as plan-emit writes them and
 /// decoded as the backends read them (one codec).
 FailureOr<rt::OpAttributes> kernelAttributes(Operation &op) {
@@ -260,10 +269,7 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
                 defaultKey.ints = {keylessDropoutKey->first, keylessDropoutKey->second};
                 operands.push_back(&defaultKey);
               }
-              std::vector<HostTensor> results;
-              for (Value value : other->getResults()) {
-                results.push_back(emptyLike(value.getType()));
-              }
+              std::vector<HostTensor> results = resultTensors(*other);
               FailureOr<rt::OpAttributes> attributes = kernelAttributes(*other);
               if (failed(attributes)) {
                 return failure();
@@ -496,10 +502,7 @@ LogicalResult TGInterpreter::runDistributed(Operation &op, llvm::DenseMap<Value,
         for (Value operand : other->getOperands()) {
           operands.push_back(&get(operand));
         }
-        std::vector<HostTensor> results;
-        for (Value value : other->getResults()) {
-          results.push_back(emptyLike(value.getType()));
-        }
+        std::vector<HostTensor> results = resultTensors(*other);
         FailureOr<rt::OpAttributes> attributes = kernelAttributes(*other);
         if (failed(attributes)) {
           return failure();

@@ -89,6 +89,9 @@ private:
   LogicalResult passState(func::FuncOp step, StateValues &state,
                           llvm::function_ref<bool(func::FuncOp)> rewritten);
   Type stateType(StringRef roleName);
+  /// Per group, an argument of `func` for each state role `wanted` keeps (all: none given).
+  StateValues addStateArguments(func::FuncOp func,
+                                llvm::function_ref<bool(StringRef)> wanted = nullptr);
   Value currentScale(Location loc, Value amax, double fp8Max) {
     return tg::Fp8CurrentScaleOp::create(builder, loc, scalarType(), amax,
                                          builder.getF64FloatAttr(fp8Max));
@@ -862,6 +865,19 @@ Type Fp8Rewriter::stateType(StringRef roleName) {
   return roleName.ends_with("history") ? Type(historyType()) : Type(scalarType());
 }
 
+Fp8Rewriter::StateValues
+Fp8Rewriter::addStateArguments(func::FuncOp func, llvm::function_ref<bool(StringRef)> wanted) {
+  StateValues state;
+  for (auto &[name, group] : groups) {
+    for (StringRef r : stateRoles()) {
+      if (!wanted || wanted(r)) {
+        state[name][r] = addArgument(func, stateType(r), r, name);
+      }
+    }
+  }
+  return state;
+}
+
 LogicalResult Fp8Rewriter::passState(func::FuncOp step, StateValues &state,
                                      llvm::function_ref<bool(func::FuncOp)> rewritten) {
   // The callees' state arguments and results say by role which value they take and return.
@@ -894,12 +910,7 @@ LogicalResult Fp8Rewriter::passState(func::FuncOp step, StateValues &state,
 LogicalResult Fp8Rewriter::rewriteTrainStep() {
   func::FuncOp func = trainStep;
   // Per group, the current value of each state role.
-  StateValues state;
-  for (auto &[name, group] : groups) {
-    for (StringRef r : stateRoles()) {
-      state[name][r] = addArgument(func, stateType(r), r, name);
-    }
-  }
+  StateValues state = addStateArguments(func);
   // The calls in step order: each micro-batch casts with the scales the previous one left.
   if (failed(passState(func, state, [&](func::FuncOp callee) {
         return callee == optimizerStep || llvm::is_contained(trainingFunctions, callee);
@@ -921,14 +932,9 @@ LogicalResult Fp8Rewriter::rewriteTrainStep() {
 LogicalResult Fp8Rewriter::rewriteEvalStep() {
   func::FuncOp func = evalStep;
   // What the forward casts with: the input scale (delayed scaling) and the weights' cast scale.
-  StateValues state;
-  for (auto &[name, group] : groups) {
-    for (StringRef r : stateRoles()) {
-      if (r == StringRef(role::kFp8InputScale) || r == StringRef(role::kFp8WeightCastScale)) {
-        state[name][r] = addArgument(func, scalarType(), r, name);
-      }
-    }
-  }
+  StateValues state = addStateArguments(func, [](StringRef r) {
+    return r == StringRef(role::kFp8InputScale) || r == StringRef(role::kFp8WeightCastScale);
+  });
   return passState(func, state,
                    [&](func::FuncOp callee) { return llvm::is_contained(evalFunctions, callee); });
 }

@@ -4,6 +4,7 @@
 
 #include "runtime/cpu/Numerics.h"
 #include "runtime/dist/Communicator.h"
+#include "runtime/plan/PlanBuilding.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/PlanOps.h"
 
@@ -173,16 +174,7 @@ OpCheckCase programCase() {
   }
   auto command = [](plan::Program *program, const char *op, std::vector<uint32_t> operands,
                     std::vector<uint32_t> results, uint32_t stream = 0) {
-    plan::Command *command = program->add_commands();
-    command->set_op(op);
-    for (uint32_t id : operands) {
-      command->add_operands(id);
-    }
-    for (uint32_t id : results) {
-      command->add_results(id);
-    }
-    command->set_stream(stream);
-    return command;
+    return addCommand(*program, op, operands, results, stream);
   };
   plan::Program *inner = p.add_programs();
   inner->set_name("inner");
@@ -258,14 +250,7 @@ OpCheckCase attentionTrainingCase(plan::DType type, bool causal, bool tokensMajo
   }
   auto command = [&](const char *op, std::vector<uint32_t> operands,
                      std::vector<uint32_t> results) {
-    plan::Command *c = program->add_commands();
-    c->set_op(op);
-    for (uint32_t id : operands) {
-      c->add_operands(id);
-    }
-    for (uint32_t id : results) {
-      c->add_results(id);
-    }
+    plan::Command *c = addCommand(*program, op, operands, results);
     if (std::string(op) == "transpose") {
       plan::Attribute *permutation = c->add_attributes();
       permutation->set_name("permutation");

@@ -5,6 +5,7 @@
 #include "runtime/dist/Communicator.h"
 #include "runtime/exec/Backend.h"
 #include "runtime/plan.pb.h"
+#include "runtime/plan/PlanBuilding.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/support/FileOutput.h"
 
@@ -43,15 +44,7 @@ struct BenchPlan {
     if (plan.programs_size() == 0) {
       plan.add_programs()->set_name("bench");
     }
-    plan::Command *c = plan.mutable_programs(0)->add_commands();
-    c->set_op(op);
-    for (uint32_t o : operands) {
-      c->add_operands(o);
-    }
-    for (uint32_t r : results) {
-      c->add_results(r);
-    }
-    return c;
+    return addCommand(*plan.mutable_programs(0), op, operands, results);
   }
   /// Repeats the command `repeats` times. A step's commands find their data out of cache
   /// (each layer has its own weights and activations), so the repeats cycle through copies

@@ -778,6 +778,20 @@ def check_config(name, cfg, mlperfc, workdir):
     return compare(name, ours, float(loss), grads)
 
 
+def run_and_report(run_all, keep):
+    """Runs run_all(workdir), a list of pass/fail results, in `keep` (its files kept) or a
+    temporary directory; prints the tally and exits 0 when every check passed."""
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        results = run_all(keep)
+    else:
+        with tempfile.TemporaryDirectory() as workdir:
+            results = run_all(workdir)
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if all(results) else 1)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mlperfc", required=True)
@@ -791,15 +805,7 @@ def main():
             results.append(check_trajectory(n, c, args.mlperfc, workdir))
         return results
 
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-        results = run_all(args.keep)
-    else:
-        with tempfile.TemporaryDirectory() as workdir:
-            results = run_all(workdir)
-    passed = sum(results)
-    print(f"{passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if all(results) else 1)
+    run_and_report(run_all, args.keep)
 
 
 if __name__ == "__main__":

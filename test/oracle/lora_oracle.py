@@ -33,7 +33,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -468,15 +467,7 @@ def main():
         reference_ok, weights = check_reference(args.mlperfc, workdir)
         return [reference_ok, check_plans(args.mlperfc, workdir, weights)]
 
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-        results = run_all(args.keep)
-    else:
-        with tempfile.TemporaryDirectory() as workdir:
-            results = run_all(workdir)
-    passed = sum(results)
-    print(f"{passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if all(results) else 1)
+    base.run_and_report(run_all, args.keep)
 
 
 if __name__ == "__main__":

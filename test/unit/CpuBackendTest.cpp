@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/Numerics.h"
 #include "runtime/exec/Backend.h"
+#include "runtime/plan/PlanBuilding.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <gtest/gtest.h>
@@ -129,15 +130,7 @@ plan::Plan twoStreamPlan(int64_t n) {
   program->set_streams(2);
   auto add = [&](const char *op, uint32_t stream, std::vector<uint32_t> operands,
                  std::vector<uint32_t> results, int64_t event = -1) {
-    plan::Command *command = program->add_commands();
-    command->set_op(op);
-    command->set_stream(stream);
-    for (uint32_t id : operands) {
-      command->add_operands(id);
-    }
-    for (uint32_t id : results) {
-      command->add_results(id);
-    }
+    plan::Command *command = rt::addCommand(*program, op, operands, results, stream);
     if (event >= 0) {
       command->set_event(event);
     }

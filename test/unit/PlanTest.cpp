@@ -1,6 +1,7 @@
 //===- PlanTest.cpp - Plan validation rejects malformed plans ------------===//
 
 #include "runtime/plan/CommandTypes.h"
+#include "runtime/plan/PlanBuilding.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <gtest/gtest.h>
@@ -418,7 +419,9 @@ TEST(Plan, StagesMustAgreeOnTheirTransfers) {
 
 // The fp8 commands' type rules (runtime/plan/CommandTypes.cpp): what a loader refuses in an
 // edited or foreign plan before a backend indexes its buffers.
-TEST(Plan, Fp8CommandsCheckTheirTypes) {
+// The loader's per-op type rules (runtime/plan/CommandTypes.h) for the fp8 ops, the element
+// program and evaluation's running mean.
+TEST(Plan, CommandsCheckTheirTypes) {
   plan::Plan p;
   auto buffer = [&](plan::DType dtype, std::vector<int64_t> shape) {
     plan::Buffer *b = p.add_buffers();
@@ -433,18 +436,14 @@ TEST(Plan, Fp8CommandsCheckTheirTypes) {
   uint32_t x = buffer(plan::BF16, {2, 4}), scale = buffer(plan::F32, {}),
            q = buffer(plan::F8E4M3FN, {2, 4}), wide = buffer(plan::F32, {2, 4}),
            w = buffer(plan::F8E4M3FN, {3, 4}), y = buffer(plan::BF16, {2, 3}),
-           history = buffer(plan::F32, {4}), bad = buffer(plan::BF16, {});
+           history = buffer(plan::F32, {4}), bad = buffer(plan::BF16, {}),
+           running = buffer(plan::F64, {2}), mean = buffer(plan::F64, {}),
+           narrow = buffer(plan::F32, {2}), three = buffer(plan::F64, {3});
   auto check = [&](const char *op, std::vector<uint32_t> operands, std::vector<uint32_t> results,
                    std::vector<std::pair<std::string, double>> floats = {},
                    std::vector<std::pair<std::string, std::string>> strings = {}) {
-    plan::Command command;
-    command.set_op(op);
-    for (uint32_t id : operands) {
-      command.add_operands(id);
-    }
-    for (uint32_t id : results) {
-      command.add_results(id);
-    }
+    plan::Program program;
+    plan::Command &command = *rt::addCommand(program, op, operands, results);
     for (auto &[name, value] : floats) {
       plan::Attribute *a = command.add_attributes();
       a->set_name(name);
@@ -498,6 +497,17 @@ TEST(Plan, Fp8CommandsCheckTheirTypes) {
   EXPECT_NE(
       check("elementwise", {q}, {wide}, {}, {{"program", "r0 = a0"}}).find("must hold f32 or bf16"),
       std::string::npos);
+  // Evaluation's running mean: f64 [sum, count], an f32 scalar added, an f64 mean.
+  EXPECT_EQ(check("mean_accumulate", {running, scale}, {running}), "");
+  EXPECT_EQ(check("mean_finish", {running}, {mean, running}), "");
+  EXPECT_NE(check("mean_accumulate", {narrow, scale}, {running}).find("must hold the running mean"),
+            std::string::npos);
+  EXPECT_NE(check("mean_accumulate", {running, scale}, {three}).find("f64 [2] (sum, count)"),
+            std::string::npos);
+  EXPECT_NE(check("mean_accumulate", {running, history}, {running}).find("f32 scalar to add"),
+            std::string::npos);
+  EXPECT_NE(check("mean_finish", {running}, {scale, running}).find("f64 scalar mean"),
+            std::string::npos);
 }
 
 // One op table says which ops talk to other ranks, for the loader, plan-from-tg and the cost

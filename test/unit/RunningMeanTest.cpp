@@ -3,13 +3,11 @@
 // @eval_step adds each micro-batch's loss to a running [sum, count] (mean_accumulate) and
 // @eval_finish divides it and starts it again (mean_finish). Through the CPU dispatch every
 // backend's twin uses: the mean is the f64 sum of the f32 losses in order over their count,
-// the restart is zeros and an accumulation may write its operand's buffer; the loader's type
-// checks refuse anything but f64 [2] running means and an f32 scalar to add.
+// the restart is zeros (the loader's type checks are in PlanTest).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/OpKernels.h"
-#include "runtime/plan/CommandTypes.h"
 
 #include <gtest/gtest.h>
 
@@ -47,44 +45,6 @@ TEST(RunningMean, AccumulatesInF64AndFinishesWithTheMeanAndZeros) {
   HostTensor empty = HostTensor::zeros(DType::kF64, {2});
   ASSERT_TRUE(runHostOp("mean_finish", OpAttributes(), {&empty}, results).isOk());
   EXPECT_TRUE(std::isnan(results[0].wide[0]));
-}
-
-TEST(RunningMean, CommandsCheckTheirTypes) {
-  plan::Plan p;
-  auto buffer = [&](plan::DType dtype, std::vector<int64_t> shape) {
-    plan::Buffer *b = p.add_buffers();
-    b->set_id(p.buffers_size() - 1);
-    b->set_name("b" + std::to_string(b->id()));
-    b->set_dtype(dtype);
-    for (int64_t d : shape) {
-      b->add_shape(d);
-    }
-    return static_cast<uint32_t>(b->id());
-  };
-  uint32_t running = buffer(plan::F64, {2}), loss = buffer(plan::F32, {}),
-           mean = buffer(plan::F64, {}), narrow = buffer(plan::F32, {2}),
-           three = buffer(plan::F64, {3}), vector = buffer(plan::F32, {2});
-  auto check = [&](const char *op, std::vector<uint32_t> operands, std::vector<uint32_t> results) {
-    plan::Command command;
-    command.set_op(op);
-    for (uint32_t id : operands) {
-      command.add_operands(id);
-    }
-    for (uint32_t id : results) {
-      command.add_results(id);
-    }
-    return checkCommandTypes(p, command);
-  };
-  EXPECT_EQ(check("mean_accumulate", {running, loss}, {running}), "");
-  EXPECT_EQ(check("mean_finish", {running}, {mean, running}), "");
-  EXPECT_NE(check("mean_accumulate", {narrow, loss}, {running}).find("must hold the running mean"),
-            std::string::npos);
-  EXPECT_NE(check("mean_accumulate", {running, loss}, {three}).find("f64 [2] (sum, count)"),
-            std::string::npos);
-  EXPECT_NE(check("mean_accumulate", {running, vector}, {running}).find("f32 scalar to add"),
-            std::string::npos);
-  EXPECT_NE(check("mean_finish", {running}, {loss, running}).find("f64 scalar mean"),
-            std::string::npos);
 }
 
 } // namespace

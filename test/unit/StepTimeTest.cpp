@@ -6,6 +6,7 @@
 #include "compiler/Analysis/StepTime.h"
 
 #include "runtime/plan.pb.h"
+#include "runtime/plan/PlanBuilding.h"
 
 #include <gtest/gtest.h>
 
@@ -59,16 +60,7 @@ struct PlanBuilder {
   static plan::Command *command(plan::Program *p, const std::string &op,
                                 std::vector<uint32_t> operands, std::vector<uint32_t> results,
                                 uint32_t stream = 0) {
-    plan::Command *c = p->add_commands();
-    c->set_op(op);
-    for (uint32_t o : operands) {
-      c->add_operands(o);
-    }
-    for (uint32_t r : results) {
-      c->add_results(r);
-    }
-    c->set_stream(stream);
-    return c;
+    return rt::addCommand(*p, op, operands, results, stream);
   }
   static void attribute(plan::Command *c, const std::string &name, const std::string &value) {
     plan::Attribute *a = c->add_attributes();

@@ -10,6 +10,7 @@
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/OpCheck.h"
 #include "runtime/dist/Communicator.h"
+#include "runtime/plan/PlanBuilding.h"
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/PlanOps.h"
 #include "runtime/support/CommandLine.h"
@@ -142,14 +143,7 @@ Status benchAttention(int64_t seq, int64_t iterations, bool cudnn, double &forwa
     plan::Program *program = p.add_programs();
     program->set_name(name);
     for (int r = 0; r < kAttentionRepeats; ++r) {
-      plan::Command *command = program->add_commands();
-      command->set_op(op);
-      for (uint32_t id : operands) {
-        command->add_operands(id);
-      }
-      for (uint32_t id : results) {
-        command->add_results(id);
-      }
+      plan::Command *command = rt::addCommand(*program, op, operands, results);
       plan::Attribute *scale = command->add_attributes();
       scale->set_name("scale");
       scale->set_f(1.0 / std::sqrt(static_cast<double>(dim)));

@@ -10,6 +10,7 @@
 
 #include "compiler/Analysis/DeviceMemory.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Support/ModelFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/CommandLine.h"
@@ -40,6 +41,18 @@ int runCompile();
 /// With `withStrategy` false the --parallel flag is not read (plan-search enumerates it).
 int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainStepOptions &options,
                               std::optional<DeviceMemory> &device, bool withStrategy = true);
+/// What compile, predict and plan-search start from: the declaration of their MODEL.mlir
+/// argument (its diagnostics printed while `file` lives), the train-step options and the
+/// device their flags give.
+struct FlaggedModel {
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<ModelFile> file;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::optional<DeviceMemory> device;
+};
+/// Loads it; 0, or 1 after the error was printed (as `command`).
+int loadFlaggedModel(const char *command, FlaggedModel &model, TrainStepOptions &options,
+                     bool withStrategy = true);
 /// The model file and --device flags of compile, predict and plan-search.
 const std::string &modelPathFlag();
 const std::string &deviceFlag();

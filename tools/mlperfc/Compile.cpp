@@ -81,17 +81,13 @@ static int fail(const llvm::Twine &message) {
 }
 
 int runCompile() {
-  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
-  ModelFile modelFile(*contextOwner, modelPathFlag());
-  mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
-  if (!module) {
-    return 1;
-  }
+  FlaggedModel loaded;
   TrainStepOptions options;
-  std::optional<DeviceMemory> device;
-  if (int error = trainStepOptionsFromFlags(*module, "mlperfc compile", options, device)) {
+  if (int error = loadFlaggedModel("mlperfc compile", loaded, options)) {
     return error;
   }
+  mlir::OwningOpRef<mlir::ModuleOp> &module = loaded.module;
+  std::optional<DeviceMemory> &device = loaded.device;
   tg::ModelOp model = getModel(*module);
   rt::ModelDims dims = parallelDims(model);
   auto batch = *model.getBody().front().getOps<tg::BatchOp>().begin();
@@ -129,7 +125,7 @@ int runCompile() {
   llvm::scope_exit leaveToExit([&] {
     (void)step->module.release();
     (void)module.release();
-    (void)contextOwner.release();
+    (void)loaded.context.release();
   });
   // After dist-pipeline the declaration is one model (and one plan) per pipeline stage.
   double seconds =

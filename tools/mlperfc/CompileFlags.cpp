@@ -9,6 +9,7 @@
 
 #include "compiler/Analysis/ModelSummary.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Registration.h"
 #include "compiler/Support/ModelFile.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/TG/IR/TGOps.h"
@@ -186,6 +187,17 @@ std::string sharedCompileFlags() {
   return flags;
 }
 const std::string &deviceFlag() { return compileDevice; }
+
+int loadFlaggedModel(const char *command, FlaggedModel &model, TrainStepOptions &options,
+                     bool withStrategy) {
+  model.context = createModelContext();
+  model.file = std::make_unique<ModelFile>(*model.context, modelPathFlag());
+  model.module = model.file->load();
+  if (!model.module) {
+    return 1;
+  }
+  return trainStepOptionsFromFlags(*model.module, command, options, model.device, withStrategy);
+}
 
 int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainStepOptions &options,
                               std::optional<DeviceMemory> &device, bool withStrategy) {

@@ -136,17 +136,13 @@ static rt::Trace timelineTrace(const StepPrediction &prediction, const rt::MeshS
 
 int runPredict() {
   const char *command = "mlperfc predict";
-  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
-  ModelFile modelFile(*contextOwner, modelPathFlag());
-  mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
-  if (!module) {
-    return 1;
-  }
+  FlaggedModel loaded;
   TrainStepOptions options;
-  std::optional<DeviceMemory> device;
-  if (int error = trainStepOptionsFromFlags(*module, command, options, device)) {
+  if (int error = loadFlaggedModel(command, loaded, options)) {
     return error;
   }
+  mlir::OwningOpRef<mlir::ModuleOp> &module = loaded.module;
+  std::optional<DeviceMemory> &device = loaded.device;
   DeviceSpeed speed;
   if (int error = speedFromFlags(command, speed)) {
     return error;
@@ -310,18 +306,13 @@ int runPlanSearch() {
     return fail(command, "give --device (h100, h200, b200 or NAME=SIZE with --calibrate): the "
                          "search keeps the strategies that fit it");
   }
-  std::unique_ptr<mlir::MLIRContext> contextOwner = createModelContext();
-  ModelFile modelFile(*contextOwner, modelPathFlag());
-  mlir::OwningOpRef<mlir::ModuleOp> module = modelFile.load();
-  if (!module) {
-    return 1;
-  }
+  FlaggedModel loaded;
   SearchOptions search;
-  std::optional<DeviceMemory> device;
-  if (int error = trainStepOptionsFromFlags(*module, command, search.base, device,
-                                            /*withStrategy=*/false)) {
+  if (int error = loadFlaggedModel(command, loaded, search.base, /*withStrategy=*/false)) {
     return error;
   }
+  mlir::OwningOpRef<mlir::ModuleOp> &module = loaded.module;
+  std::optional<DeviceMemory> &device = loaded.device;
   if (!device) {
     return fail(command, "--device cpu has no memory size: plan-search needs h100, h200, b200 "
                          "or NAME=SIZE");
