@@ -745,7 +745,12 @@ def DistDecomposeCollectivesPass : Pass<"dist-decompose-collectives", "::mlir::M
       copy's return. `plan-schedule` then lets the rest of the backward run meanwhile.
 
     With ZeRO-1 the global norm's per-shard partial sums stay in `@optimizer_step`, so only
-    its one scalar all-reduce waits there. An all-reduce (zero=0) is kept whole rather than
+    its one scalar all-reduce waits there. ZeRO-1's all-gathers of the updated f32/bf16
+    parameter shards there are packed into buckets too, in update order and without cutting
+    a parameter (one that fills a bucket alone keeps its gather): the shards' `tg.concat`
+    is gathered once right after the last shard's old gather, viewed as `[dp, columns]` and
+    split along dim 1 into `[dp, n/dp]` pieces, each reshaped into the whole parameter (ops
+    that read a gathered parameter earlier move after the pieces). An all-reduce (zero=0) is kept whole rather than
     decomposed into a reduce-scatter and an all-gather: without sharded optimizer state
     nothing would use the sharded middle.
 

@@ -1,6 +1,7 @@
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=DP
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2 zero=1" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=ZERO
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 tp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=TP
+// RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2 zero=1" --tg-autodiff --tg-optimizer --dist-partition --tg-train-step=accumulation-steps=1 --dist-decompose-collectives | FileCheck %s --check-prefix=GATHER
 
 // Tests dist-partition on a hand-written model (a vocab-parallel embedding tied as the head,
 // and a norm weight), after the passes it needs (the mesh, autodiff, the optimizer step).
@@ -34,6 +35,23 @@
 // ZERO-NEXT: %[[G:.+]] = dist.done %[[FG]]
 // ZERO-NEXT: tg.reshape %[[G]] : tensor<128xf32> -> tensor<16x8xf32>
 // ZERO-NOT: tg.global_norm
+
+// dist-decompose-collectives then gathers ZeRO-1's updated shards in one bucket: their
+// concatenation (64 + 4) gathered once, viewed as [dp, 68] (row r: rank r's shards), split
+// along the columns into [2, 64] and [2, 4], each flattened into its whole parameter.
+// GATHER-LABEL: func.func @optimizer_step(
+// GATHER: %[[E:.+]]:3 = tg.elementwise {{.*}} -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+// GATHER: %[[N:.+]]:3 = tg.elementwise {{.*}} -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// GATHER-NEXT: %[[CAT:.+]] = tg.concat %[[E]]#0, %[[N]]#0 {dim = 0 : i64} : tensor<64xf32>, tensor<4xf32> -> tensor<68xf32>
+// GATHER-NEXT: %[[FG:.+]] = dist.all_gather_start %[[CAT]] over @mesh ["dp"] : tensor<68xf32> -> !dist.future<tensor<136xf32>>
+// GATHER-NEXT: %[[G:.+]] = dist.done %[[FG]]
+// GATHER-NEXT: %[[ROWS:.+]] = tg.reshape %[[G]] : tensor<136xf32> -> tensor<2x68xf32>
+// GATHER-NEXT: %[[P:.+]]:2 = tg.split %[[ROWS]] {dim = 1 : i64, sizes = array<i64: 64, 4>}
+// GATHER-NEXT: %[[WE:.+]] = tg.reshape %[[P]]#0 : tensor<2x64xf32> -> tensor<128xf32>
+// GATHER-NEXT: %[[WN:.+]] = tg.reshape %[[P]]#1 : tensor<2x4xf32> -> tensor<8xf32>
+// GATHER-NEXT: %[[EMBED:.+]] = tg.reshape %[[WE]] : tensor<128xf32> -> tensor<16x8xf32>
+// GATHER-NEXT: %[[NORM:.+]] = tg.reshape %[[WN]] : tensor<8xf32> -> tensor<8xf32>
+// GATHER-NEXT: return %[[EMBED]], %[[NORM]],
 
 // Tensor parallelism: the region ops of @forward_backward become all-reduces over tp; the
 // global norm sums the squares of the tp-split gradient over tp and adds the replicated one
