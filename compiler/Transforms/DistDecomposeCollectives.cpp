@@ -10,6 +10,7 @@
 
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
+#include "compiler/Transforms/GatherBuckets.h"
 #include "compiler/Transforms/Passes.h"
 #include "runtime/plan/StepRoles.h"
 
@@ -263,23 +264,15 @@ struct DistDecomposeCollectivesPass
   /// each of which, flattened, is a gathered parameter. Exact: data movement only.
   void bucketParameterGathers(func::FuncOp optimizer) {
     Block &body = optimizer.getBody().front();
-    SmallVector<std::pair<dist::AllGatherStartOp, dist::DoneOp>> gathers;
+    SmallVector<Gather> gathers;
     for (auto start : body.getOps<dist::AllGatherStartOp>()) {
-      auto type = cast<RankedTensorType>(start.getInput().getType());
-      Type element = type.getElementType();
-      auto axes = start.getAxes();
-      if (axes.size() != 1 || cast<StringAttr>(axes[0]).getValue() != "dp" || type.getRank() != 1 ||
-          start.getDim() != 0 || !(element.isF32() || element.isBF16()) ||
-          !start->getResult(0).hasOneUse()) {
-        continue; // not a parameter shard of ZeRO-1 (an fp8 weight keeps its own gather)
-      }
-      auto done = dyn_cast<dist::DoneOp>(*start->getResult(0).getUsers().begin());
-      if (done && done.getResult()) {
+      // An fp8 weight keeps its own gather.
+      if (dist::DoneOp done = packableGather(start, "dp")) {
         gathers.push_back({start, done});
       }
     }
     // Consecutive gathers of one element type up to the bucket size; a larger shard alone.
-    SmallVector<SmallVector<std::pair<dist::AllGatherStartOp, dist::DoneOp>>> buckets;
+    SmallVector<SmallVector<Gather>> buckets;
     int64_t filled = 0;
     Type bucketElement;
     for (auto gather : gathers) {
@@ -299,84 +292,9 @@ struct DistDecomposeCollectivesPass
     }
     for (auto &bucket : buckets) {
       if (bucket.size() > 1) {
-        gatherBucket(bucket);
+        packGathers(bucket, dp);
       }
     }
-  }
-
-  /// One bucket's gather, right after its last shard's; false (nothing changed) when a shard
-  /// depends on a parameter the bucket gathers.
-  bool gatherBucket(SmallVectorImpl<std::pair<dist::AllGatherStartOp, dist::DoneOp>> &bucket) {
-    dist::AllGatherStartOp lastStart = bucket.back().first;
-    // The ops before the new gather that read a gathered parameter (directly or through each
-    // other) move after it, in order.
-    llvm::DenseSet<Operation *> waits;
-    for (auto &gather : bucket) {
-      waits.insert(gather.second.getOperation());
-    }
-    llvm::DenseSet<Operation *> dependent;
-    SmallVector<Operation *> moved;
-    for (Operation *op = bucket.front().first->getNextNode(); op != lastStart.getOperation();
-         op = op->getNextNode()) {
-      bool reads = llvm::any_of(op->getOperands(), [&](Value operand) {
-        Operation *def = operand.getDefiningOp();
-        return def && (dependent.count(def) || waits.count(def));
-      });
-      if (reads && !isa<dist::DoneOp>(op)) {
-        dependent.insert(op);
-        moved.push_back(op);
-      }
-    }
-    for (auto [start, done] : bucket) {
-      if (Operation *def = start.getInput().getDefiningOp(); def && dependent.count(def)) {
-        return false;
-      }
-    }
-    OpBuilder builder(lastStart);
-    builder.setInsertionPointAfter(lastStart);
-    Location loc = lastStart.getLoc();
-    Type element = cast<RankedTensorType>(lastStart.getInput().getType()).getElementType();
-    SmallVector<Value> shards;
-    SmallVector<int64_t> widths;
-    int64_t columns = 0;
-    for (auto [start, done] : bucket) {
-      shards.push_back(start.getInput());
-      widths.push_back(cast<RankedTensorType>(start.getInput().getType()).getNumElements());
-      columns += widths.back();
-    }
-    Value concat = tg::ConcatOp::create(builder, loc, RankedTensorType::get({columns}, element),
-                                        shards, builder.getI64IntegerAttr(0));
-    auto gatheredType = RankedTensorType::get({dp * columns}, element);
-    auto future = dist::AllGatherStartOp::create(
-        builder, loc, dist::FutureType::get(builder.getContext(), gatheredType), concat,
-        lastStart.getMeshAttr(), lastStart.getAxesAttr(), builder.getI64IntegerAttr(0));
-    Value gathered = dist::DoneOp::create(builder, loc, gatheredType, future).getResult();
-    Value rows = tg::ReshapeOp::create(builder, loc, RankedTensorType::get({dp, columns}, element),
-                                       gathered);
-    SmallVector<Type> pieceTypes;
-    for (int64_t width : widths) {
-      pieceTypes.push_back(RankedTensorType::get({dp, width}, element));
-    }
-    auto split = tg::SplitOp::create(builder, loc, pieceTypes, rows, builder.getI64IntegerAttr(1),
-                                     builder.getDenseI64ArrayAttr(widths));
-    Operation *last = split;
-    for (auto [index, gather] : llvm::enumerate(bucket)) {
-      dist::DoneOp done = gather.second;
-      // Row r of a [dp, n/dp] piece is rank r's shard: flattened, the whole parameter.
-      auto piece =
-          tg::ReshapeOp::create(builder, loc, done.getResult().getType(), split.getResult(index));
-      done.getResult().replaceAllUsesWith(piece.getResult());
-      last = piece;
-    }
-    for (Operation *op : moved) {
-      op->moveAfter(last);
-      last = op;
-    }
-    for (auto [start, done] : bucket) {
-      done->erase();
-      start->erase();
-    }
-    return true;
   }
 
   /// A copy of `call`'s callee that returns the moved gradients reduced, bucketed; the call

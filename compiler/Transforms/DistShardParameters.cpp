@@ -8,13 +8,18 @@
 
 #include "compiler/Analysis/ForwardBackward.h"
 #include "compiler/Support/RewriteClass.h"
+#include "compiler/Transforms/GatherBuckets.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <string>
 
 #define DEBUG_TYPE "dist-shard-parameters"
 
@@ -47,7 +52,7 @@ struct DistShardParametersPass : impl::DistShardParametersPassBase<DistShardPara
     if (!mesh || mesh.getZero() != 3 || mesh.getAxisSize(kAxis) == 1) {
       return success(); // nothing is sharded
     }
-    int64_t dp = mesh.getAxisSize(kAxis);
+    dp = mesh.getAxisSize(kAxis);
     if (mesh.getAxisSize("pp") > 1) {
       return model.emitError() << "dist-shard-parameters: zero=3 with pipeline stages is not "
                                   "supported (a stage's backward runs apart from its forward)";
@@ -78,6 +83,8 @@ struct DistShardParametersPass : impl::DistShardParametersPassBase<DistShardPara
     return success();
   }
 
+  int64_t dp = 1;
+
   /// Gives each parameter read of `func` the shard and gathers it before its first use in the
   /// forward half and before its first use in the backward half.
   void
@@ -94,6 +101,8 @@ struct DistShardParametersPass : impl::DistShardParametersPassBase<DistShardPara
     // Ops after the one computing the first result are the backward (none in @forward).
     int64_t end = forwardEnd(func);
     SmallVector<tg::ParamRefOp> refs(body.getOps<tg::ParamRefOp>());
+    // The gathers of each half by FSDP unit (a layer's parameters), packed into one below.
+    std::map<std::pair<bool, std::string>, SmallVector<std::pair<Gather, tg::ParamRefOp>>> units;
     for (tg::ParamRefOp ref : refs) {
       auto found = sharded.find(ref.getName());
       if (found == sharded.end()) {
@@ -109,7 +118,7 @@ struct DistShardParametersPass : impl::DistShardParametersPassBase<DistShardPara
         halves[backward].push_back(&use);
       }
       ref.getResult().setType(shard);
-      for (SmallVector<OpOperand *> &uses : halves) {
+      for (auto [backward, uses] : llvm::enumerate(halves)) {
         if (uses.empty()) {
           continue;
         }
@@ -126,15 +135,50 @@ struct DistShardParametersPass : impl::DistShardParametersPassBase<DistShardPara
         auto future = dist::AllGatherStartOp::create(
             builder, loc, dist::FutureType::get(builder.getContext(), flat), ref.getResult(),
             FlatSymbolRefAttr::get(builder.getContext(), kMesh), builder.getStrArrayAttr({kAxis}));
-        Value full = dist::DoneOp::create(builder, loc, flat, future).getResult();
+        auto done = dist::DoneOp::create(builder, loc, flat, future);
+        Value full = done.getResult();
         if (flat != local) {
           full = tg::ReshapeOp::create(builder, loc, local, full);
         }
         for (OpOperand *use : uses) {
           use->set(full);
         }
+        units[{backward == 1, fsdpUnit(ref.getName())}].push_back({{future, done}, ref});
       }
     }
+    // One gather per unit and half, before the first read of any of its parameters (their
+    // shards, pure reads, move up to it).
+    for (auto &[key, members] : units) {
+      llvm::stable_sort(
+          members, [](auto &a, auto &b) { return a.first.first->isBeforeInBlock(b.first.first); });
+      SmallVector<Gather> gathers;
+      for (auto &[gather, ref] : members) {
+        if (packableGather(gather.first, kAxis)) {
+          gathers.push_back(gather);
+          if (members.front().first.first->isBeforeInBlock(ref)) {
+            ref->moveBefore(members.front().first.first);
+          }
+        }
+      }
+      if (gathers.size() > 1) {
+        packGathers(gathers, dp);
+      }
+    }
+  }
+
+  /// FSDP's unit of a parameter: its layer (the name up to its first all-digit component,
+  /// `model.layers.3.`), or the parameter alone.
+  static std::string fsdpUnit(StringRef name) {
+    SmallVector<StringRef> parts;
+    name.split(parts, '.');
+    std::string unit;
+    for (StringRef part : parts) {
+      unit += part.str() + ".";
+      if (!part.empty() && llvm::all_of(part, llvm::isDigit)) {
+        return unit;
+      }
+    }
+    return name.str();
   }
 };
 
