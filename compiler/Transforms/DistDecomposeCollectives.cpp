@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/GatherBuckets.h"
@@ -147,8 +148,8 @@ std::vector<Bucket> planBuckets(std::vector<Item> &items, int64_t bucketBytes) {
 }
 
 struct DistDecomposeCollectivesPass
-    : impl::DistDecomposeCollectivesPassBase<DistDecomposeCollectivesPass> {
-  using DistDecomposeCollectivesPassBase::DistDecomposeCollectivesPassBase;
+    : PerModelPass<DistDecomposeCollectivesPass, impl::DistDecomposeCollectivesPassBase> {
+  using PerModelPass::PerModelPass;
 
   void runOnOperation() override {
     if (bucketBytes < 0) {
@@ -157,11 +158,7 @@ struct DistDecomposeCollectivesPass
                                  << bucketBytes;
       return signalPassFailure();
     }
-    for (auto model : getOperation().getOps<tg::ModelOp>()) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
+    PerModelPass::runOnOperation();
   }
 
   LogicalResult runOnModel(tg::ModelOp model) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
@@ -32,16 +33,8 @@ namespace {
 
 constexpr StringLiteral kMesh = "mesh";
 
-struct DistPartitionPass : impl::DistPartitionPassBase<DistPartitionPass> {
-  using DistPartitionPassBase::DistPartitionPassBase;
-
-  void runOnOperation() override {
-    for (auto model : getOperation().getOps<tg::ModelOp>()) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
-  }
+struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPassBase> {
+  using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
     mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, kMesh));

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -36,14 +37,8 @@ using namespace mlir;
 namespace mlperf {
 namespace {
 
-struct DistPipelinePass : impl::DistPipelinePassBase<DistPipelinePass> {
-  void runOnOperation() override {
-    for (auto model : llvm::to_vector(getOperation().getOps<tg::ModelOp>())) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
-  }
+struct DistPipelinePass : PerModelPass<DistPipelinePass, impl::DistPipelinePassBase> {
+  using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
     auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, "mesh"));

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Analysis/ForwardBackward.h"
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/GatherBuckets.h"
 #include "compiler/Transforms/Passes.h"
@@ -36,16 +37,9 @@ namespace {
 constexpr StringLiteral kMesh = "mesh";
 constexpr StringLiteral kAxis = "dp";
 
-struct DistShardParametersPass : impl::DistShardParametersPassBase<DistShardParametersPass> {
-  using DistShardParametersPassBase::DistShardParametersPassBase;
-
-  void runOnOperation() override {
-    for (auto model : getOperation().getOps<tg::ModelOp>()) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
-  }
+struct DistShardParametersPass
+    : PerModelPass<DistShardParametersPass, impl::DistShardParametersPassBase> {
+  using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
     auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, kMesh));

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -45,16 +46,9 @@ RankedTensorType withDim(RankedTensorType type, int64_t dim, int64_t size) {
   return RankedTensorType::get(shape, type.getElementType());
 }
 
-struct DistTensorParallelPass : impl::DistTensorParallelPassBase<DistTensorParallelPass> {
-  using DistTensorParallelPassBase::DistTensorParallelPassBase;
-
-  void runOnOperation() override {
-    for (auto model : getOperation().getOps<tg::ModelOp>()) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
-  }
+struct DistTensorParallelPass
+    : PerModelPass<DistTensorParallelPass, impl::DistTensorParallelPassBase> {
+  using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
     if (dp < 1 || tp < 1 || nodes * gpusPerNode != dp * tp * pp ||

@@ -1,6 +1,7 @@
 //===- TGAutodiff.cpp - Reverse-mode differentiation of @forward -*- C++ -*-===//
 
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -40,16 +41,8 @@ private:
   llvm::DenseMap<Value, Value> grads;
 };
 
-struct TGAutodiffPass : impl::TGAutodiffPassBase<TGAutodiffPass> {
-  using Base::Base;
-
-  void runOnOperation() override {
-    for (auto model : getOperation().getOps<tg::ModelOp>()) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
-  }
+struct TGAutodiffPass : PerModelPass<TGAutodiffPass, impl::TGAutodiffPassBase> {
+  using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
     auto forward = dyn_cast_or_null<func::FuncOp>(model.getForward());

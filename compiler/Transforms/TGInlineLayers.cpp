@@ -1,5 +1,6 @@
 //===- TGInlineLayers.cpp - Unroll layer stacks, inline calls ---*- C++ -*-===//
 
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -88,14 +89,8 @@ SmallVector<Value> inlineBody(OpBuilder &builder, func::FuncOp callee, ValueRang
   return results;
 }
 
-struct TGInlineLayersPass : impl::TGInlineLayersPassBase<TGInlineLayersPass> {
-  void runOnOperation() override {
-    for (auto model : getOperation().getOps<tg::ModelOp>()) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
-  }
+struct TGInlineLayersPass : PerModelPass<TGInlineLayersPass, impl::TGInlineLayersPassBase> {
+  using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
     OpBuilder builder(model.getContext());

@@ -1,6 +1,7 @@
 //===- TGOptimizer.cpp - Build @optimizer_step from the metadata -*- C++ -*-===//
 
 #include "compiler/Support/OptimizerPrograms.h"
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
@@ -22,14 +23,8 @@ using namespace mlir;
 namespace mlperf {
 namespace {
 
-struct TGOptimizerPass : impl::TGOptimizerPassBase<TGOptimizerPass> {
-  void runOnOperation() override {
-    for (auto model : getOperation().getOps<tg::ModelOp>()) {
-      if (failed(runOnModel(model))) {
-        return signalPassFailure();
-      }
-    }
-  }
+struct TGOptimizerPass : PerModelPass<TGOptimizerPass, impl::TGOptimizerPassBase> {
+  using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
     if (SymbolTable::lookupSymbolIn(model, "optimizer_step")) {

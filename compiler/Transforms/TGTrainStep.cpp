@@ -9,6 +9,7 @@
 
 #include "compiler/Analysis/PipelineSchedule.h"
 #include "compiler/Support/ChunkNames.h"
+#include "compiler/Support/PerModelPass.h"
 #include "compiler/Support/RewriteClass.h"
 #include "compiler/Support/StepRoles.h"
 #include "compiler/Transforms/Passes.h"
@@ -881,15 +882,11 @@ LogicalResult StepBuilder::build() {
                  failed(buildInitParams()) || failed(buildInitOptimizer()));
 }
 
-struct TGTrainStepPass : impl::TGTrainStepPassBase<TGTrainStepPass> {
-  using TGTrainStepPassBase::TGTrainStepPassBase;
+struct TGTrainStepPass : PerModelPass<TGTrainStepPass, impl::TGTrainStepPassBase> {
+  using PerModelPass::PerModelPass;
 
-  void runOnOperation() override {
-    for (auto model : llvm::to_vector(getOperation().getOps<tg::ModelOp>())) {
-      if (failed(StepBuilder(model, accumulationSteps).build())) {
-        return signalPassFailure();
-      }
-    }
+  LogicalResult runOnModel(tg::ModelOp model) {
+    return StepBuilder(model, accumulationSteps).build();
   }
 };
 
