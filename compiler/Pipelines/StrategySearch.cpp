@@ -198,12 +198,8 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
           if (vp > 1 && pp == 1) {
             continue;
           }
-          // ZeRO-1 before ZeRO-0: its fit bounds ZeRO-0's. ZeRO-3 compiles without pipeline
-          // stages only (validateMesh says why).
+          // ZeRO-1 before ZeRO-0: its fit bounds ZeRO-0's.
           for (int64_t zero : {1, 3, 0}) {
-            if (zero == 3 && pp > 1) {
-              continue;
-            }
             rt::MeshShape mesh;
             mesh.nodes = options.nodes;
             mesh.gpusPerNode = options.gpusPerNode;

@@ -97,7 +97,7 @@ struct SearchResult {
   double seconds = 0;
 };
 
-/// Enumerates tp (powers of 2 within a node), pp, vp (1, 2), zero (0, 1; 3 without pp), sequence
+/// Enumerates tp (powers of 2 within a node), pp, vp (1, 2), zero (0, 1, 3), sequence
 /// parallelism (on whenever tp > 1: the same traffic as without, a tp-th of the activations)
 /// and the global batch; drops strategies the mesh checks or an analytic bound on the
 /// persistent state rule out; compiles the rest as `mlperfc compile` does (compileForDevice:

@@ -47,10 +47,6 @@ struct DistShardParametersPass
       return success(); // nothing is sharded
     }
     dp = mesh.getAxisSize(kAxis);
-    if (mesh.getAxisSize("pp") > 1) {
-      return model.emitError() << "dist-shard-parameters: zero=3 with pipeline stages is not "
-                                  "supported (a stage's backward runs apart from its forward)";
-    }
     // The shard and full (local) type of every parameter, by name.
     llvm::StringMap<std::pair<RankedTensorType, RankedTensorType>> sharded;
     Builder builder(model.getContext());

@@ -239,12 +239,6 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
                      str(micro) + ")");
     }
   }
-  if (mesh.zero == 3 && mesh.pp > 1) {
-    return invalid("zero=3 with pp=" + str(mesh.pp) +
-                   " is not supported: a pipeline stage's backward runs apart from its forward "
-                   "(the 1F1B stash), and the per-layer parameter gathers are built for one "
-                   "forward-backward function; use zero=1 with pipeline parallelism");
-  }
   if (mesh.vp > 1 && mesh.pp == 1) {
     return invalid("vp=" + str(mesh.vp) +
                    " interleaves virtual stages of a pipeline: it needs pp > 1");
