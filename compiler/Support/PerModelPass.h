@@ -23,8 +23,7 @@ public:
 
   void runOnOperation() override {
     // A copy of the list: a pass may add models next to the one it runs on.
-    for (tg::ModelOp model :
-         llvm::to_vector(this->getOperation().template getOps<tg::ModelOp>())) {
+    for (tg::ModelOp model : llvm::to_vector(this->getOperation().template getOps<tg::ModelOp>())) {
       if (mlir::failed(static_cast<Derived *>(this)->runOnModel(model))) {
         return this->signalPassFailure();
       }
