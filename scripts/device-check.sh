@@ -10,7 +10,8 @@
 # It reports the environment (driver, GPU, library versions, ldd of mlperf-run), runs the `gpu`
 # tests, the op checker (every op with a CUDA kernel against the CPU twin), the tiny Llama 3.1
 # for 20 steps on the GPU against the CPU backend in fp32 and bf16, the same GPU run twice
-# (bit-identical) and a resume (bit-identical), the tiny LoRA and fp8 plans for 10 steps against
+# (bit-identical) and a resume (bit-identical), the evaluation losses of an fp32 run against
+# the CPU's, the tiny LoRA and fp8 plans for 10 steps against
 # the CPU, a bf16 8192^3 GEMM through the backend next to torch.matmul, causal GQA attention at
 # seq 8192 (cuDNN's fused SDPA and the backend's own kernel) next to torch's
 # scaled_dot_product_attention, and the whole training step of a one- and a two-layer Llama
@@ -169,6 +170,26 @@ if [ -f "$inputs/tiny.pb" ]; then
   else
     failed=$((failed + 1)); say "   FAILED: $(tail -1 "$log")"
   fi
+  # Evaluation in the plan (eval_step adds each loss to an f64 running mean, eval_finish
+  # divides): every evaluation of a CUDA fp32 run equals the CPU's within 1e-5 relative.
+  for backend in cpu cuda; do
+    timeout 180 "$bin/mlperf-run" "$inputs/tiny-fp32.pb" --data "$inputs/text" \
+      --eval-data "$inputs/text" --backend $backend --seed 5 --max-steps 20 --target 0 \
+      --print-every 0 2>>"$log" | grep '^eval' > "$runs/eval-$backend.txt"
+  done
+  say "== tiny Llama fp32 evaluation: cuda against cpu (relative difference at most 1e-5)"
+  verdict "$(python3 - "$runs/eval-cpu.txt" "$runs/eval-cuda.txt" <<'PY'
+import sys
+def losses(path):
+    return [float(line.split("eval_loss ")[1].split()[0]) for line in open(path) if "eval_loss " in line]
+cpu, cuda = losses(sys.argv[1]), losses(sys.argv[2])
+if not cpu or len(cpu) != len(cuda):
+    print(f"{len(cuda)} CUDA evaluations for {len(cpu)} on the CPU: FAILED")
+else:
+    worst = max(abs(a - b) / abs(a) for a, b in zip(cpu, cuda))
+    print(f"{len(cpu)} evaluations, largest relative difference {worst:.3g}" + (" FAILED" if worst > 1e-5 else ""))
+PY
+)"
   # --gemm-cache: the first run times cuBLASLt's candidates and writes the cache, the second
   # reads it: the same algorithms, so the same bits; both within bf16 rounding of the CPU.
   step "tiny Llama bf16, --gemm-cache: timing every GEMM" 180 "$bin/mlperf-run" "$inputs/tiny.pb" \
