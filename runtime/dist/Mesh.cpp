@@ -145,8 +145,8 @@ Status parseParallel(std::string_view text, MeshShape &mesh) {
                       : key == "zero"        ? &mesh.zero
                       : key == "micro_batch" ? &mesh.microBatch
                                              : nullptr;
-    if (key == "fsdp") {
-      return invalid("--parallel fsdp=" + std::string(value) +
+    if (key == "hsdp" || key == "fsdp") {
+      return invalid("--parallel " + key + "=" + std::string(value) +
                      ": hybrid sharding (HSDP: parameters sharded over a node's GPUs, replicated "
                      "across nodes) is not supported yet; zero=3 shards the parameters over all "
                      "of dp");
