@@ -1071,15 +1071,7 @@ LogicalResult Fp8Rewriter::rewriteInit() {
       builder.getFunctionType(func.getArgumentTypes(), ValueRange(kept).getTypes()));
   func.setAllResultAttrs(keptAttrs);
   // Ops that computed the dropped masters are dead now.
-  SmallVector<Operation *> ops;
-  for (Operation &op : func.getBody().front().without_terminator()) {
-    ops.push_back(&op);
-  }
-  for (Operation *op : llvm::reverse(ops)) {
-    if (isOpTriviallyDead(op)) {
-      op->erase();
-    }
-  }
+  eraseDeadOps(func);
   // The fp8 weights are no longer its inputs; any other use of one is an error.
   llvm::BitVector unused(func.getNumArguments());
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
