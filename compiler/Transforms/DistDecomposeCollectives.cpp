@@ -115,6 +115,12 @@ int64_t elementBytes(Type element) {
   return std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
 }
 
+/// Elements of `element` per bucket: `bucketBytes` of them, or Megatron's 40 M (0).
+int64_t bucketElements(int64_t bucketBytes, Type element) {
+  return bucketBytes > 0 ? std::max<int64_t>(1, bucketBytes / elementBytes(element))
+                         : kDefaultBucketElements;
+}
+
 /// Fills buckets in the order of `items` (the backward's completion order), one open bucket per
 /// kind of collective and element type, cutting a gradient where a bucket fills up.
 std::vector<Bucket> planBuckets(std::vector<Item> &items, int64_t bucketBytes) {
@@ -122,10 +128,7 @@ std::vector<Bucket> planBuckets(std::vector<Item> &items, int64_t bucketBytes) {
   std::map<std::pair<bool, const void *>, size_t> open;
   for (auto [index, item] : llvm::enumerate(items)) {
     Type element = cast<RankedTensorType>(item.input.getType()).getElementType();
-    int64_t capacityElements = bucketBytes > 0
-                                   ? std::max<int64_t>(1, bucketBytes / elementBytes(element))
-                                   : kDefaultBucketElements;
-    int64_t capacity = std::max<int64_t>(1, capacityElements / item.rows);
+    int64_t capacity = std::max<int64_t>(1, bucketElements(bucketBytes, element) / item.rows);
     auto key = std::make_pair(item.reduction->scatter, element.getAsOpaquePointer());
     for (int64_t left = item.columns; left > 0;) {
       auto it = open.find(key);
@@ -274,9 +277,7 @@ struct DistDecomposeCollectivesPass
     Type bucketElement;
     for (auto gather : gathers) {
       auto type = cast<RankedTensorType>(gather.first.getInput().getType());
-      int64_t capacity =
-          bucketBytes > 0 ? std::max<int64_t>(1, bucketBytes / elementBytes(type.getElementType()))
-                          : kDefaultBucketElements;
+      int64_t capacity = bucketElements(bucketBytes, type.getElementType());
       int64_t elements = type.getNumElements() * dp;
       if (buckets.empty() || type.getElementType() != bucketElement ||
           filled + elements > capacity) {
