@@ -56,9 +56,22 @@ bool flag(const plan::Command &command, std::string_view name) {
 std::pair<int64_t, int64_t> groupLayout(const rt::MeshShape &mesh, int64_t stage,
                                         rt::MeshAxis axis) {
   int64_t size = mesh.axisSize(axis);
-  int64_t stride = axis == rt::MeshAxis::kTP   ? 1
-                   : axis == rt::MeshAxis::kDP ? mesh.tp
-                                               : mesh.tp * mesh.dp;
+  int64_t stride = 1;
+  switch (axis) {
+  case rt::MeshAxis::kTP:
+    stride = 1;
+    break;
+  case rt::MeshAxis::kDP:
+  case rt::MeshAxis::kDPShard: // consecutive data-parallel ranks
+    stride = mesh.tp;
+    break;
+  case rt::MeshAxis::kDPReplicate: // one member per sharding group
+    stride = mesh.tp * mesh.shardGroupSize();
+    break;
+  case rt::MeshAxis::kPP:
+    stride = mesh.tp * mesh.dp;
+    break;
+  }
   int64_t perNode = std::max<int64_t>(1, mesh.gpusPerNode);
   int64_t first = std::clamp<int64_t>(stage, 0, mesh.pp - 1) * mesh.tp * mesh.dp;
   if (stride >= perNode) {

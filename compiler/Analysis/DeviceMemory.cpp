@@ -208,8 +208,9 @@ std::vector<MemoryReserve> rankReserves(plan_ir::PlanOp plan, const rt::MeshShap
   if (MemoryReserve scratch = backendScratch(plan); scratch.bytes > 0) {
     reserves.push_back(scratch);
   }
-  for (rt::MeshAxis axis : {rt::MeshAxis::kTP, rt::MeshAxis::kDP, rt::MeshAxis::kPP}) {
-    if (mesh.axisSize(axis) > 1) {
+  for (rt::MeshAxis axis : {rt::MeshAxis::kTP, rt::MeshAxis::kDP, rt::MeshAxis::kPP,
+                            rt::MeshAxis::kDPShard, rt::MeshAxis::kDPReplicate}) {
+    if (mesh.hasAxis(axis) && mesh.axisSize(axis) > 1) {
       reserves.push_back({std::string("NCCL ") + rt::meshAxisName(axis) + " communicator",
                           kNcclCommunicatorBytes});
     }

@@ -149,7 +149,7 @@ private:
     to.bubble += from.bubble;
     to.communication += from.communication;
     to.flops += from.flops;
-    for (int a = 0; a < 3; ++a) {
+    for (size_t a = 0; a < std::size(to.exposed); ++a) {
       to.exposed[a] += from.exposed[a];
     }
   }

@@ -44,13 +44,24 @@ struct TimelineEvent {
 /// Where one pipeline stage's step went, as seen from its compute stream: the parts add up
 /// to the step time.
 struct StageTime {
-  double step = 0;               // the stage's train_step, start to end
-  double compute = 0;            // compute-stream commands that are not recomputation
-  double recompute = 0;          // tg-recompute's copies
-  double exposed[3] = {0, 0, 0}; // per rt::MeshAxis: compute stream waiting for collectives
-  double bubble = 0;             // waiting for pipeline transfers (the schedule's bubble)
-  double communication = 0;      // busy time of the communication stream (overlapped or not)
-  double flops = 0;              // GEMM and attention FLOPs the rank executes (recompute included)
+  double step = 0;      // the stage's train_step, start to end
+  double compute = 0;   // compute-stream commands that are not recomputation
+  double recompute = 0; // tg-recompute's copies
+  // Per rt::MeshAxis (indexed by its value): the compute stream waiting for its collectives.
+  double exposed[std::size(rt::kMeshAxes)] = {};
+  double bubble = 0;        // waiting for pipeline transfers (the schedule's bubble)
+  double communication = 0; // busy time of the communication stream (overlapped or not)
+  double flops = 0;         // GEMM and attention FLOPs the rank executes (recompute included)
+
+  double exposedOn(rt::MeshAxis axis) const { return exposed[static_cast<int>(axis)]; }
+  /// Over the data-parallel ranks: dp, and hybrid sharding's dp_shard and dp_replicate.
+  double exposedDataParallel() const {
+    return exposedOn(rt::MeshAxis::kDP) + exposedOn(rt::MeshAxis::kDPShard) +
+           exposedOn(rt::MeshAxis::kDPReplicate);
+  }
+  double exposedTotal() const {
+    return exposedDataParallel() + exposedOn(rt::MeshAxis::kTP) + exposedOn(rt::MeshAxis::kPP);
+  }
 };
 
 struct StepPrediction {

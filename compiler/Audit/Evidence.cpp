@@ -522,7 +522,7 @@ private:
                       bool partial, const char *what) {
       for (const auto &entry : ranks[tpRank(0)].*field) {
         std::vector<const HostTensor *> tpValues;
-        // A ZeRO-3 parameter: each tp rank's local tensor from its dp ranks' shards.
+        // A ZeRO-3 parameter: each tp rank's local tensor from its sharding group's shards.
         std::vector<HostTensor> unsharded;
         auto param = dyn_cast_or_null<tg::ParamOp>(
             SymbolTable::lookupSymbolIn(model, StringAttr::get(model.getContext(), entry.first)));
@@ -531,7 +531,8 @@ private:
         for (int64_t t = 0; t < mesh.tp && zeroSharded; ++t) {
           HostTensor local = zerosOf(param.getUnshardedType());
           int64_t size = entry.second.numElements(), offset = 0;
-          for (int64_t d = 0; d < mesh.dp; ++d) {
+          // The first sharding group's ranks (dp, or with hsdp the first hsdp of them).
+          for (int64_t d = 0; d < mesh.shardGroupSize(); ++d) {
             const HostTensor &shard = (ranks[rt::rankAt(mesh, {d, t, stage})].*field)[entry.first];
             std::copy_n(shard.values.begin(), size, local.values.begin() + offset);
             offset += size;
@@ -818,6 +819,11 @@ rt::MeshShape reducedMesh(const rt::MeshShape &mesh, int64_t layers) {
   reduced.pp = std::min<int64_t>(mesh.pp, std::min<int64_t>(2, std::max<int64_t>(1, layers)));
   reduced.vp = reduced.pp > 1 ? std::max<int64_t>(1, std::min(mesh.vp, layers / reduced.pp)) : 1;
   reduced.dp = std::min<int64_t>(mesh.dp, 2);
+  if (mesh.hsdp > 0) {
+    // Hybrid sharding on two groups of two: both of its axes have more than one rank.
+    reduced.dp = 4;
+    reduced.hsdp = 2;
+  }
   reduced.sequenceParallel = mesh.sequenceParallel && reduced.tp > 1;
   reduced.nodes = 1;
   reduced.gpusPerNode = reduced.dp * reduced.tp * reduced.pp;

@@ -186,6 +186,12 @@ std::vector<NearbyStrategy> nearbyStrategies(const TrainStepOptions &options,
     next.zero = 3;
     consider("zero=3", next, options.recompute);
   }
+  // Hybrid sharding holds dp / hsdp times the flat shards.
+  if (mesh.hsdp > 0) {
+    rt::MeshShape next = mesh;
+    next.hsdp = 0;
+    consider("hsdp=0", next, options.recompute);
+  }
   if (mesh.tp > 1 && !mesh.sequenceParallel) {
     rt::MeshShape next = mesh;
     next.sequenceParallel = true;

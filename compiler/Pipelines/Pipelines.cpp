@@ -48,7 +48,7 @@ void buildTrainStepPipeline(mlir::OpPassManager &pm, const TrainStepOptions &opt
     // The mesh, and @forward split over tp before autodiff (Megatron's parallel layers).
     pm.addPass(createDistTensorParallelPass(
         DistTensorParallelPassOptions{mesh.nodes, mesh.gpusPerNode, mesh.dp, mesh.tp, mesh.pp,
-                                      mesh.vp, mesh.sequenceParallel, mesh.zero}));
+                                      mesh.vp, mesh.sequenceParallel, mesh.zero, mesh.hsdp}));
     // One model per pipeline stage (pp > 1).
     pm.addPass(createDistPipelinePass());
     buildTGCleanupPipeline(pm);

@@ -108,12 +108,12 @@ OwningOpRef<ModuleOp> withGlobalBatch(ModuleOp declaration, int64_t gbs) {
 namespace {
 
 /// The persistent bytes a rank of `mesh` holds at least: bf16 parameters and gradients and
-/// 12 bytes of f32 master weights and moments per parameter (sharded over dp with ZeRO-1;
-/// with ZeRO-3 the parameters too, the accumulated gradient staying whole), split over tp
-/// and pp. Strategies above the device by this alone are not compiled.
+/// 12 bytes of f32 master weights and moments per parameter (sharded over dp, or hsdp's
+/// groups, with ZeRO-1; with ZeRO-3 the parameters too, the accumulated gradient staying
+/// whole), split over tp and pp. Strategies above the device by this alone are not compiled.
 double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &mesh) {
   double split = static_cast<double>(mesh.tp * mesh.pp);
-  double dp = static_cast<double>(mesh.dp);
+  double dp = static_cast<double>(mesh.shardGroupSize());
   double trainable = static_cast<double>(summary.trainableParameters) / split;
   double frozen = static_cast<double>(summary.parameters - summary.trainableParameters) / split;
   double optimizer = 12.0 / (mesh.zero >= 1 ? dp : 1.0);

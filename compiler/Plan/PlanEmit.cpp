@@ -146,6 +146,7 @@ FailureOr<plan::Plan> emitPlan(plan_ir::PlanOp planOp) {
     out->set_vp(field("vp"));
     out->set_sequence_parallel(field("sequence_parallel") != 0);
     out->set_zero(field("zero"));
+    out->set_hsdp(field("hsdp"));
   }
   Block &body = planOp.getBody().front();
   llvm::StringMap<plan::MemoryClass> classOf;

@@ -43,17 +43,41 @@ constexpr int64_t kDefaultBucketElements = 40'000'000;
 /// One parameter's gradient reduction as tg-optimizer and dist-partition left it in
 /// @optimizer_step: from the gradient argument, ops that each read the previous one's result
 /// only (a tp all-reduce of a sequence-parallel weight, the flattening reshape), up to the
-/// dp collective whose result the optimizer reads.
+/// dp collective (over dp, or dp_shard with hybrid sharding) whose result the optimizer
+/// reads, or, with hybrid sharding, the all-reduce of that shard over dp_replicate.
 struct Reduction {
   unsigned argument = 0;           // the gradient argument of @optimizer_step
   SmallVector<Operation *> prefix; // the ops before the dp collective, in order
   Operation *start = nullptr;      // the dp collective's start
   dist::DoneOp done;
-  bool scatter = false; // reduce-scatter (ZeRO-1) rather than all-reduce
+  bool scatter = false;              // reduce-scatter (ZeRO-1) rather than all-reduce
+  Operation *replicaStart = nullptr; // hsdp: the shard's all-reduce over dp_replicate
+  dist::DoneOp replicaDone;
+  /// What @optimizer_step reads.
+  Value reduced() { return replicaDone ? replicaDone.getResult() : done.getResult(); }
 };
 
-/// The reduction of `argument`, if it is a chain ending in a dp collective.
-std::optional<Reduction> findReduction(BlockArgument argument) {
+/// The single collective start/done pair over the single axis `axis` that reads `value`.
+std::optional<std::pair<Operation *, dist::DoneOp>> collectiveReading(Value value, StringRef axis) {
+  if (!value.hasOneUse()) {
+    return std::nullopt;
+  }
+  Operation *user = *value.getUsers().begin();
+  if (!isa<dist::AllReduceStartOp>(user) || !user->getResult(0).hasOneUse()) {
+    return std::nullopt;
+  }
+  auto done = dyn_cast<dist::DoneOp>(*user->getResult(0).getUsers().begin());
+  auto axes = user->getAttrOfType<ArrayAttr>("axes");
+  if (!done || !done.getResult() || !axes || axes.size() != 1 ||
+      cast<StringAttr>(axes[0]).getValue() != axis) {
+    return std::nullopt;
+  }
+  return std::pair{user, done};
+}
+
+/// The reduction of `argument`, if it is a chain ending in a collective over `axis` (and,
+/// with hybrid sharding, the all-reduce over dp_replicate after it).
+std::optional<Reduction> findReduction(BlockArgument argument, StringRef axis, bool replicated) {
   Reduction reduction;
   reduction.argument = argument.getArgNumber();
   Value value = argument;
@@ -77,7 +101,7 @@ std::optional<Reduction> findReduction(BlockArgument argument) {
     if (dim && dim.getInt() != 0) {
       return std::nullopt; // a sequence split is not a gradient reduction
     }
-    if (cast<StringAttr>(axes[0]).getValue() != "dp") {
+    if (cast<StringAttr>(axes[0]).getValue() != axis) {
       reduction.prefix.append({user, done}); // the tp sum of a sequence-parallel weight
       value = done.getResult();
       continue;
@@ -85,12 +109,19 @@ std::optional<Reduction> findReduction(BlockArgument argument) {
     reduction.start = user;
     reduction.done = done;
     reduction.scatter = isa<dist::ReduceScatterStartOp>(user);
+    if (replicated) {
+      auto replica = collectiveReading(done.getResult(), dist::kReplicaAxis);
+      if (!replica) {
+        return std::nullopt;
+      }
+      std::tie(reduction.replicaStart, reduction.replicaDone) = *replica;
+    }
     return reduction;
   }
   return std::nullopt;
 }
 
-/// A gradient reduced in the last backward, viewed as [rows, columns] (rows = dp for a
+/// A gradient reduced in the last backward, viewed as [rows, columns] (rows = the group size for a
 /// reduce-scatter: row r is what rank r keeps) and cut into one piece per bucket it falls in.
 struct Item {
   Reduction *reduction = nullptr;
@@ -169,7 +200,12 @@ struct DistDecomposeCollectivesPass
     if (!mesh || mesh.getAxisSize("dp") == 1) {
       return success(); // no gradient is reduced over ranks
     }
-    dp = mesh.getAxisSize("dp");
+    // ZeRO reduce-scatters over its sharding group (dp, or dp_shard with hybrid sharding,
+    // whose shard is then all-reduced over dp_replicate); plain data parallelism all-reduces
+    // over dp.
+    reduceAxis = mesh.getZeroShardAxis();
+    reduceMembers = mesh.getAxisSize(reduceAxis);
+    replicated = mesh.getAxisSize(dist::kReplicaAxis) > 1;
     auto lookup = [&](StringRef name) {
       return dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, name));
     };
@@ -199,7 +235,7 @@ struct DistDecomposeCollectivesPass
       if (!role || role->role != rt::role::kGrad) {
         continue;
       }
-      if (std::optional<Reduction> reduction = findReduction(argument)) {
+      if (std::optional<Reduction> reduction = findReduction(argument, reduceAxis, replicated)) {
         reductions.push_back(std::move(*reduction));
       }
     }
@@ -241,9 +277,13 @@ struct DistDecomposeCollectivesPass
     for (auto &[op, moved] : byCall) {
       for (auto [reduction, result] : moved) {
         BlockArgument argument = optimizer.getArgument(reduction->argument);
-        Value reduced = reduction->done.getResult();
+        Value reduced = reduction->reduced();
         argument.setType(reduced.getType());
         reduced.replaceAllUsesWith(argument);
+        if (reduction->replicaDone) {
+          reduction->replicaDone->erase();
+          reduction->replicaStart->erase();
+        }
         reduction->done->erase();
         reduction->start->erase();
         for (Operation *prefix : llvm::reverse(reduction->prefix)) {
@@ -259,15 +299,16 @@ struct DistDecomposeCollectivesPass
   }
 
   /// ZeRO-1's parameter all-gathers in @optimizer_step, one per updated shard, packed into
-  /// buckets in update order: the shards' concatenation is gathered once, viewed as [dp,
-  /// columns] (row r is rank r's concatenation) and split along dim 1 into [dp, n/dp] pieces,
+  /// buckets in update order: the shards' concatenation is gathered once (over the sharding
+  /// group of G ranks), viewed as [G, columns] (row r is member r's concatenation) and split
+  /// along dim 1 into [G, n/G] pieces,
   /// each of which, flattened, is a gathered parameter. Exact: data movement only.
   void bucketParameterGathers(func::FuncOp optimizer) {
     Block &body = optimizer.getBody().front();
     SmallVector<Gather> gathers;
     for (auto start : body.getOps<dist::AllGatherStartOp>()) {
       // An fp8 weight keeps its own gather.
-      if (dist::DoneOp done = packableGather(start, "dp")) {
+      if (dist::DoneOp done = packableGather(start, reduceAxis)) {
         gathers.push_back({start, done});
       }
     }
@@ -278,7 +319,7 @@ struct DistDecomposeCollectivesPass
     for (auto gather : gathers) {
       auto type = cast<RankedTensorType>(gather.first.getInput().getType());
       int64_t capacity = bucketElements(bucketBytes, type.getElementType());
-      int64_t elements = type.getNumElements() * dp;
+      int64_t elements = type.getNumElements() * reduceMembers;
       if (buckets.empty() || type.getElementType() != bucketElement ||
           filled + elements > capacity) {
         buckets.emplace_back();
@@ -290,7 +331,7 @@ struct DistDecomposeCollectivesPass
     }
     for (auto &bucket : buckets) {
       if (bucket.size() > 1) {
-        packGathers(bucket, dp);
+        packGathers(bucket, reduceMembers);
       }
     }
   }
@@ -336,10 +377,11 @@ struct DistDecomposeCollectivesPass
       item.result = result;
       item.input = mapping.lookupOrDefault(reduction->start->getOperand(0));
       int64_t elements = cast<RankedTensorType>(item.input.getType()).getNumElements();
-      item.rows = reduction->scatter ? dp : 1;
+      item.rows = reduction->scatter ? reduceMembers : 1;
       if (elements % item.rows != 0) {
         return callee.emitError() << "dist-decompose-collectives: a gradient of " << elements
-                                  << " elements does not split over dp=" << dp;
+                                  << " elements does not split over " << reduceAxis << "="
+                                  << reduceMembers;
       }
       item.columns = elements / item.rows;
       items.push_back(std::move(item));
@@ -402,7 +444,7 @@ struct DistDecomposeCollectivesPass
         auto reducedType = RankedTensorType::get({bucket.columns}, element);
         auto futureType = dist::FutureType::get(builder.getContext(), reducedType);
         auto meshRef = FlatSymbolRefAttr::get(builder.getContext(), kMesh);
-        auto axes = builder.getStrArrayAttr({"dp"});
+        auto axes = builder.getStrArrayAttr({reduceAxis});
         Operation *start =
             bucket.scatter
                 ? dist::ReduceScatterStartOp::create(builder, loc, futureType, flat, meshRef, axes)
@@ -420,6 +462,13 @@ struct DistDecomposeCollectivesPass
     for (Bucket &bucket : buckets) {
       auto reducedType = RankedTensorType::get({bucket.columns}, bucket.element);
       Value reduced = dist::DoneOp::create(builder, loc, reducedType, bucket.future).getResult();
+      if (replicated) { // hybrid sharding: the group's shard summed over its replicas
+        auto future = dist::AllReduceStartOp::create(
+            builder, loc, dist::FutureType::get(builder.getContext(), reducedType), reduced,
+            FlatSymbolRefAttr::get(builder.getContext(), kMesh),
+            builder.getStrArrayAttr({dist::kReplicaAxis}));
+        reduced = dist::DoneOp::create(builder, loc, reducedType, future).getResult();
+      }
       SmallVector<Value> parts{reduced};
       if (bucket.segments.size() > 1) {
         SmallVector<int64_t> sizes;
@@ -445,7 +494,7 @@ struct DistDecomposeCollectivesPass
         value = tg::ConcatOp::create(builder, loc, RankedTensorType::get({item.columns}, element),
                                      item.reduced, builder.getI64IntegerAttr(0));
       }
-      Type reducedType = item.reduction->done.getResult().getType();
+      Type reducedType = item.reduction->reduced().getType();
       if (value.getType() != reducedType) {
         value = tg::ReshapeOp::create(builder, loc, reducedType, value);
       }
@@ -463,7 +512,9 @@ struct DistDecomposeCollectivesPass
     return success();
   }
 
-  int64_t dp = 1;
+  StringRef reduceAxis = "dp"; // the gradient reduction's axis: dp, or dp_shard (hsdp)
+  int64_t reduceMembers = 1;   // its size
+  bool replicated = false;     // hsdp: the shard is then all-reduced over dp_replicate
 };
 
 } // namespace

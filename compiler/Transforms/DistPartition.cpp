@@ -47,6 +47,9 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
     pp = mesh.getAxisSize("pp");
     zero = mesh.getZero() >= 1;
     shardParameters = mesh.getZero() == 3;
+    shardAxis = mesh.getZeroShardAxis();
+    shards = mesh.getAxisSize(shardAxis);
+    replicas = mesh.getAxisSize(dist::kReplicaAxis);
     auto step =
         dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(model, "optimizer_step"));
     if (!step) {
@@ -140,12 +143,14 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
     MLIRContext *context = step.getContext();
     OpBuilder builder = OpBuilder::atBlockBegin(&entry);
 
-    // 1. Gradients summed over dp: whole (all-reduce) or this rank's flat shard (ZeRO-1).
+    // 1. Gradients summed over dp: whole (all-reduce) or this rank's flat shard (ZeRO-1);
+    // with hybrid sharding, reduce-scattered in the sharding group and the shard all-reduced
+    // over the replicas.
     SmallVector<Value> grads;
     SmallVector<RankedTensorType> paramTypes;
     auto sharding = dist::ShardingAttr::get(
         context, FlatSymbolRefAttr::get(context, kMesh),
-        ArrayAttr::get(context, {ArrayAttr::get(context, {StringAttr::get(context, "dp")})}),
+        ArrayAttr::get(context, {ArrayAttr::get(context, {StringAttr::get(context, shardAxis)})}),
         DenseI64ArrayAttr());
     llvm::DenseMap<Value, size_t> gradIndex; // the gradient value an update reads -> parameter
     for (size_t i = 0; i < count; ++i) {
@@ -174,16 +179,22 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
         continue;
       }
       int64_t elements = type.getNumElements();
-      if (elements % dp != 0) {
+      if (elements % shards != 0) {
         return step.emitError() << "dist-partition: zero=" << mesh.getZero()
-                                << " shards every parameter over dp=" << dp << ", but @" << names[i]
-                                << " has " << elements << " elements on each rank";
+                                << " shards every parameter over " << shardAxis << "=" << shards
+                                << ", but @" << names[i] << " has " << elements
+                                << " elements on each rank";
       }
       auto flatType = RankedTensorType::get({elements}, type.getElementType());
-      auto shardType = RankedTensorType::get({elements / dp}, type.getElementType());
+      auto shardType = RankedTensorType::get({elements / shards}, type.getElementType());
       Value flat = tg::ReshapeOp::create(builder, grad.getLoc(), flatType, grad);
-      grads.push_back(
-          collective<dist::ReduceScatterStartOp>(builder, grad.getLoc(), flat, shardType, "dp"));
+      Value shard = collective<dist::ReduceScatterStartOp>(builder, grad.getLoc(), flat, shardType,
+                                                           shardAxis);
+      if (replicas > 1) {
+        shard = collective<dist::AllReduceStartOp>(builder, grad.getLoc(), shard, shardType,
+                                                   dist::kReplicaAxis);
+      }
+      grads.push_back(shard);
       // Its optimizer state, whatever the optimizer keeps, as this rank's flat shard.
       for (unsigned index : stateArgs.lookup(names[i])) {
         BlockArgument state = entry.getArgument(index);
@@ -193,7 +204,7 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
                                   << " state of @" << names[i] << " is " << stateType
                                   << ", not one element per parameter element";
         }
-        state.setType(RankedTensorType::get({elements / dp}, stateType.getElementType()));
+        state.setType(RankedTensorType::get({elements / shards}, stateType.getElementType()));
         step.setArgAttr(index, "dist.sharding", sharding);
       }
     }
@@ -227,8 +238,8 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
       if (pp > 1) { // every stage holds its own parameters
         total = collective<dist::AllReduceStartOp>(builder, loc, total, scalar, "pp");
       }
-      if (zero && dp > 1) {
-        total = collective<dist::AllReduceStartOp>(builder, loc, total, scalar, "dp");
+      if (zero && dp > 1) { // the replicas of a shard hold the same elements
+        total = collective<dist::AllReduceStartOp>(builder, loc, total, scalar, shardAxis);
       }
       Value globalNorm = tg::SqrtOp::create(builder, loc, scalar, total);
       norm.getResult().replaceAllUsesWith(globalNorm);
@@ -266,7 +277,7 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
       for (auto [result, old] : llvm::zip(sharded->getResults(), update->getResults())) {
         auto oldType = cast<RankedTensorType>(old.getType());
         result.setType(
-            RankedTensorType::get({oldType.getNumElements() / dp}, oldType.getElementType()));
+            RankedTensorType::get({oldType.getNumElements() / shards}, oldType.getElementType()));
       }
       unsigned valueIndex = paramResult.lookup(names[i]);
       Value newValue = original[valueIndex];
@@ -292,8 +303,8 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
       } else {
         auto flatType =
             RankedTensorType::get({paramType.getNumElements()}, paramType.getElementType());
-        Value gathered =
-            collective<dist::AllGatherStartOp>(builder, update->getLoc(), shard, flatType, "dp");
+        Value gathered = collective<dist::AllGatherStartOp>(builder, update->getLoc(), shard,
+                                                            flatType, shardAxis);
         returned[valueIndex] =
             tg::ReshapeOp::create(builder, update->getLoc(), paramType, gathered);
       }
@@ -354,6 +365,9 @@ struct DistPartitionPass : PerModelPass<DistPartitionPass, impl::DistPartitionPa
   int64_t dp = 1, tp = 1, pp = 1;
   bool zero = false;            // optimizer state sharded over dp (zero=1 and zero=3)
   bool shardParameters = false; // zero=3: the new parameters are returned as shards
+  StringRef shardAxis = "dp";   // what ZeRO shards over: dp, or dp_shard (hsdp)
+  int64_t shards = 1;           // its size
+  int64_t replicas = 1;         // hsdp: the ranks holding each shard (dp_replicate's size)
 };
 
 } // namespace

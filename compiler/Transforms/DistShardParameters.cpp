@@ -1,7 +1,7 @@
 //===- DistShardParameters.cpp - ZeRO-3 / FSDP parameter shards -*- C++ -*-===//
 //
-// Holds every parameter as this rank's 1/dp shard and gathers it where it is read: once for
-// a function's forward half and once for its backward half, so that a full parameter lives
+// Holds every parameter as this rank's shard (1/dp, or 1/hsdp) and gathers it where it is read:
+// once for a function's forward half and once for its backward half, so that a full parameter lives
 // only while its layer runs. See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
@@ -35,7 +35,6 @@ namespace mlperf {
 namespace {
 
 constexpr StringLiteral kMesh = "mesh";
-constexpr StringLiteral kAxis = "dp";
 
 struct DistShardParametersPass
     : PerModelPass<DistShardParametersPass, impl::DistShardParametersPassBase> {
@@ -43,10 +42,11 @@ struct DistShardParametersPass
 
   LogicalResult runOnModel(tg::ModelOp model) {
     auto mesh = dyn_cast_or_null<dist::MeshOp>(SymbolTable::lookupSymbolIn(model, kMesh));
-    if (!mesh || mesh.getZero() != 3 || mesh.getAxisSize(kAxis) == 1) {
+    if (!mesh || mesh.getZero() != 3 || mesh.getAxisSize(mesh.getZeroShardAxis()) == 1) {
       return success(); // nothing is sharded
     }
-    dp = mesh.getAxisSize(kAxis);
+    axis = mesh.getZeroShardAxis();
+    shards = mesh.getAxisSize(axis);
     // The shard and full (local) type of every parameter, by name.
     llvm::StringMap<std::pair<RankedTensorType, RankedTensorType>> sharded;
     Builder builder(model.getContext());
@@ -56,14 +56,14 @@ struct DistShardParametersPass
       }
       RankedTensorType local = param.getTensorType();
       int64_t elements = local.getNumElements();
-      if (elements % dp != 0) {
-        return param.emitError() << "dist-shard-parameters: zero=3 shards every parameter over dp="
-                                 << dp << ", but " << param.getSymName() << " has " << elements
-                                 << " elements on each rank";
+      if (elements % shards != 0) {
+        return param.emitError() << "dist-shard-parameters: zero=3 shards every parameter over "
+                                 << axis << "=" << shards << ", but " << param.getSymName()
+                                 << " has " << elements << " elements on each rank";
       }
-      auto shard = RankedTensorType::get({elements / dp}, local.getElementType());
+      auto shard = RankedTensorType::get({elements / shards}, local.getElementType());
       param.setType(shard);
-      param->setAttr(dist::kZeroShardAttr, builder.getStringAttr(kAxis));
+      param->setAttr(dist::kZeroShardAttr, builder.getStringAttr(axis));
       param->setAttr(dist::kUnshardedTypeAttr, TypeAttr::get(local));
       sharded[param.getSymName()] = {shard, local};
     }
@@ -73,7 +73,8 @@ struct DistShardParametersPass
     return success();
   }
 
-  int64_t dp = 1;
+  StringRef axis;     // what ZeRO shards over: dp, or dp_shard under hybrid sharding
+  int64_t shards = 1; // its size
 
   /// Gives each parameter read of `func` the shard and gathers it before its first use in the
   /// forward half and before its first use in the backward half.
@@ -124,7 +125,7 @@ struct DistShardParametersPass
         auto flat = RankedTensorType::get({local.getNumElements()}, local.getElementType());
         auto future = dist::AllGatherStartOp::create(
             builder, loc, dist::FutureType::get(builder.getContext(), flat), ref.getResult(),
-            FlatSymbolRefAttr::get(builder.getContext(), kMesh), builder.getStrArrayAttr({kAxis}));
+            FlatSymbolRefAttr::get(builder.getContext(), kMesh), builder.getStrArrayAttr({axis}));
         auto done = dist::DoneOp::create(builder, loc, flat, future);
         Value full = done.getResult();
         if (flat != local) {
@@ -143,7 +144,7 @@ struct DistShardParametersPass
           members, [](auto &a, auto &b) { return a.first.first->isBeforeInBlock(b.first.first); });
       SmallVector<Gather> gathers;
       for (auto &[gather, ref] : members) {
-        if (packableGather(gather.first, kAxis)) {
+        if (packableGather(gather.first, axis)) {
           gathers.push_back(gather);
           if (members.front().first.first->isBeforeInBlock(ref)) {
             ref->moveBefore(members.front().first.first);
@@ -151,7 +152,7 @@ struct DistShardParametersPass
         }
       }
       if (gathers.size() > 1) {
-        packGathers(gathers, dp);
+        packGathers(gathers, shards);
       }
     }
   }

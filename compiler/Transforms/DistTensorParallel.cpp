@@ -64,11 +64,12 @@ struct DistTensorParallelPass
     }
     OpBuilder builder(model.getContext());
     builder.setInsertionPointToStart(&model.getBody().front());
-    dist::MeshOp::create(
-        builder, model.getLoc(), builder.getStringAttr(kMesh),
-        builder.getStrArrayAttr({"dp", "tp", "pp"}), builder.getDenseI64ArrayAttr({dp, tp, pp}),
-        builder.getI64IntegerAttr(nodes), builder.getI64IntegerAttr(gpusPerNode),
-        builder.getI64IntegerAttr(vp), builder.getBoolAttr(sp), builder.getI64IntegerAttr(zero));
+    dist::MeshOp::create(builder, model.getLoc(), builder.getStringAttr(kMesh),
+                         builder.getStrArrayAttr({"dp", "tp", "pp"}),
+                         builder.getDenseI64ArrayAttr({dp, tp, pp}),
+                         builder.getI64IntegerAttr(nodes), builder.getI64IntegerAttr(gpusPerNode),
+                         builder.getI64IntegerAttr(vp), builder.getBoolAttr(sp),
+                         builder.getI64IntegerAttr(zero), builder.getI64IntegerAttr(hsdp));
     if (tp == 1) {
       return success();
     }

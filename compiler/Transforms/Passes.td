@@ -378,6 +378,8 @@ def DistTensorParallelPass : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
     Option<"sp", "sp", "bool", /*default=*/"false", "Sequence parallelism">,
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "1: shard optimizer state and master weights over dp (ZeRO-1)">,
+    Option<"hsdp", "hsdp", "int64_t", /*default=*/"0",
+           "ZeRO shards over groups of this many dp ranks, replicated across them (0: all of dp)">,
   ];
   let dependentDialects = ["::mlperf::dist::DistDialect", "::mlperf::tg::TGDialect"];
 }
@@ -434,6 +436,9 @@ def DistPartitionPass : Pass<"dist-partition", "::mlir::ModuleOp"> {
     - `zero = 3` shards the optimizer state as zero = 1 does, and `@optimizer_step` returns
       each new parameter as its rounded shard, not gathered: `dist-shard-parameters` then
       shards the parameters themselves.
+    - hybrid sharding (the mesh's `hsdp` > 0): the shards are over `dp_shard` (groups of
+      hsdp data-parallel ranks) instead of dp, each reduce-scattered shard is then
+      all-reduced over `dp_replicate`, and the global norm sums squares over `dp_shard`.
 
     Before (zero = 1, dp = 2):
 
@@ -514,7 +519,8 @@ def DistShardParametersPass : Pass<"dist-shard-parameters", "::mlir::ModuleOp"> 
     before `tg-train-step`. For every parameter (frozen ones too):
 
     - the `tg.param` becomes this rank's 1/dp of the flattened (tensor-parallel local)
-      parameter, the layout of a ZeRO-1 shard; `dist.zero_shard` records the axis and
+      parameter (1/hsdp over `dp_shard` with hybrid sharding), the layout of a ZeRO-1
+      shard; `dist.zero_shard` records the axis and
       `dist.unsharded_type` the type it is a shard of (what `tg-train-step` draws at
       initialization, the gradient's type, and what `--init-from` slices);
     - in every function, each `tg.param_ref` yields the shard, and the parameter is gathered

@@ -815,15 +815,19 @@ void PlanBuilder::declareMesh() {
   Block &body = model.getBody().front();
   for (auto mesh : body.getOps<dist::MeshOp>()) {
     auto i64 = [&](int64_t value) { return builder.getI64IntegerAttr(value); };
-    plan.setMeshAttr(
-        builder.getDictionaryAttr({builder.getNamedAttr("nodes", mesh.getNodesAttr()),
-                                   builder.getNamedAttr("gpus_per_node", mesh.getGpusPerNodeAttr()),
-                                   builder.getNamedAttr("dp", i64(mesh.getAxisSize("dp"))),
-                                   builder.getNamedAttr("tp", i64(mesh.getAxisSize("tp"))),
-                                   builder.getNamedAttr("pp", i64(mesh.getAxisSize("pp"))),
-                                   builder.getNamedAttr("vp", mesh.getVpAttr()),
-                                   builder.getNamedAttr("sequence_parallel", i64(mesh.getSp())),
-                                   builder.getNamedAttr("zero", mesh.getZeroAttr())}));
+    SmallVector<NamedAttribute> fields{
+        builder.getNamedAttr("nodes", mesh.getNodesAttr()),
+        builder.getNamedAttr("gpus_per_node", mesh.getGpusPerNodeAttr()),
+        builder.getNamedAttr("dp", i64(mesh.getAxisSize("dp"))),
+        builder.getNamedAttr("tp", i64(mesh.getAxisSize("tp"))),
+        builder.getNamedAttr("pp", i64(mesh.getAxisSize("pp"))),
+        builder.getNamedAttr("vp", mesh.getVpAttr()),
+        builder.getNamedAttr("sequence_parallel", i64(mesh.getSp())),
+        builder.getNamedAttr("zero", mesh.getZeroAttr())};
+    if (mesh.getHsdp() > 0) {
+      fields.push_back(builder.getNamedAttr("hsdp", mesh.getHsdpAttr()));
+    }
+    plan.setMeshAttr(builder.getDictionaryAttr(fields));
   }
 }
 

@@ -1116,6 +1116,11 @@ LogicalResult Fp8Rewriter::run() {
       return model.emitError() << "tg-fp8: fp8 with pipeline parallelism is not supported yet "
                                   "(the scaling state of a stage's forward and backward calls)";
     }
+    if (mesh.getHsdp() > 0) {
+      return model.emitError() << "tg-fp8: fp8 with hybrid sharding (hsdp) is not supported yet "
+                                  "(the fp8 weight shards are gathered over all of dp); use "
+                                  "zero=1 without hsdp";
+    }
     if (mesh.getZero() == 3 && mesh.getAxisSize("dp") > 1) {
       return model.emitError() << "tg-fp8: fp8 with zero=3 is not supported yet (the weights' "
                                   "casts would have to be gathered as fp8 shards); use zero=1";

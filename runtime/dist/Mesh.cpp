@@ -19,6 +19,36 @@ bool parsePositive(std::string_view text, int64_t &value) {
 
 std::string str(int64_t value) { return std::to_string(value); }
 
+/// hsdp=N: ZeRO shards over groups of N data-parallel ranks that tile dp. hsdp=dp is plain
+/// (flat) sharding and becomes 0, so both spell one plan.
+Status validateHybridSharding(MeshShape &mesh) {
+  std::string option = "--parallel hsdp=" + str(mesh.hsdp);
+  if (mesh.zero == 0) {
+    return invalid(option + " shards the optimizer state (zero=1) or the parameters too " +
+                   "(zero=3) inside groups of " + str(mesh.hsdp) +
+                   " data-parallel ranks: add zero=1 or zero=3");
+  }
+  if (mesh.hsdp == 1) {
+    return invalid(option + ": sharding groups of one rank shard nothing; use zero=0, or hsdp " +
+                   "of at least 2 (normally the data-parallel ranks of one node)");
+  }
+  if (mesh.dp % mesh.hsdp != 0) {
+    std::string divisors;
+    for (int64_t n = 2; n <= mesh.dp; ++n) {
+      if (mesh.dp % n == 0) {
+        divisors += (divisors.empty() ? "" : ", ") + str(n);
+      }
+    }
+    return invalid(option + " does not divide dp=" + str(mesh.dp) +
+                   ": the sharding groups must tile the data-parallel ranks (hsdp may be " +
+                   divisors + ")");
+  }
+  if (mesh.hsdp == mesh.dp) {
+    mesh.hsdp = 0;
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 const char *meshAxisName(MeshAxis axis) {
@@ -29,12 +59,16 @@ const char *meshAxisName(MeshAxis axis) {
     return "tp";
   case MeshAxis::kPP:
     return "pp";
+  case MeshAxis::kDPShard:
+    return "dp_shard";
+  case MeshAxis::kDPReplicate:
+    return "dp_replicate";
   }
   return "?";
 }
 
 bool parseMeshAxis(std::string_view name, MeshAxis &axis) {
-  for (MeshAxis candidate : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
+  for (MeshAxis candidate : kMeshAxes) {
     if (name == meshAxisName(candidate)) {
       axis = candidate;
       return true;
@@ -44,33 +78,75 @@ bool parseMeshAxis(std::string_view name, MeshAxis &axis) {
 }
 
 int64_t MeshShape::axisSize(MeshAxis axis) const {
-  return axis == MeshAxis::kDP ? dp : axis == MeshAxis::kTP ? tp : pp;
+  switch (axis) {
+  case MeshAxis::kDP:
+    return dp;
+  case MeshAxis::kTP:
+    return tp;
+  case MeshAxis::kPP:
+    return pp;
+  case MeshAxis::kDPShard:
+    return shardGroupSize();
+  case MeshAxis::kDPReplicate:
+    return dp / shardGroupSize();
+  }
+  return 1;
 }
 
 std::string MeshShape::describe() const {
   return str(nodes) + "x" + str(gpusPerNode) + " dp=" + str(dp) + " tp=" + str(tp) +
          " pp=" + str(pp) + " vp=" + str(vp) + " sp=" + (sequenceParallel ? "on" : "off") +
-         " zero=" + str(zero);
+         " zero=" + str(zero) + (hsdp > 0 ? " hsdp=" + str(hsdp) : "");
 }
 
 std::string MeshShape::parallelFlag() const {
   return "dp=" + str(dp) + ",tp=" + str(tp) + ",pp=" + str(pp) + ",vp=" + str(vp) +
          ",sp=" + (sequenceParallel ? "on" : "off") + ",zero=" + str(zero) +
+         (hsdp > 0 ? ",hsdp=" + str(hsdp) : "") +
          (microBatch > 0 ? ",micro_batch=" + str(microBatch) : "");
 }
 
 int64_t RankCoordinates::along(MeshAxis axis) const {
-  return axis == MeshAxis::kDP ? dp : axis == MeshAxis::kTP ? tp : pp;
+  switch (axis) {
+  case MeshAxis::kDP:
+    return dp;
+  case MeshAxis::kTP:
+    return tp;
+  case MeshAxis::kPP:
+    return pp;
+  case MeshAxis::kDPShard:
+    return dp % shardGroupSize;
+  case MeshAxis::kDPReplicate:
+    return dp / shardGroupSize;
+  }
+  return 0;
 }
 
 RankCoordinates RankCoordinates::with(MeshAxis axis, int64_t index) const {
   RankCoordinates moved = *this;
-  (axis == MeshAxis::kDP ? moved.dp : axis == MeshAxis::kTP ? moved.tp : moved.pp) = index;
+  switch (axis) {
+  case MeshAxis::kDP:
+    moved.dp = index;
+    break;
+  case MeshAxis::kTP:
+    moved.tp = index;
+    break;
+  case MeshAxis::kPP:
+    moved.pp = index;
+    break;
+  case MeshAxis::kDPShard:
+    moved.dp = dp / shardGroupSize * shardGroupSize + index;
+    break;
+  case MeshAxis::kDPReplicate:
+    moved.dp = index * shardGroupSize + dp % shardGroupSize;
+    break;
+  }
   return moved;
 }
 
 RankCoordinates rankCoordinates(const MeshShape &mesh, int64_t rank) {
   RankCoordinates c;
+  c.shardGroupSize = mesh.shardGroupSize();
   c.tp = rank % mesh.tp;
   c.dp = (rank / mesh.tp) % mesh.dp;
   c.pp = rank / (mesh.tp * mesh.dp);
@@ -116,7 +192,7 @@ Status parseCluster(std::string_view text, MeshShape &mesh) {
   return Status::ok();
 }
 
-Status parseParallel(std::string_view text, MeshShape &mesh) {
+Status parseParallel(std::string_view text, MeshShape &mesh, bool *dpGiven) {
   std::set<std::string, std::less<>> seen;
   while (!text.empty()) {
     size_t comma = text.find(',');
@@ -143,14 +219,9 @@ Status parseParallel(std::string_view text, MeshShape &mesh) {
                       : key == "pp"          ? &mesh.pp
                       : key == "vp"          ? &mesh.vp
                       : key == "zero"        ? &mesh.zero
+                      : key == "hsdp"        ? &mesh.hsdp
                       : key == "micro_batch" ? &mesh.microBatch
                                              : nullptr;
-    if (key == "hsdp" || key == "fsdp") {
-      return invalid("--parallel " + key + "=" + std::string(value) +
-                     ": hybrid sharding (HSDP: parameters sharded over a node's GPUs, replicated "
-                     "across nodes) is not supported yet; zero=3 shards the parameters over all "
-                     "of dp");
-    }
     if (key == "zero" && value == "2") {
       return invalid("--parallel zero=2: sharded gradient accumulation is not supported; zero=1 "
                      "and zero=3 reduce-scatter the accumulated gradients in buckets during the "
@@ -158,15 +229,21 @@ Status parseParallel(std::string_view text, MeshShape &mesh) {
     }
     if (!target) {
       return invalid("--parallel key '" + key +
-                     "' is unknown (known: dp, tp, pp, vp, sp, zero, micro_batch)");
+                     "' is unknown (known: dp, tp, pp, vp, sp, zero, hsdp, micro_batch)");
     }
     int64_t number = 0;
     bool zeroStage = value == "0" || value == "1" || value == "3";
-    if (key == "zero" ? !zeroStage : !parsePositive(value, number)) {
+    bool off = key == "hsdp" && value == "0"; // hsdp=0: shard over all of dp
+    if (key == "zero" ? !zeroStage : !off && !parsePositive(value, number)) {
       return invalid("--parallel " + key + "=" + std::string(value) + ": expected " +
-                     (key == "zero" ? "0, 1 or 3" : "a positive integer up to 1048576"));
+                     (key == "zero"   ? "0, 1 or 3"
+                      : key == "hsdp" ? "0 (off) or a positive integer up to 1048576"
+                                      : "a positive integer up to 1048576"));
     }
     *target = key == "zero" ? value[0] - '0' : number;
+  }
+  if (dpGiven) {
+    *dpGiven = seen.count("dp") > 0;
   }
   return Status::ok();
 }
@@ -215,6 +292,9 @@ Status validateMesh(MeshShape &mesh, const ModelDims &model, bool dpGiven) {
   if (mesh.dp * mesh.tp * mesh.pp != world) {
     return invalid("dp × tp × pp = " + str(mesh.dp) + " × " + str(mesh.tp) + " × " + str(mesh.pp) +
                    " = " + str(mesh.dp * mesh.tp * mesh.pp) + " ranks, but " + cluster);
+  }
+  if (mesh.hsdp > 0) {
+    MLPERF_RETURN_IF_ERROR(validateHybridSharding(mesh));
   }
   auto divides = [&](int64_t degree, const char *name, int64_t count,
                      const std::string &what) -> Status {

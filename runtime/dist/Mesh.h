@@ -13,16 +13,24 @@
 #include "runtime/support/Status.h"
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace mlperf::rt {
 
-/// The mesh axes a collective can run over.
-enum class MeshAxis { kDP, kTP, kPP };
+/// The mesh axes a collective can run over. kDPShard and kDPReplicate split the data-parallel
+/// ranks for hybrid sharding (hsdp=N): data-parallel rank d is member d mod N of its sharding
+/// group (N consecutive data-parallel ranks, normally a node) and member d / N of its replica
+/// group (the ranks holding the same shard). Without hsdp the sharding group is all of dp and
+/// every replica group is one rank.
+enum class MeshAxis { kDP, kTP, kPP, kDPShard, kDPReplicate };
+/// Every axis, in enum order.
+constexpr MeshAxis kMeshAxes[] = {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP, MeshAxis::kDPShard,
+                                  MeshAxis::kDPReplicate};
 
-/// "dp", "tp", "pp".
+/// "dp", "tp", "pp", "dp_shard", "dp_replicate".
 const char *meshAxisName(MeshAxis axis);
 /// The axis named `name`, or false.
 bool parseMeshAxis(std::string_view name, MeshAxis &axis);
@@ -33,19 +41,31 @@ struct MeshShape {
   int64_t vp = 1;                // virtual pipeline stages per rank (interleaved 1F1B)
   bool sequenceParallel = false; // sp=on
   int64_t zero = 0; // 1: optimizer state and master weights sharded over dp; 3: parameters too
+  // Hybrid sharding: ZeRO shards over groups of this many data-parallel ranks and replicates
+  // across the groups; 0: over all of dp (also what hsdp=dp means).
+  int64_t hsdp = 0;
   int64_t microBatch = 0; // 0: the declaration's micro_batch_size
 
   int64_t worldSize() const { return nodes * gpusPerNode; }
   int64_t axisSize(MeshAxis axis) const;
-  /// "1x8 dp=1 tp=8 pp=1 vp=1 sp=off zero=0".
+  /// dp, tp and pp always; dp_shard and dp_replicate with hybrid sharding.
+  bool hasAxis(MeshAxis axis) const {
+    return hsdp > 0 || (axis != MeshAxis::kDPShard && axis != MeshAxis::kDPReplicate);
+  }
+  /// The ranks ZeRO shards over: hsdp, or all of dp.
+  int64_t shardGroupSize() const { return hsdp > 0 ? hsdp : dp; }
+  /// The axis ZeRO shards over: dp, or dp_shard under hsdp.
+  MeshAxis shardAxis() const { return hsdp > 0 ? MeshAxis::kDPShard : MeshAxis::kDP; }
+  /// "1x8 dp=1 tp=8 pp=1 vp=1 sp=off zero=0" (and " hsdp=N" when set).
   std::string describe() const;
   /// "dp=1,tp=8,pp=1,vp=1,sp=off,zero=0": the --parallel value parseParallel reads back as
-  /// this mesh (micro_batch when not the declaration's).
+  /// this mesh (hsdp when set, micro_batch when not the declaration's).
   std::string parallelFlag() const;
 };
 
 struct RankCoordinates {
   int64_t dp = 0, tp = 0, pp = 0;
+  int64_t shardGroupSize = 1; // the mesh's, to place dp along dp_shard and dp_replicate
   int64_t along(MeshAxis axis) const;
   /// These coordinates with the one along `axis` replaced.
   RankCoordinates with(MeshAxis axis, int64_t index) const;
@@ -66,10 +86,10 @@ Status axisNeighbour(const MeshShape &mesh, int64_t rank, MeshAxis axis, int64_t
 /// "8x8": nodes x GPUs per node, both positive.
 Status parseCluster(std::string_view text, MeshShape &mesh);
 
-/// "dp=8,tp=8,pp=1,vp=1,sp=on,zero=1,micro_batch=1" (any subset, any order; dp defaults to
+/// "dp=8,tp=8,pp=1,vp=1,sp=on,zero=1,hsdp=8,micro_batch=1" (any subset, any order; dp defaults to
 /// what the cluster leaves after tp and pp). Sets the parallel fields of `mesh`; call
-/// validateMesh afterwards.
-Status parseParallel(std::string_view text, MeshShape &mesh);
+/// validateMesh afterwards, with `dpGiven` (whether the text sets dp).
+Status parseParallel(std::string_view text, MeshShape &mesh, bool *dpGiven = nullptr);
 
 /// Layers per (virtual) pipeline stage, `stages` = pp × vp of them in pipeline order: an even
 /// split, or, when the stages do not divide the layers, Megatron-LM's uneven one: every

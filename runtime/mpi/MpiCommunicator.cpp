@@ -121,8 +121,11 @@ public:
     }
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     RankCoordinates c = rankCoordinates(shape, rank);
-    for (MeshAxis axis : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
-      // Ranks that agree on the other two coordinates form the group; key orders it by axis.
+    for (MeshAxis axis : kMeshAxes) {
+      if (!shape.hasAxis(axis)) {
+        continue;
+      }
+      // Ranks that agree on the other coordinates form the group; key orders it by axis.
       int color = static_cast<int>(axisGroupColor(shape, rank, axis));
       MPI_Comm &comm = axisComms[static_cast<int>(axis)];
       MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, static_cast<int>(c.along(axis)), &comm));
@@ -299,7 +302,9 @@ private:
 
   MeshShape meshShape;
   int64_t worldRank = 0, worldRanks = 1;
-  MPI_Comm axisComms[3] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+  // By MeshAxis; MPI_COMM_NULL: not on this mesh.
+  MPI_Comm axisComms[std::size(kMeshAxes)] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL,
+                                              MPI_COMM_NULL, MPI_COMM_NULL};
 };
 
 } // namespace

@@ -66,7 +66,10 @@ Status NcclCommunicator::create(const MeshShape &mesh, int64_t worldRank, int de
   MLPERF_NCCL_RETURN_IF_ERROR(ncclCommInitRank(&nccl->world, static_cast<int>(mesh.worldSize()), id,
                                                static_cast<int>(worldRank)));
   RankCoordinates c = rankCoordinates(mesh, worldRank);
-  for (MeshAxis axis : {MeshAxis::kDP, MeshAxis::kTP, MeshAxis::kPP}) {
+  for (MeshAxis axis : kMeshAxes) {
+    if (!mesh.hasAxis(axis)) {
+      continue;
+    }
     // The ranks that agree on the other coordinates form the group, ordered along the axis.
     MLPERF_NCCL_RETURN_IF_ERROR(ncclCommSplit(
         nccl->world, static_cast<int>(axisGroupColor(mesh, worldRank, axis)),

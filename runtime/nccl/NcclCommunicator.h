@@ -65,7 +65,7 @@ private:
   MeshShape mesh;
   int64_t worldRank = 0;
   ncclComm_t world = nullptr;
-  ncclComm_t axisComms[3] = {nullptr, nullptr, nullptr};
+  ncclComm_t axisComms[std::size(kMeshAxes)] = {}; // by MeshAxis; null: not on this mesh
 };
 
 } // namespace mlperf::rt

@@ -98,8 +98,9 @@ private:
   int64_t axisMembers(const plan::Attribute *axisAttr) {
     MeshAxis axis;
     if (!axisAttr || axisAttr->value_case() != plan::Attribute::kS ||
-        !parseMeshAxis(axisAttr->s(), axis)) {
-      fail("attribute 'axis' must be one of dp, tp, pp");
+        !parseMeshAxis(axisAttr->s(), axis) || !planMesh(plan).hasAxis(axis)) {
+      fail("attribute 'axis' must name an axis of the mesh (dp, tp, pp; dp_shard and "
+           "dp_replicate with hsdp)");
       return 0;
     }
     return planMesh(plan).axisSize(axis);

@@ -239,7 +239,9 @@ Status validateMemory(const plan::Plan &p) {
       }
     }
     if (mesh.dp * mesh.tp * mesh.pp != mesh.worldSize() ||
-        (mesh.zero != 0 && mesh.zero != 1 && mesh.zero != 3)) {
+        (mesh.zero != 0 && mesh.zero != 1 && mesh.zero != 3) ||
+        (mesh.hsdp != 0 &&
+         (mesh.zero == 0 || mesh.hsdp < 2 || mesh.hsdp >= mesh.dp || mesh.dp % mesh.hsdp != 0))) {
       return invalid("the plan's mesh (" + mesh.describe() + ") is inconsistent");
     }
   }
@@ -559,8 +561,9 @@ Status validateStateTensors(const plan::Plan &p) {
     std::vector<int64_t> localShape = stateLocalShape(p, state);
     if (state.split_count() > 1) {
       MeshAxis axis;
-      if (!parseMeshAxis(state.split_axis(), axis) || state.split_count() != mesh.axisSize(axis) ||
-          state.split_dim() < 0 || state.split_dim() >= static_cast<int64_t>(localShape.size())) {
+      if (!parseMeshAxis(state.split_axis(), axis) || !mesh.hasAxis(axis) ||
+          state.split_count() != mesh.axisSize(axis) || state.split_dim() < 0 ||
+          state.split_dim() >= static_cast<int64_t>(localShape.size())) {
         return invalid("state tensor '" + state.name() + "' is split " +
                        std::to_string(state.split_count()) + " ways along dim " +
                        std::to_string(state.split_dim()) + " over axis '" + state.split_axis() +
@@ -590,7 +593,8 @@ Status validateStateTensors(const plan::Plan &p) {
       continue;
     }
     MeshAxis axis;
-    if (!parseMeshAxis(state.shard_axis(), axis) || state.shard_count() != mesh.axisSize(axis)) {
+    if (!parseMeshAxis(state.shard_axis(), axis) || !mesh.hasAxis(axis) ||
+        state.shard_count() != mesh.axisSize(axis)) {
       return invalid("state tensor '" + state.name() + "' is sharded " +
                      std::to_string(state.shard_count()) + " ways over axis '" +
                      state.shard_axis() + "', which the mesh does not have");
@@ -817,6 +821,7 @@ MeshShape planMesh(const plan::Plan &plan) {
   mesh.vp = m.vp();
   mesh.sequenceParallel = m.sequence_parallel();
   mesh.zero = m.zero();
+  mesh.hsdp = m.hsdp();
   return mesh;
 }
 

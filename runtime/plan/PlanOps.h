@@ -16,7 +16,7 @@
 namespace mlperf::rt {
 
 /// Bumped on every incompatible change to runtime/plan.proto or the op table.
-constexpr uint32_t kPlanFormatVersion = 9;
+constexpr uint32_t kPlanFormatVersion = 10;
 
 /// Whether a command talks to other ranks.
 enum class OpCommunication : uint8_t {

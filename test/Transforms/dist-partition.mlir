@@ -2,6 +2,7 @@
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2 zero=1" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=ZERO
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 tp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=TP
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2 zero=1" --tg-autodiff --tg-optimizer --dist-partition --tg-train-step=accumulation-steps=1 --dist-decompose-collectives | FileCheck %s --check-prefix=GATHER
+// RUN: mlperf-opt %s --dist-tensor-parallel="nodes=2 gpus-per-node=2 dp=4 zero=1 hsdp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=HSDP
 
 // Tests dist-partition on a hand-written model (a vocab-parallel embedding tied as the head,
 // and a norm weight), after the passes it needs (the mesh, autodiff, the optimizer step).
@@ -35,6 +36,22 @@
 // ZERO-NEXT: %[[G:.+]] = dist.done %[[FG]]
 // ZERO-NEXT: tg.reshape %[[G]] : tensor<128xf32> -> tensor<16x8xf32>
 // ZERO-NOT: tg.global_norm
+
+// Hybrid sharding (dp=4 in two groups of two): ZeRO-1 inside each group (dp_shard), each
+// reduce-scattered shard then summed over the groups (dp_replicate); the norm adds the
+// shards' squares over the group only, whose replicas hold the same elements.
+// HSDP: dist.mesh @mesh {axes = ["dp", "tp", "pp"], gpus_per_node = 2 : i64, hsdp = 2 : i64, nodes = 2 : i64, shape = array<i64: 4, 1, 1>, zero = 1 : i64}
+// HSDP-LABEL: func.func @optimizer_step(
+// HSDP-SAME: %{{[^:]+}}: tensor<64xf32> {dist.sharding = #dist.sharding<@mesh, {{\[\["dp_shard"\]\]}}>, tg.init = "param", tg.param = @embed, tg.role = "master"}
+// HSDP: %[[FLAT:.+]] = tg.reshape %{{.+}} : tensor<16x8xf32> -> tensor<128xf32>
+// HSDP-NEXT: %[[F:.+]] = dist.reduce_scatter_start %[[FLAT]] over @mesh ["dp_shard"] : tensor<128xf32> -> !dist.future<tensor<64xf32>>
+// HSDP-NEXT: %[[GROUP:.+]] = dist.done %[[F]] : !dist.future<tensor<64xf32>> -> tensor<64xf32>
+// HSDP-NEXT: %[[FR:.+]] = dist.all_reduce_start %[[GROUP]] over @mesh ["dp_replicate"] : tensor<64xf32> -> !dist.future<tensor<64xf32>>
+// HSDP-NEXT: %[[SHARD:.+]] = dist.done %[[FR]] : !dist.future<tensor<64xf32>> -> tensor<64xf32>
+// HSDP: %[[SQ:.+]] = tg.sum_squares %[[SHARD]], %{{.+}} : tensor<64xf32>, tensor<4xf32>
+// HSDP-NEXT: %[[FS:.+]] = dist.all_reduce_start %[[SQ]] over @mesh ["dp_shard"] : tensor<f32> -> !dist.future<tensor<f32>>
+// HSDP: %[[NEW:[^:]+]]:3 = tg.elementwise %{{.+}}, %{{.+}}, %{{.+}}, %[[SHARD]], {{.+}} : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>,
+// HSDP-NEXT: dist.all_gather_start %[[NEW]]#0 over @mesh ["dp_shard"] : tensor<64xf32> -> !dist.future<tensor<128xf32>>
 
 // dist-decompose-collectives then gathers ZeRO-1's updated shards in one bucket: their
 // concatenation (64 + 4) gathered once, viewed as [dp, 68] (row r: rank r's shards), split

@@ -5,7 +5,7 @@
 // and its optimizer state by the roles @optimizer_step gives it,
 // programs whose inputs and outputs are those buffers, one command per tg op with its
 // attributes, numbered activation buffers, and the model metadata. Offsets come later.
-// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 9 : i64, model = {
+// CHECK-LABEL: plan.plan @tiny.plan attributes {format_version = 10 : i64, model = {
 // CHECK-SAME: global_batch_size = 2 : i64, gradient_accumulation_steps = 2 : i64
 // CHECK-SAME: precision = "fp32"
 // CHECK: plan.arena @persistent persistent

@@ -2,7 +2,7 @@
 
 // Tests that a plan without an activations arena is refused (nowhere to place @a).
 // expected-error @below {{plan-memory: the plan needs a persistent and an activations arena}}
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
@@ -14,7 +14,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 
 // Tests that two programs never share an activation buffer: the arena's bytes are reused
 // from program to program, so @a's value would not survive from @first to @second.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.arena @activations activations
   plan.buffer @x : tensor<4xf32> in @persistent

@@ -14,7 +14,7 @@
 // CHECK: plan.buffer @c : tensor<256xf32> in @activations at [[A]]
 // CHECK: plan.buffer @bview : tensor<16x16xf32> in @activations at [[B]] view of @b
 // CHECK: plan.buffer @other : tensor<512xf32> in @activations at 0
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.arena @activations activations
   plan.buffer @x : tensor<4xf32> in @persistent

@@ -28,7 +28,7 @@
 // TIGHT-NEXT: plan.command "fill" [] -> [@t]
 // TIGHT-NEXT: plan.command "event_wait" [] -> [] {event = 1 : i64}
 // TIGHT-NEXT: plan.command "fill" [] -> [@u]
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.arena @activations activations
   plan.buffer @x : tensor<64xf32> in @persistent
@@ -67,7 +67,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // ONE:      plan.command "all_reduce" [@g] -> [@h]
 // ONE:      plan.command "event_wait" [] -> [] {event = 1 : i64}
 // ONE:      plan.command "all_reduce" [@k] -> [@l]
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.arena @activations activations
   plan.buffer @x : tensor<64xf32> in @persistent

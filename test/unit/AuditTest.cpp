@@ -71,7 +71,7 @@ TEST(Certificate, CountsChangesByKindAndRoundTripsThroughJSON) {
 // A plan program's text with `middle` between a fixed first and last command.
 std::string planWith(const std::string &middle, const std::string &offset = "") {
   return R"mlir(
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.arena @activations activations
   plan.buffer @out : tensor<64xf32> in @persistent

@@ -36,6 +36,70 @@ TEST(Mesh, LaysRanksOutTensorParallelFastestThenDataThenPipeline) {
   EXPECT_EQ(rt::axisGroup(m, 5, rt::MeshAxis::kPP), (std::vector<int64_t>{1, 5}));
 }
 
+// hsdp=2 on dp=4 (tp=2, 16 ranks with pp=2): data-parallel ranks {0,1} and {2,3} are the
+// sharding groups, {0,2} and {1,3} the replicas of each shard.
+TEST(Mesh, SplitsDataParallelRanksIntoShardingGroupsAndReplicas) {
+  rt::MeshShape m = mesh(4, 2, 2);
+  m.nodes = 2;
+  m.gpusPerNode = 8;
+  m.zero = 3;
+  m.hsdp = 2;
+  EXPECT_TRUE(m.hasAxis(rt::MeshAxis::kDPShard));
+  EXPECT_EQ(m.axisSize(rt::MeshAxis::kDPShard), 2);
+  EXPECT_EQ(m.axisSize(rt::MeshAxis::kDPReplicate), 2);
+  // Rank 13 = (pp 1, dp 2, tp 1): sharding group member 0 of replica group member 1.
+  rt::RankCoordinates c = rt::rankCoordinates(m, 13);
+  EXPECT_EQ(c.dp, 2);
+  EXPECT_EQ(c.along(rt::MeshAxis::kDPShard), 0);
+  EXPECT_EQ(c.along(rt::MeshAxis::kDPReplicate), 1);
+  EXPECT_EQ(rt::axisGroup(m, 13, rt::MeshAxis::kDP), (std::vector<int64_t>{9, 11, 13, 15}));
+  EXPECT_EQ(rt::axisGroup(m, 13, rt::MeshAxis::kDPShard), (std::vector<int64_t>{13, 15}));
+  EXPECT_EQ(rt::axisGroup(m, 13, rt::MeshAxis::kDPReplicate), (std::vector<int64_t>{9, 13}));
+  EXPECT_EQ(rt::axisGroupColor(m, 15, rt::MeshAxis::kDPShard), 13);
+  EXPECT_EQ(rt::axisGroupColor(m, 15, rt::MeshAxis::kDPReplicate), 11);
+  // Every rank is in exactly one group of each axis, and the groups partition dp's.
+  for (int64_t rank = 0; rank < m.worldSize(); ++rank) {
+    for (rt::MeshAxis axis : {rt::MeshAxis::kDPShard, rt::MeshAxis::kDPReplicate}) {
+      std::vector<int64_t> group = rt::axisGroup(m, rank, axis);
+      int64_t index = rt::rankCoordinates(m, rank).along(axis);
+      EXPECT_EQ(group[index], rank);
+    }
+  }
+  // Without hsdp the sharding group is all of dp and the replicas one rank, and neither
+  // axis is the mesh's.
+  rt::MeshShape flat = mesh(4, 2, 2);
+  EXPECT_FALSE(flat.hasAxis(rt::MeshAxis::kDPReplicate));
+  EXPECT_EQ(flat.axisSize(rt::MeshAxis::kDPShard), 4);
+  EXPECT_EQ(flat.axisSize(rt::MeshAxis::kDPReplicate), 1);
+}
+
+TEST(Mesh, ValidatesHybridSharding) {
+  rt::ModelDims model;
+  model.globalBatch = 64;
+  model.microBatch = 1;
+  auto check = [&](const char *parallel) {
+    rt::MeshShape m;
+    EXPECT_TRUE(rt::parseCluster("4x8", m).isOk());
+    bool dpGiven = true;
+    rt::Status status = rt::parseParallel(parallel, m, &dpGiven);
+    EXPECT_FALSE(dpGiven); // "hsdp=" is not "dp="
+    if (status.isOk()) {
+      status = rt::validateMesh(m, model, dpGiven);
+    }
+    return std::pair{status.isOk() ? m.describe() : status.message(), m.hsdp};
+  };
+  EXPECT_EQ(check("zero=3,hsdp=8").first, "4x8 dp=32 tp=1 pp=1 vp=1 sp=off zero=3 hsdp=8");
+  EXPECT_EQ(check("zero=3,hsdp=32").second, 0); // hsdp=dp is flat sharding
+  EXPECT_EQ(check("zero=1,hsdp=0").second, 0);
+  EXPECT_EQ(check("hsdp=8").first,
+            "--parallel hsdp=8 shards the optimizer state (zero=1) or the parameters too "
+            "(zero=3) inside groups of 8 data-parallel ranks: add zero=1 or zero=3");
+  EXPECT_EQ(check("zero=3,hsdp=6").first,
+            "--parallel hsdp=6 does not divide dp=32: the sharding groups must tile the "
+            "data-parallel ranks (hsdp may be 2, 4, 8, 16, 32)");
+  EXPECT_NE(check("zero=3,hsdp=1").first.find("shard nothing"), std::string::npos);
+}
+
 TEST(Mesh, ParsesAndValidatesStrategies) {
   rt::MeshShape m;
   ASSERT_TRUE(rt::parseCluster("2x4", m).isOk());

@@ -298,7 +298,7 @@ TEST(PlanMemoryPass, StreamZeroRunsWhileTheCollectiveDoes) {
   // (command 3, between the fork at command 1 and the join at command 7). @g is last named
   // at command 3, before @t exists, yet its bytes are in use until the join.
   const char *text = R"mlir(
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.arena @activations activations
   plan.buffer @out : tensor<64xf32> in @persistent

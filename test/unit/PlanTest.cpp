@@ -310,7 +310,17 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          axis->set_name("axis");
          axis->set_s("xp");
        },
-       "attribute 'axis' must be one of dp, tp, pp"},
+       "attribute 'axis' must name an axis of the mesh"},
+      // Hybrid sharding's axes exist only on a mesh with hsdp.
+      {[](plan::Plan &p) {
+         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+         command->set_op("all_reduce");
+         command->clear_attributes();
+         plan::Attribute *axis = command->add_attributes();
+         axis->set_name("axis");
+         axis->set_s("dp_replicate");
+       },
+       "attribute 'axis' must name an axis of the mesh"},
       {[](plan::Plan &p) { p.set_pipeline_stage(1); }, "pipeline stage 1 of a mesh with pp=1"},
       {[](plan::Plan &p) {
          plan::StateTensor *state = p.add_state();

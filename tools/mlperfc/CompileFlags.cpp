@@ -128,7 +128,7 @@ static cl::opt<std::string> compileCluster(
 
 static cl::opt<std::string> compileParallel(
     "parallel", cl::sub(compileCommand()), cl::sub(predictCommand()),
-    cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1|3,micro_batch=.."),
+    cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1|3,hsdp=..,micro_batch=.."),
     cl::desc("Parallel strategy; dp defaults to the ranks left after tp and pp. Every degree "
              "is checked against the cluster and the model"),
     cl::cat(mlperfcCategory()));
@@ -282,11 +282,12 @@ int trainStepOptionsFromFlags(mlir::ModuleOp module, const char *command, TrainS
   if (!withStrategy) {
     return status.isOk() ? 0 : fail(status.message());
   }
+  bool dpGiven = false;
   if (status.isOk()) {
-    status = rt::parseParallel(compileParallel, mesh);
+    status = rt::parseParallel(compileParallel, mesh, &dpGiven);
   }
   if (status.isOk()) {
-    status = rt::validateMesh(mesh, dims, compileParallel.find("dp=") != std::string::npos);
+    status = rt::validateMesh(mesh, dims, dpGiven);
   }
   if (!status.isOk()) {
     return fail(status.message());

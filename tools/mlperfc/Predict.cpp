@@ -94,13 +94,17 @@ static std::string duration(double value) {
                        : rt::humanSeconds(value);
 }
 
-static void printStage(llvm::raw_ostream &os, const StageTime &stage) {
-  double exposed = stage.exposed[0] + stage.exposed[1] + stage.exposed[2];
+static void printStage(llvm::raw_ostream &os, const StageTime &stage, const rt::MeshShape &mesh) {
   os << "compute " << rt::humanSeconds(stage.compute) << ", recompute "
-     << rt::humanSeconds(stage.recompute) << ", exposed communication " << rt::humanSeconds(exposed)
-     << " (dp " << rt::humanSeconds(stage.exposed[static_cast<int>(rt::MeshAxis::kDP)]) << ", tp "
-     << rt::humanSeconds(stage.exposed[static_cast<int>(rt::MeshAxis::kTP)]) << ", pp "
-     << rt::humanSeconds(stage.exposed[static_cast<int>(rt::MeshAxis::kPP)]) << "), bubble "
+     << rt::humanSeconds(stage.recompute) << ", exposed communication "
+     << rt::humanSeconds(stage.exposedTotal()) << " (dp "
+     << rt::humanSeconds(stage.exposedDataParallel());
+  if (mesh.hsdp > 0) { // of which inside the sharding groups and across them
+    os << " [dp_shard " << rt::humanSeconds(stage.exposedOn(rt::MeshAxis::kDPShard))
+       << ", dp_replicate " << rt::humanSeconds(stage.exposedOn(rt::MeshAxis::kDPReplicate)) << "]";
+  }
+  os << ", tp " << rt::humanSeconds(stage.exposedOn(rt::MeshAxis::kTP)) << ", pp "
+     << rt::humanSeconds(stage.exposedOn(rt::MeshAxis::kPP)) << "), bubble "
      << rt::humanSeconds(stage.bubble) << "; communication stream busy "
      << rt::humanSeconds(stage.communication);
 }
@@ -176,7 +180,7 @@ int runPredict() {
     os << "  " << (step.stages.size() > 1 ? "stage " + std::to_string(s) : std::string("step"))
        << (step.stages.size() > 1 && s == step.criticalStage ? " (slowest)" : "") << ": "
        << rt::humanSeconds(step.stages[s].step) << " = ";
-    printStage(os, step.stages[s]);
+    printStage(os, step.stages[s], mesh);
     os << "\n";
   }
   if (device) {
@@ -267,9 +271,11 @@ static std::string whyBetter(const RankedStrategy &better, const RankedStrategy 
   } parts[] = {
       {"compute", theirs.compute - ours.compute},
       {"recompute", theirs.recompute - ours.recompute},
-      {"exposed dp communication", theirs.exposed[0] - ours.exposed[0]},
-      {"exposed tp communication", theirs.exposed[1] - ours.exposed[1]},
-      {"exposed pp communication", theirs.exposed[2] - ours.exposed[2]},
+      {"exposed dp communication", theirs.exposedDataParallel() - ours.exposedDataParallel()},
+      {"exposed tp communication",
+       theirs.exposedOn(rt::MeshAxis::kTP) - ours.exposedOn(rt::MeshAxis::kTP)},
+      {"exposed pp communication",
+       theirs.exposedOn(rt::MeshAxis::kPP) - ours.exposedOn(rt::MeshAxis::kPP)},
       {"pipeline bubble", theirs.bubble - ours.bubble},
   };
   const Part *gain = &parts[0], *loss = &parts[0];
@@ -400,7 +406,7 @@ int runPlanSearch() {
                             std::to_string(stages) + " (the slowest), "
                       : std::string())
        << rt::humanSeconds(critical.step) << " = ";
-    printStage(os, critical);
+    printStage(os, critical, r.options.mesh);
     os << "\n";
     std::vector<std::string> commands =
         buildCommands(r, declaredBatch, modelPathFlag(), emit, search.base.mesh);

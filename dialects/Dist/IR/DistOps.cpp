@@ -67,14 +67,30 @@ LogicalResult MeshOp::verify() {
   if (getVpAttr().getInt() < 1 || (getZero() != 0 && getZero() != 1 && getZero() != 3)) {
     return emitOpError() << "needs vp >= 1 and zero 0, 1 or 3";
   }
+  int64_t hsdp = getHsdp(), dp = getAxisSize("dp");
+  if (hsdp != 0 && (getZero() == 0 || hsdp < 2 || hsdp >= dp || dp % hsdp != 0)) {
+    return emitOpError() << "hsdp " << hsdp << " needs zero 1 or 3 and a divisor of dp " << dp
+                         << " from 2 to dp / 2";
+  }
   return success();
 }
 
+StringRef MeshOp::getZeroShardAxis() { return getHsdp() > 0 ? kShardAxis : "dp"; }
+
 bool MeshOp::hasAxis(StringRef name) {
+  if (getHsdp() > 0 && (name == kShardAxis || name == kReplicaAxis)) {
+    return true;
+  }
   return llvm::is_contained(getAxes().getAsValueRange<StringAttr>(), name);
 }
 
 int64_t MeshOp::getAxisSize(StringRef name) {
+  if (getHsdp() > 0 && name == kShardAxis) {
+    return getHsdp();
+  }
+  if (getHsdp() > 0 && name == kReplicaAxis) {
+    return getAxisSize("dp") / getHsdp();
+  }
   for (auto [axis, size] : llvm::zip(getAxes().getAsValueRange<StringAttr>(), getShape())) {
     if (axis == name) {
       return size;

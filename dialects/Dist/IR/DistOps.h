@@ -42,6 +42,12 @@ mlir::FailureOr<ParameterSplit> parameterSplit(tg::ParamOp param, llvm::StringRe
 /// ZeRO-3 (dist-shard-parameters): a parameter held as this rank's 1-D shard names the mesh
 /// axis it is sharded over and the type it is a shard of.
 inline constexpr llvm::StringLiteral kZeroShardAttr = "dist.zero_shard";
+/// Hybrid sharding's axes (a `dist.mesh` with `hsdp` > 0): the sharding group of `hsdp`
+/// consecutive data-parallel ranks and the replica group of the ranks holding the same shard
+/// (runtime/dist/Mesh.h's dp_shard and dp_replicate).
+inline constexpr llvm::StringLiteral kShardAxis = "dp_shard";
+inline constexpr llvm::StringLiteral kReplicaAxis = "dp_replicate";
+
 /// The type it is a shard of, which tg::ParamOp::getUnshardedType reads.
 inline constexpr llvm::StringLiteral kUnshardedTypeAttr = "dist.unsharded_type";
 

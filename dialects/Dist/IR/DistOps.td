@@ -20,19 +20,25 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
     of ranks, nodes × gpus_per_node. Ranks are laid out as runtime/dist/Mesh.h says: tp
     fastest, then dp, then pp. `vp` (virtual pipeline stages), `sp`
     (sequence parallelism) and `zero` (1: ZeRO-1 optimizer sharding; 3: parameters sharded too,
-    dist-shard-parameters) record the strategy.
+    dist-shard-parameters) record the strategy. `hsdp` = N > 0 (hybrid sharding, which needs
+    zero 1 or 3 and N a divisor of dp below it) shards over groups of N consecutive
+    data-parallel ranks and replicates across them: the mesh then also has the axes
+    `dp_shard` (size N) and `dp_replicate` (size dp / N), which split dp.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes, DenseI64ArrayAttr:$shape,
                        I64Attr:$nodes, I64Attr:$gpus_per_node,
                        DefaultValuedAttr<I64Attr, "1">:$vp,
                        DefaultValuedAttr<BoolAttr, "false">:$sp,
-                       DefaultValuedAttr<I64Attr, "0">:$zero);
+                       DefaultValuedAttr<I64Attr, "0">:$zero,
+                       DefaultValuedAttr<I64Attr, "0">:$hsdp);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The size of axis `name`; 1 for an axis the mesh does not have.
     int64_t getAxisSize(::llvm::StringRef name);
     bool hasAxis(::llvm::StringRef name);
+    /// The axis ZeRO shards over: dp, or dp_shard with hybrid sharding.
+    ::llvm::StringRef getZeroShardAxis();
   }];
 }
 

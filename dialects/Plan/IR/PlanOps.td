@@ -26,7 +26,7 @@ def Plan_PlanOp : Plan_Op<"plan", [SymbolTable, Symbol, SingleBlock, NoTerminato
     `model` holds the training metadata the runtime needs (batch, optimizer, schedule,
     benchmark): the fields of `plan.ModelInfo` in runtime/plan.proto. `mesh`, in a plan for
     more than one rank, holds the fields of `plan.Mesh` (nodes, gpus_per_node, dp, tp, pp,
-    vp, sequence_parallel, zero).
+    vp, sequence_parallel, zero, hsdp).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$format_version,
                        DictionaryAttr:$model, OptionalAttr<DictionaryAttr>:$mesh);

@@ -1,14 +1,14 @@
 // RUN: mlperf-opt %s --split-input-file --verify-diagnostics
 
 // Tests that a plan must have this compiler's format version.
-// expected-error @below {{'plan.plan' op has format version 10, this compiler writes 9}}
-plan.plan @p attributes {format_version = 10 : i64, model = {}} {
+// expected-error @below {{'plan.plan' op has format version 11, this compiler writes 10}}
+plan.plan @p attributes {format_version = 11 : i64, model = {}} {
 }
 
 // -----
 
 // Tests that arenas name a known memory class (an enum: persistent or activations).
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   // expected-error @below {{expected string or keyword containing one of the following enum values for attribute 'memory_class' [persistent, activations]}}
   plan.arena @s scratch
 }
@@ -16,7 +16,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that buffers have a static tensor type the runtime stores.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   // expected-error @below {{type must be a static tensor (no empty dims) of f32, bf16, f8E4M3FN, f8E5M2, i32, i64 or f64, got 'tensor<4xf16>'}}
   plan.buffer @x : tensor<4xf16> in @persistent
@@ -25,7 +25,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a buffer's arena exists.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   // expected-error @below {{arena @nowhere is not a plan.arena}}
   plan.buffer @x : tensor<4xf32> in @nowhere
 }
@@ -33,7 +33,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that offsets are non-negative.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   // expected-error @below {{offset must be non-negative}}
   plan.buffer @x : tensor<4xf32> in @persistent at -256
@@ -42,7 +42,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a view has its source's arena and no more than its bytes (a view may be a prefix).
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{must view a buffer of the same arena with at least its bytes}}
@@ -52,7 +52,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that commands name kernels of the runtime's table.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
@@ -64,7 +64,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that commands have their kernel's arity.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
@@ -76,7 +76,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that commands read and write buffers.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
@@ -88,7 +88,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that program inputs are buffers.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{input @persistent is not a plan.buffer}}
@@ -99,7 +99,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that parameters name buffers.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{gradient @g is not a plan.buffer}}
@@ -109,7 +109,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a sharded state tensor says over which axis and into how many shards.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{needs both shard_axis and shard_count, or neither}}
@@ -119,7 +119,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a view views a buffer, not another view (placement follows one level).
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.buffer @v : tensor<2x2xf32> in @persistent view of @x
@@ -130,7 +130,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that there is one arena per memory class.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @a activations
   // expected-error @below {{is a second arena of memory class "activations": one per class}}
   plan.arena @b activations
@@ -139,7 +139,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that buffers have no empty dims (the runtime refuses them).
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   // expected-error @below {{type must be a static tensor (no empty dims)}}
   plan.buffer @x : tensor<0x4xf32> in @persistent
@@ -148,7 +148,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that program outputs outlive the program: persistent, not activation bytes.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.arena @activations activations
   plan.buffer @x : tensor<4xf32> in @persistent
@@ -162,7 +162,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a command runs on one of its program's streams.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
@@ -174,7 +174,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that an event command names its event.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
@@ -186,7 +186,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a wait follows another stream's record of its event.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] attributes {streams = 2 : i64} {
@@ -199,7 +199,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that programs have one or two streams.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{'plan.program' op has 3 streams; plans have a compute and a communication stream}}
@@ -212,7 +212,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 
 // Tests that a command never reads what another stream writes without an event between them:
 // the collective's result is read on stream 0 before stream 0 waits for it.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.buffer @y : tensor<4xf32> in @persistent
@@ -230,7 +230,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a call names an earlier program of the plan (so calls never recurse).
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   plan.program @f inputs [@x] outputs [@x] {
@@ -242,7 +242,7 @@ plan.plan @p attributes {format_version = 9 : i64, model = {}} {
 // -----
 
 // Tests that a program with roles gives one per input and output.
-plan.plan @p attributes {format_version = 9 : i64, model = {}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {}} {
   plan.arena @persistent persistent
   plan.buffer @x : tensor<4xf32> in @persistent
   // expected-error @below {{'plan.program' op needs one role per input and per output}}

@@ -1,7 +1,7 @@
 // RUN: mlperf-opt %s | mlperf-opt | FileCheck %s
 
 // Tests that a plan prints and parses back unchanged.
-// CHECK-LABEL: plan.plan @p attributes {format_version = 9 : i64, model = {name = "p"}}
+// CHECK-LABEL: plan.plan @p attributes {format_version = 10 : i64, model = {name = "p"}}
 // CHECK: plan.arena @persistent persistent {size = 512 : i64}
 // CHECK: plan.buffer @x : tensor<4xbf16> in @persistent at 0
 // CHECK: plan.buffer @v : tensor<2x2xbf16> in @persistent at 0 view of @x
@@ -10,7 +10,7 @@
 // CHECK: plan.program @f inputs [@x] outputs [@v] {
 // CHECK-NEXT: plan.command "reshape" [@x] -> [@v]
 // CHECK-NEXT: plan.command "scale" [@v] -> [@v] {kernel_attrs = {factor = 5.000000e-01 : f64}}
-plan.plan @p attributes {format_version = 9 : i64, model = {name = "p"}} {
+plan.plan @p attributes {format_version = 10 : i64, model = {name = "p"}} {
   plan.arena @persistent persistent {size = 512 : i64}
   plan.buffer @x : tensor<4xbf16> in @persistent at 0
   plan.buffer @v : tensor<2x2xbf16> in @persistent at 0 view of @x
