@@ -198,8 +198,16 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
           if (vp > 1 && pp == 1) {
             continue;
           }
-          // ZeRO-1 before ZeRO-0: its fit bounds ZeRO-0's.
-          for (int64_t zero : {1, 3, 0}) {
+          // ZeRO-1 before ZeRO-0: its fit bounds ZeRO-0's. ZeRO also sharded inside a node
+          // only (hsdp: the node's data-parallel ranks), when a node holds several of them
+          // and the cluster more than one node's.
+          int64_t nodeRanks = options.gpusPerNode % tp == 0 ? options.gpusPerNode / tp : 0;
+          for (auto [zero, hybrid] :
+               {std::pair<int64_t, bool>{1, false}, {1, true}, {3, false}, {3, true}, {0, false}}) {
+            int64_t dp = world / (tp * pp), hsdp = hybrid ? nodeRanks : 0;
+            if (hybrid && (hsdp < 2 || hsdp >= dp || dp % hsdp != 0)) {
+              continue; // no node-local group smaller than dp
+            }
             rt::MeshShape mesh;
             mesh.nodes = options.nodes;
             mesh.gpusPerNode = options.gpusPerNode;
@@ -208,6 +216,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
             mesh.vp = vp;
             mesh.dp = world / (tp * pp);
             mesh.zero = zero;
+            mesh.hsdp = hsdp;
             mesh.sequenceParallel = tp > 1;
             mesh.microBatch = microBatch;
             if (zero > 0 && mesh.dp == 1) {
