@@ -157,6 +157,9 @@ Batch rankShare(const Batch &batch, const rt::MeshShape &mesh, int64_t rows,
 struct Outcome {
   std::string undefined; // why nothing could be computed
   bool hasGradients = false;
+  // Why the gradients are not compared though computed: ZeRO-2's backward returns each rank's
+  // shard of the sharding group's sum, not a micro-batch's gradient.
+  std::string gradientsNotComparable;
   bool differentiatedCopy = false; // the gradients come from tg-autodiff on a copy
   double loss = 0;
   std::map<std::string, HostTensor> grads;
@@ -434,6 +437,15 @@ private:
       return failure();
     }
     HostTensor out = HostTensor::zeros(full->second.dtype, full->second.shape);
+    // Every part must be its share of the full tensor (a rank's value of another size, a
+    // shard of something else, cannot be put back).
+    int64_t parts = split->axis ? static_cast<int64_t>(tpValues.size()) : 1;
+    for (const HostTensor *value : tpValues) {
+      if (value->numElements() * parts != out.numElements()) {
+        return model.emitError() << "'" << name << "': a rank holds " << value->numElements()
+                                 << " elements, not 1/" << parts << " of its " << out.numElements();
+      }
+    }
     if (split->axis) {
       std::vector<int64_t> blocks;
       if (split->blocks) {
@@ -534,8 +546,16 @@ private:
           // The first sharding group's ranks (dp, or with hsdp the first hsdp of them).
           for (int64_t d = 0; d < mesh.shardGroupSize(); ++d) {
             const HostTensor &shard = (ranks[rt::rankAt(mesh, {d, t, stage})].*field)[entry.first];
+            if (shard.numElements() != size || offset + size > local.numElements()) {
+              outcome.undefined = "the ranks' shards of '" + entry.first + "' do not make it up";
+              return false;
+            }
             std::copy_n(shard.values.begin(), size, local.values.begin() + offset);
             offset += size;
+          }
+          if (offset != local.numElements()) {
+            outcome.undefined = "the ranks' shards of '" + entry.first + "' do not make it up";
+            return false;
           }
           unsharded.push_back(std::move(local));
         }
@@ -551,7 +571,16 @@ private:
       }
       return true;
     };
-    return gather(gradModel, &Outcome::grads, /*partial=*/true, "gradients") &&
+    // ZeRO-2: the backward's gradients are shards of the group's sum (the steps still compare).
+    for (const auto &entry : ranks[tpRank(0)].grads) {
+      auto param = dyn_cast_or_null<tg::ParamOp>(SymbolTable::lookupSymbolIn(
+          gradModel, StringAttr::get(gradModel.getContext(), entry.first)));
+      if (param && entry.second.numElements() != param.getUnshardedType().getNumElements()) {
+        outcome.gradientsNotComparable = "the backward returns ZeRO-2 shards of the ranks' sums";
+      }
+    }
+    return (!outcome.gradientsNotComparable.empty() ||
+            gather(gradModel, &Outcome::grads, /*partial=*/true, "gradients")) &&
            (!stepping || gather(stepModel, &Outcome::params, /*partial=*/false, "parameters"));
   }
 
@@ -699,7 +728,7 @@ private:
       }
     }
     outcome.loss = ranks[rt::rankAt(mesh, {0, 0, last})].loss;
-    outcome.hasGradients = true;
+    outcome.hasGradients = outcome.gradientsNotComparable.empty();
     if (stepping) {
       outcome.steps = ranks[0].steps; // the first stage has the losses the last sends it
       outcome.hasSteps = true;
@@ -741,7 +770,7 @@ private:
       return outcome;
     }
     outcome.loss = ranks[0].loss;
-    outcome.hasGradients = true;
+    outcome.hasGradients = outcome.gradientsNotComparable.empty();
     if (stepping) {
       outcome.steps = ranks[0].steps;
       outcome.hasSteps = true;
@@ -934,6 +963,9 @@ FailureOr<EvidenceReport> gatherEvidence(ModuleOp tiny, const TrainStepOptions &
                                                         : " (before: differentiated on a copy)")
                             : "")
               .str());
+    }
+    if (before.hasGradients && !after.gradientsNotComparable.empty()) {
+      compared.push_back("not the gradients: " + after.gradientsNotComparable);
     }
     if (before.hasSteps && after.hasSteps) {
       evidence.computed = true;

@@ -180,6 +180,12 @@ std::vector<NearbyStrategy> nearbyStrategies(const TrainStepOptions &options,
     next.zero = 1;
     consider("zero=1", next, options.recompute);
   }
+  // ZeRO-2 also shards the accumulated gradients.
+  if (mesh.zero < 2 && mesh.dp > 1) {
+    rt::MeshShape next = mesh;
+    next.zero = 2;
+    consider("zero=2", next, options.recompute);
+  }
   // ZeRO-3 also shards the parameters (not with fp8, which tg-fp8 refuses).
   if (mesh.zero != 3 && mesh.dp > 1 && options.precision != "fp8") {
     rt::MeshShape next = mesh;

@@ -109,8 +109,9 @@ namespace {
 
 /// The persistent bytes a rank of `mesh` holds at least: bf16 parameters and gradients and
 /// 12 bytes of f32 master weights and moments per parameter (sharded over dp, or hsdp's
-/// groups, with ZeRO-1; with ZeRO-3 the parameters too, the accumulated gradient staying
-/// whole), split over tp and pp. Strategies above the device by this alone are not compiled.
+/// groups, with ZeRO-1; with ZeRO-2 the accumulated gradients too; with ZeRO-3 the
+/// parameters and not the gradients, which it accumulates whole), split over tp and pp.
+/// Strategies above the device by this alone are not compiled.
 double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &mesh) {
   double split = static_cast<double>(mesh.tp * mesh.pp);
   double dp = static_cast<double>(mesh.shardGroupSize());
@@ -118,8 +119,9 @@ double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &me
   double frozen = static_cast<double>(summary.parameters - summary.trainableParameters) / split;
   double optimizer = 12.0 / (mesh.zero >= 1 ? dp : 1.0);
   double parameter = mesh.zero == 3 ? 2.0 / dp : 2.0;
+  double gradient = mesh.zero == 2 ? 2.0 / dp : 2.0;
   // bf16 parameter and gradient plus f32 master and moments; a frozen parameter is its value.
-  return trainable * (parameter + 2.0 + optimizer) + frozen * parameter;
+  return trainable * (parameter + gradient + optimizer) + frozen * parameter;
 }
 
 /// "dp=4 tp=8 pp=64 vp=1 sp=on zero=1 recompute=auto gbs=1152": the mesh's strategy (its
@@ -202,8 +204,13 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
           // only (hsdp: the node's data-parallel ranks), when a node holds several of them
           // and the cluster more than one node's.
           int64_t nodeRanks = options.gpusPerNode % tp == 0 ? options.gpusPerNode / tp : 0;
-          for (auto [zero, hybrid] :
-               {std::pair<int64_t, bool>{1, false}, {1, true}, {3, false}, {3, true}, {0, false}}) {
+          for (auto [zero, hybrid] : {std::pair<int64_t, bool>{1, false},
+                                      {1, true},
+                                      {2, false},
+                                      {2, true},
+                                      {3, false},
+                                      {3, true},
+                                      {0, false}}) {
             int64_t dp = world / (tp * pp), hsdp = hybrid ? nodeRanks : 0;
             if (hybrid && (hsdp < 2 || hsdp >= dp || dp % hsdp != 0)) {
               continue; // no node-local group smaller than dp

@@ -268,19 +268,35 @@ struct DistDecomposeCollectivesPass
                << " complete gradient sums";
       }
     }
+    // ZeRO-2: a backward that adds its gradients to accumulator arguments reduce-scatters
+    // them first, every micro-batch, into accumulators of the shard's size.
+    // (With one micro-batch there is nothing to accumulate: the last backward reduces, as
+    // for ZeRO-1.)
+    llvm::DenseSet<Reduction *> everyMicroBatch;
     for (auto &[op, moved] : byCall) {
-      if (failed(reduceInClone(model, cast<func::CallOp>(op), moved))) {
+      auto call = cast<func::CallOp>(op);
+      bool inPlace = mesh.getZero() == 2 && accumulatesInPlace(model, call, moved);
+      LogicalResult reduced = inPlace ? reduceEveryMicroBatch(model, trainStep, call, moved)
+                                      : reduceInClone(model, call, moved);
+      if (failed(reduced)) {
         return failure();
       }
+      for (auto [reduction, result] : moved) {
+        if (inPlace) {
+          everyMicroBatch.insert(reduction);
+        }
+      }
     }
-    // @optimizer_step now takes what the moved collectives produced.
+    // @optimizer_step now takes what the moved collectives produced (with hybrid sharding and
+    // ZeRO-2, the group's shard, which it then all-reduces over the replicas once a step).
     for (auto &[op, moved] : byCall) {
       for (auto [reduction, result] : moved) {
         BlockArgument argument = optimizer.getArgument(reduction->argument);
-        Value reduced = reduction->reduced();
+        bool keepReplica = everyMicroBatch.contains(reduction) && reduction->replicaDone;
+        Value reduced = keepReplica ? reduction->done.getResult() : reduction->reduced();
         argument.setType(reduced.getType());
         reduced.replaceAllUsesWith(argument);
-        if (reduction->replicaDone) {
+        if (reduction->replicaDone && !keepReplica) {
           reduction->replicaDone->erase();
           reduction->replicaStart->erase();
         }
@@ -336,6 +352,28 @@ struct DistDecomposeCollectivesPass
     }
   }
 
+  /// The accumulation tg-train-step builds with several micro-batches: the result `result`
+  /// of `func` is `tg.add %sum, %gradient` of an argument with role grad (the sum so far).
+  static tg::AddOp accumulation(func::FuncOp func, unsigned result) {
+    auto add =
+        func.getBody().front().getTerminator()->getOperand(result).getDefiningOp<tg::AddOp>();
+    auto sum = add ? dyn_cast<BlockArgument>(add.getLhs()) : BlockArgument();
+    if (!sum || sum.getOwner() != &func.getBody().front() || !add->hasOneUse()) {
+      return {};
+    }
+    std::optional<StepRole> role = argRole(func, sum.getArgNumber());
+    return role && role->role == rt::role::kGrad ? add : tg::AddOp();
+  }
+
+  /// Whether `call`'s callee accumulates every moved gradient in place (accumulation).
+  static bool accumulatesInPlace(tg::ModelOp model, func::CallOp call,
+                                 ArrayRef<std::pair<Reduction *, unsigned>> moved) {
+    auto callee = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, call.getCalleeAttr()));
+    return llvm::all_of(moved, [&](auto &entry) {
+      return entry.first->scatter && accumulation(callee, entry.second);
+    });
+  }
+
   /// A copy of `call`'s callee that returns the moved gradients reduced, bucketed; the call
   /// calls it instead.
   LogicalResult reduceInClone(tg::ModelOp model, func::CallOp call,
@@ -349,6 +387,79 @@ struct DistDecomposeCollectivesPass
       return callee.emitError() << "dist-decompose-collectives: @" << clone.getSymName()
                                 << " exists already";
     }
+    if (failed(reduceInBuckets(clone, moved, /*intoShardSums=*/false))) {
+      return failure();
+    }
+    // The train step calls the copy.
+    builder.setInsertionPoint(call);
+    auto reducing = func::CallOp::create(builder, call.getLoc(), clone, call.getOperands());
+    reducing->setDiscardableAttrs(call->getDiscardableAttrDictionary());
+    call.replaceAllUsesWith(reducing.getResults());
+    call.erase();
+    return success();
+  }
+
+  /// ZeRO-2: `call`'s callee itself reduce-scatters each micro-batch's moved gradients in
+  /// buckets and adds this rank's shard to a shard-sized accumulator argument, so that no
+  /// full gradient outlives its bucket; every call of it in `trainStep` passes and gets the
+  /// shard sums, starting from shard-sized zeros.
+  LogicalResult reduceEveryMicroBatch(tg::ModelOp model, func::FuncOp trainStep, func::CallOp call,
+                                      ArrayRef<std::pair<Reduction *, unsigned>> moved) {
+    auto callee = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(model, call.getCalleeAttr()));
+    if (failed(reduceInBuckets(callee, moved, /*intoShardSums=*/true))) {
+      return failure();
+    }
+    SmallVector<func::CallOp> calls;
+    trainStep.walk([&](func::CallOp each) {
+      if (each.getCallee() == callee.getSymName()) {
+        calls.push_back(each);
+      }
+    });
+    for (func::CallOp each : calls) {
+      OpBuilder builder(each);
+      SmallVector<Value> operands(each.getOperands());
+      for (auto [index, operand] : llvm::enumerate(operands)) {
+        Type type = callee.getArgumentTypes()[index];
+        if (operand.getType() == type) {
+          continue;
+        }
+        auto zeros = operand.getDefiningOp<tg::FillOp>();
+        if (!zeros) {
+          return each.emitError() << "dist-decompose-collectives: zero=2 needs the first "
+                                     "accumulator of @"
+                                  << callee.getSymName() << " to be a tg.fill";
+        }
+        operands[index] = tg::FillOp::create(builder, zeros.getLoc(), type, zeros.getValueAttr());
+      }
+      auto reducing = func::CallOp::create(builder, each.getLoc(), callee, operands);
+      reducing->setDiscardableAttrs(each->getDiscardableAttrDictionary());
+      // The sums flow from call to call (and to @optimizer_step) in the shard's type now.
+      for (auto [old, now] : llvm::zip(each.getResults(), reducing.getResults())) {
+        old.replaceAllUsesWith(now);
+      }
+      each.erase();
+    }
+    // The full-size zeros are dead.
+    SmallVector<tg::FillOp> dead;
+    trainStep.walk([&](tg::FillOp fill) {
+      if (fill->use_empty()) {
+        dead.push_back(fill);
+      }
+    });
+    for (tg::FillOp fill : dead) {
+      fill.erase();
+    }
+    return success();
+  }
+
+  /// Rewrites `func` to reduce the moved gradients it returns in buckets, as they complete.
+  /// With `intoShardSums`, each returned result is `tg.add %sum, %gradient` (accumulation):
+  /// %gradient is reduced and added to %sum, which becomes a shard-sized argument.
+  LogicalResult reduceInBuckets(func::FuncOp clone,
+                                ArrayRef<std::pair<Reduction *, unsigned>> moved,
+                                bool intoShardSums) {
+    func::FuncOp callee = clone;
+    OpBuilder builder(clone);
     Block &body = clone.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     llvm::DenseMap<Operation *, int64_t> position;
@@ -362,8 +473,13 @@ struct DistDecomposeCollectivesPass
 
     // Each gradient's prefix (a tp sum, the flattening) right where the backward completes it.
     std::vector<Item> items;
+    llvm::DenseMap<unsigned, tg::AddOp> sums; // result -> its accumulation (intoShardSums)
     for (auto [reduction, result] : moved) {
       Value gradient = ret.getOperand(result);
+      if (intoShardSums) {
+        sums[result] = accumulation(clone, result);
+        gradient = sums[result].getRhs();
+      }
       builder.setInsertionPointAfterValue(gradient);
       IRMapping mapping;
       mapping.map(reduction->prefix.empty() ? reduction->start->getOperand(0)
@@ -390,6 +506,10 @@ struct DistDecomposeCollectivesPass
     llvm::DenseMap<unsigned, int64_t> order;
     for (auto [reduction, result] : moved) {
       order[result] = completedAt(ret.getOperand(result));
+    }
+    // A sum's accumulation waits for the reduced shard now.
+    for (auto &[result, add] : sums) {
+      add->moveBefore(ret);
     }
     llvm::stable_sort(items, [&](const Item &a, const Item &b) {
       return order.lookup(a.result) < order.lookup(b.result);
@@ -462,7 +582,9 @@ struct DistDecomposeCollectivesPass
     for (Bucket &bucket : buckets) {
       auto reducedType = RankedTensorType::get({bucket.columns}, bucket.element);
       Value reduced = dist::DoneOp::create(builder, loc, reducedType, bucket.future).getResult();
-      if (replicated) { // hybrid sharding: the group's shard summed over its replicas
+      // Hybrid sharding: the group's shard summed over its replicas (with ZeRO-2 once a step,
+      // in @optimizer_step).
+      if (replicated && !intoShardSums) {
         auto future = dist::AllReduceStartOp::create(
             builder, loc, dist::FutureType::get(builder.getContext(), reducedType), reduced,
             FlatSymbolRefAttr::get(builder.getContext(), kMesh),
@@ -498,17 +620,20 @@ struct DistDecomposeCollectivesPass
       if (value.getType() != reducedType) {
         value = tg::ReshapeOp::create(builder, loc, reducedType, value);
       }
+      tg::AddOp add = sums.lookup(item.result);
+      if (add) {
+        // The shard added to the shard sum so far, rounded once in the gradient's type.
+        auto sum = cast<BlockArgument>(add.getLhs());
+        sum.setType(value.getType());
+        value = tg::AddOp::create(builder, add.getLoc(), sum, value);
+      }
       ret.setOperand(item.result, value);
+      if (add) {
+        add.erase();
+      }
     }
     clone.setFunctionType(
-        FunctionType::get(clone.getContext(), clone.getArgumentTypes(), ret.getOperandTypes()));
-
-    // The train step calls the copy.
-    builder.setInsertionPoint(call);
-    auto reducing = func::CallOp::create(builder, call.getLoc(), clone, call.getOperands());
-    reducing->setDiscardableAttrs(call->getDiscardableAttrDictionary());
-    call.replaceAllUsesWith(reducing.getResults());
-    call.erase();
+        FunctionType::get(clone.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
     return success();
   }
 

@@ -51,13 +51,13 @@ struct DistTensorParallelPass
   using PerModelPass::PerModelPass;
 
   LogicalResult runOnModel(tg::ModelOp model) {
-    if (dp < 1 || tp < 1 || nodes * gpusPerNode != dp * tp * pp ||
-        (zero != 0 && zero != 1 && zero != 3)) {
+    if (dp < 1 || tp < 1 || nodes * gpusPerNode != dp * tp * pp || zero < 0 || zero > 3) {
       return model.emitError() << "dist-tensor-parallel: dp × tp × pp = "
                                << static_cast<int64_t>(dp * tp * pp)
                                << " ranks does not match the cluster "
                                << static_cast<int64_t>(nodes) << "x"
-                               << static_cast<int64_t>(gpusPerNode) << ", or zero is not 0, 1 or 3";
+                               << static_cast<int64_t>(gpusPerNode)
+                               << ", or zero is not 0, 1, 2 or 3";
     }
     if (SymbolTable::lookupSymbolIn(model, kMesh)) {
       return model.emitError() << "dist-tensor-parallel: the model already has a @mesh";

@@ -750,6 +750,13 @@ def DistDecomposeCollectivesPass : Pass<"dist-decompose-collectives", "::mlir::M
       `dist.done`, and the `tg.split` / `tg.concat` that reassemble each gradient, before the
       copy's return. `plan-schedule` then lets the rest of the backward run meanwhile.
 
+    ZeRO-2 (`zero = 2`) with several micro-batches: instead of a copy, the backward itself
+    reduce-scatters its gradients in the buckets above every micro-batch, and each returned
+    sum becomes `tg.add %shard_sum, %reduced_shard` with the accumulator argument (role
+    `grad`) shard-sized; every call of it in `@train_step` passes the shard sums, starting
+    from shard-sized `tg.fill` zeros. With hybrid sharding the shard sums' all-reduce over
+    `dp_replicate` stays in `@optimizer_step` (once a step).
+
     With ZeRO-1 the global norm's per-shard partial sums stay in `@optimizer_step`, so only
     its one scalar all-reduce waits there. ZeRO-1's all-gathers of the updated f32/bf16
     parameter shards there are packed into buckets too, in update order and without cutting

@@ -702,6 +702,18 @@ LogicalResult PlanBuilder::declareParameters(func::FuncOp optimizerStep) {
   if (failed(stateArgsOf)) {
     return failure();
   }
+  // The gradient sums the backwards add to in place, by parameter: with ZeRO-2 a shard
+  // (dist-decompose-collectives), which the gradient buffer then holds.
+  llvm::StringMap<Type> accumulatorType;
+  for (auto func : body.getOps<func::FuncOp>()) {
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      if (std::optional<StepRole> role = argRole(func, i);
+          role && role->role == rt::role::kGrad &&
+          func.getSymName() != optimizerStep.getSymName()) {
+        accumulatorType[role->param] = func.getArgumentTypes()[i];
+      }
+    }
+  }
   for (auto param : body.getOps<tg::ParamOp>()) {
     if (param.getRepeat()) {
       return param.emitError() << "plan-from-tg needs concrete parameters: run "
@@ -722,6 +734,9 @@ LogicalResult PlanBuilder::declareParameters(func::FuncOp optimizerStep) {
     Type gradType = localType;
     if (isa<Float8E4M3FNType, Float8E5M2Type>(localType.getElementType())) {
       gradType = RankedTensorType::get(localType.getShape(), builder.getBF16Type());
+    }
+    if (Type sum = accumulatorType.lookup(name)) {
+      gradType = sum;
     }
     entry.grad = addBuffer(("grad." + name).str(), gradType, persistent);
     gradOf[name] = entry.grad;

@@ -24,9 +24,9 @@ std::string str(int64_t value) { return std::to_string(value); }
 Status validateHybridSharding(MeshShape &mesh) {
   std::string option = "--parallel hsdp=" + str(mesh.hsdp);
   if (mesh.zero == 0) {
-    return invalid(option + " shards the optimizer state (zero=1) or the parameters too " +
-                   "(zero=3) inside groups of " + str(mesh.hsdp) +
-                   " data-parallel ranks: add zero=1 or zero=3");
+    return invalid(option + " shards the optimizer state (zero=1), the gradients too (zero=2) " +
+                   "or the parameters too (zero=3) inside groups of " + str(mesh.hsdp) +
+                   " data-parallel ranks: add zero=1, 2 or 3");
   }
   if (mesh.hsdp == 1) {
     return invalid(option + ": sharding groups of one rank shard nothing; use zero=0, or hsdp " +
@@ -222,21 +222,16 @@ Status parseParallel(std::string_view text, MeshShape &mesh, bool *dpGiven) {
                       : key == "hsdp"        ? &mesh.hsdp
                       : key == "micro_batch" ? &mesh.microBatch
                                              : nullptr;
-    if (key == "zero" && value == "2") {
-      return invalid("--parallel zero=2: sharded gradient accumulation is not supported; zero=1 "
-                     "and zero=3 reduce-scatter the accumulated gradients in buckets during the "
-                     "last micro-batch's backward, and zero=3 also shards the parameters");
-    }
     if (!target) {
       return invalid("--parallel key '" + key +
                      "' is unknown (known: dp, tp, pp, vp, sp, zero, hsdp, micro_batch)");
     }
     int64_t number = 0;
-    bool zeroStage = value == "0" || value == "1" || value == "3";
+    bool zeroStage = value == "0" || value == "1" || value == "2" || value == "3";
     bool off = key == "hsdp" && value == "0"; // hsdp=0: shard over all of dp
     if (key == "zero" ? !zeroStage : !off && !parsePositive(value, number)) {
       return invalid("--parallel " + key + "=" + std::string(value) + ": expected " +
-                     (key == "zero"   ? "0, 1 or 3"
+                     (key == "zero"   ? "0, 1, 2 or 3"
                       : key == "hsdp" ? "0 (off) or a positive integer up to 1048576"
                                       : "a positive integer up to 1048576"));
     }

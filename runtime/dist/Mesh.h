@@ -40,7 +40,9 @@ struct MeshShape {
   int64_t dp = 1, tp = 1, pp = 1;
   int64_t vp = 1;                // virtual pipeline stages per rank (interleaved 1F1B)
   bool sequenceParallel = false; // sp=on
-  int64_t zero = 0; // 1: optimizer state and master weights sharded over dp; 3: parameters too
+  // 1: optimizer state and master weights sharded over dp; 2: the accumulated gradients too;
+  // 3: and the parameters.
+  int64_t zero = 0;
   // Hybrid sharding: ZeRO shards over groups of this many data-parallel ranks and replicates
   // across the groups; 0: over all of dp (also what hsdp=dp means).
   int64_t hsdp = 0;

@@ -238,8 +238,7 @@ Status validateMemory(const plan::Plan &p) {
         return invalid("the plan's mesh has a degree of " + std::to_string(value));
       }
     }
-    if (mesh.dp * mesh.tp * mesh.pp != mesh.worldSize() ||
-        (mesh.zero != 0 && mesh.zero != 1 && mesh.zero != 3) ||
+    if (mesh.dp * mesh.tp * mesh.pp != mesh.worldSize() || mesh.zero < 0 || mesh.zero > 3 ||
         (mesh.hsdp != 0 &&
          (mesh.zero == 0 || mesh.hsdp < 2 || mesh.hsdp >= mesh.dp || mesh.dp % mesh.hsdp != 0))) {
       return invalid("the plan's mesh (" + mesh.describe() + ") is inconsistent");

@@ -3,6 +3,7 @@
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 tp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=TP
 // RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2 zero=1" --tg-autodiff --tg-optimizer --dist-partition --tg-train-step=accumulation-steps=1 --dist-decompose-collectives | FileCheck %s --check-prefix=GATHER
 // RUN: mlperf-opt %s --dist-tensor-parallel="nodes=2 gpus-per-node=2 dp=4 zero=1 hsdp=2" --tg-autodiff --tg-optimizer --dist-partition | FileCheck %s --check-prefix=HSDP
+// RUN: mlperf-opt %s --dist-tensor-parallel="gpus-per-node=2 dp=2 zero=2" --tg-autodiff --tg-optimizer --dist-partition --tg-train-step=accumulation-steps=2 --dist-decompose-collectives | FileCheck %s --check-prefix=ZERO2
 
 // Tests dist-partition on a hand-written model (a vocab-parallel embedding tied as the head,
 // and a norm weight), after the passes it needs (the mesh, autodiff, the optimizer step).
@@ -52,6 +53,24 @@
 // HSDP-NEXT: %[[FS:.+]] = dist.all_reduce_start %[[SQ]] over @mesh ["dp_shard"] : tensor<f32> -> !dist.future<tensor<f32>>
 // HSDP: %[[NEW:[^:]+]]:3 = tg.elementwise %{{.+}}, %{{.+}}, %{{.+}}, %[[SHARD]], {{.+}} : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>,
 // HSDP-NEXT: dist.all_gather_start %[[NEW]]#0 over @mesh ["dp_shard"] : tensor<64xf32> -> !dist.future<tensor<128xf32>>
+
+// ZeRO-2 (two micro-batches): every micro-batch's backward reduce-scatters its gradients in
+// one bucket (4 + 64 per rank of 136) and adds this rank's shards to shard-sized sums, which
+// the train step starts at zero and passes from call to call to @optimizer_step; no full
+// gradient outlives its bucket.
+// ZERO2-LABEL: func.func @forward_backward(
+// ZERO2-SAME: %{{[^:]+}}: tensor<64xf32> {tg.param = @embed, tg.role = "grad"}, %{{[^:]+}}: tensor<4xf32> {tg.param = @norm, tg.role = "grad"}) -> (tensor<f32>, tensor<64xf32>, tensor<4xf32>)
+// ZERO2: dist.reduce_scatter_start %{{.+}} over @mesh ["dp"] : tensor<136xf32> -> !dist.future<tensor<68xf32>>
+// ZERO2: tg.add %{{.+}}, %{{.+}} : tensor<4xf32>
+// ZERO2: tg.add %{{.+}}, %{{.+}} : tensor<64xf32>
+// ZERO2-LABEL: func.func @optimizer_step(
+// ZERO2-NOT: dist.reduce_scatter_start
+// ZERO2-LABEL: func.func @train_step(
+// ZERO2: %[[E:.+]] = tg.fill {value = 0.000000e+00 : f64} : tensor<64xf32>
+// ZERO2: %[[N:.+]] = tg.fill {value = 0.000000e+00 : f64} : tensor<4xf32>
+// ZERO2: %[[A:.+]]:3 = call @forward_backward(%{{.+}}, %{{.+}}, %[[E]], %[[N]])
+// ZERO2: call @forward_backward(%{{.+}}, %{{.+}}, %[[A]]#1, %[[A]]#2)
+// ZERO2: call @optimizer_step(
 
 // dist-decompose-collectives then gathers ZeRO-1's updated shards in one bucket: their
 // concatenation (64 + 4) gathered once, viewed as [dp, 68] (row r: rank r's shards), split

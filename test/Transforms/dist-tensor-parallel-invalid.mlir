@@ -4,7 +4,7 @@
 // Tests every refusal of dist-tensor-parallel and of the ops' sharding rules it applies
 // (dialects/TG/IR/TGSharding.cpp): each names what cannot be split and why. A cluster that
 // does not hold dp x tp x pp ranks is refused for every model:
-// CLUSTER: error: dist-tensor-parallel: dp × tp × pp = 2 ranks does not match the cluster 1x3, or zero is not 0, 1 or 3
+// CLUSTER: error: dist-tensor-parallel: dp × tp × pp = 2 ranks does not match the cluster 1x3, or zero is not 0, 1, 2 or 3
 
 // A model that already has a mesh is refused.
 // expected-error @below {{dist-tensor-parallel: the model already has a @mesh}}

@@ -92,8 +92,9 @@ TEST(Mesh, ValidatesHybridSharding) {
   EXPECT_EQ(check("zero=3,hsdp=32").second, 0); // hsdp=dp is flat sharding
   EXPECT_EQ(check("zero=1,hsdp=0").second, 0);
   EXPECT_EQ(check("hsdp=8").first,
-            "--parallel hsdp=8 shards the optimizer state (zero=1) or the parameters too "
-            "(zero=3) inside groups of 8 data-parallel ranks: add zero=1 or zero=3");
+            "--parallel hsdp=8 shards the optimizer state (zero=1), the gradients too (zero=2) "
+            "or the parameters too (zero=3) inside groups of 8 data-parallel ranks: add zero=1, "
+            "2 or 3");
   EXPECT_EQ(check("zero=3,hsdp=6").first,
             "--parallel hsdp=6 does not divide dp=32: the sharding groups must tile the "
             "data-parallel ranks (hsdp may be 2, 4, 8, 16, 32)");

@@ -128,7 +128,7 @@ static cl::opt<std::string> compileCluster(
 
 static cl::opt<std::string> compileParallel(
     "parallel", cl::sub(compileCommand()), cl::sub(predictCommand()),
-    cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1|3,hsdp=..,micro_batch=.."),
+    cl::value_desc("dp=..,tp=..,pp=..,vp=..,sp=on|off,zero=0|1|2|3,hsdp=..,micro_batch=.."),
     cl::desc("Parallel strategy; dp defaults to the ranks left after tp and pp. Every degree "
              "is checked against the cluster and the model"),
     cl::cat(mlperfcCategory()));

@@ -64,12 +64,12 @@ LogicalResult MeshOp::verify() {
     return emitOpError() << "has " << ranks << " ranks but the cluster " << nodes << "x" << gpus
                          << " has " << nodes * gpus;
   }
-  if (getVpAttr().getInt() < 1 || (getZero() != 0 && getZero() != 1 && getZero() != 3)) {
-    return emitOpError() << "needs vp >= 1 and zero 0, 1 or 3";
+  if (getVpAttr().getInt() < 1 || getZero() < 0 || getZero() > 3) {
+    return emitOpError() << "needs vp >= 1 and zero 0, 1, 2 or 3";
   }
   int64_t hsdp = getHsdp(), dp = getAxisSize("dp");
   if (hsdp != 0 && (getZero() == 0 || hsdp < 2 || hsdp >= dp || dp % hsdp != 0)) {
-    return emitOpError() << "hsdp " << hsdp << " needs zero 1 or 3 and a divisor of dp " << dp
+    return emitOpError() << "hsdp " << hsdp << " needs zero 1, 2 or 3 and a divisor of dp " << dp
                          << " from 2 to dp / 2";
   }
   return success();

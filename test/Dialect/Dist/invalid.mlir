@@ -142,25 +142,25 @@ dist.mesh @mesh {axes = ["dp", "tp"], shape = array<i64: 2, 0>, nodes = 1 : i64,
 // -----
 
 // Tests that the strategy has at least one virtual pipeline stage.
-// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0, 1 or 3}}
+// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0, 1, 2 or 3}}
 dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64, vp = 0 : i64}
 
 // -----
 
 // Tests that hybrid sharding's groups tile dp and shard ZeRO state.
-// expected-error @below {{'dist.mesh' op hsdp 3 needs zero 1 or 3 and a divisor of dp 4 from 2 to dp / 2}}
+// expected-error @below {{'dist.mesh' op hsdp 3 needs zero 1, 2 or 3 and a divisor of dp 4 from 2 to dp / 2}}
 dist.mesh @mesh {axes = ["dp"], shape = array<i64: 4>, nodes = 1 : i64, gpus_per_node = 4 : i64, zero = 1 : i64, hsdp = 3 : i64}
 
 // -----
 
-// expected-error @below {{'dist.mesh' op hsdp 2 needs zero 1 or 3 and a divisor of dp 4 from 2 to dp / 2}}
+// expected-error @below {{'dist.mesh' op hsdp 2 needs zero 1, 2 or 3 and a divisor of dp 4 from 2 to dp / 2}}
 dist.mesh @mesh {axes = ["dp"], shape = array<i64: 4>, nodes = 1 : i64, gpus_per_node = 4 : i64, hsdp = 2 : i64}
 
 // -----
 
 // Tests that ZeRO is a stage the compiler knows.
-// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0, 1 or 3}}
-dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64, zero = 2 : i64}
+// expected-error @below {{'dist.mesh' op needs vp >= 1 and zero 0, 1, 2 or 3}}
+dist.mesh @mesh {axes = ["dp"], shape = array<i64: 2>, nodes = 1 : i64, gpus_per_node = 2 : i64, zero = 4 : i64}
 
 // -----
 
