@@ -65,10 +65,11 @@ TRAIN_OVERRIDES = {
 }
 
 CONFIGS = {
-    # Grouped-query attention (kv_heads < heads), two sequences per micro-batch and two
-    # micro-batches per step (gradient accumulation).
+    # Grouped-query attention (kv_heads < heads), two sequences per micro-batch and four
+    # micro-batches per step (gradient accumulation: two per rank at dp=2, which ZeRO-2
+    # reduce-scatters one by one; one per rank at dp=4, which hybrid sharding splits 2 x 2).
     "gqa": dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=160, vocab=256, seq=32,
-                micro_batch=2, gbs=4),
+                micro_batch=2, gbs=8),
     # Multi-head attention (kv_heads == heads), three layers, odd sizes, no accumulation.
     "mha": dict(layers=3, hidden=48, heads=3, kv_heads=3, ffn=128, vocab=96, seq=16,
                 micro_batch=1, gbs=1),
@@ -327,8 +328,10 @@ def train_ours(mlperfc, workdir, tag, cfg, train, seed, extra_sets=""):
 
 
 # Distributed runs compared with JAX directly (not only with our single rank).
+# Each strategy on 1x2 unless it names its cluster ("NODESxGPUS:PARALLEL").
 DISTRIBUTED = {"tp2": "tp=2", "pp2": "pp=2", "dp2_zero1": "dp=2,zero=1",
-               "dp2_zero3": "dp=2,zero=3"}
+               "dp2_zero2": "dp=2,zero=2", "dp2_zero3": "dp=2,zero=3",
+               "dp4_hsdp2_zero3": "2x2:zero=3,hsdp=2"}
 # Final parameters after STEPS f32 steps against the float64 oracle: elementwise within
 # PARAM_RTOL of the tensor's largest magnitude (AdamW's steps are lr-sized, so differences
 # stay far below it unless the math differs).
@@ -406,12 +409,15 @@ def check_distributed(name, cfg, mlperfc, workdir, model, weights, reference, fi
     mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
     data = os.path.join(workdir, f"{name}.train.data")  # the stream train_ours wrote
     ok = True
-    for tag, parallel in strategies.items():
+    for tag, strategy in strategies.items():
+        cluster, parallel = strategy.split(":") if ":" in strategy else ("1x2", strategy)
+        nodes, gpus = (int(n) for n in cluster.split("x"))
+        ranks = nodes * gpus
         plan = os.path.join(workdir, f"{name}.{tag}.pb")
-        subprocess.run([mlperfc, "compile", model, "--cluster", "1x2", "--parallel", parallel,
+        subprocess.run([mlperfc, "compile", model, "--cluster", cluster, "--parallel", parallel,
                         "-o", plan], check=True, capture_output=True)
         checkpoint = os.path.join(workdir, f"{name}.{tag}.final.safetensors")
-        run = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", mlperf_run, plan,
+        run = subprocess.run(["mpirun", "--oversubscribe", "-np", str(ranks), mlperf_run, plan,
                               "--data", data, "--data-order", "sequential", "--init-from",
                               weights, "--max-steps", str(STEPS), "--print-every", "1",
                               "--save", checkpoint],
@@ -425,7 +431,8 @@ def check_distributed(name, cfg, mlperfc, workdir, model, weights, reference, fi
         worst_param = float("nan")
         if run.returncode == 0:
             stem = checkpoint[:-len(".safetensors")]
-            params = reassemble([f"{stem}.rank{r}-of-2.safetensors" for r in range(2)])
+            params = reassemble([f"{stem}.rank{r}-of-{ranks}.safetensors"
+                                 for r in range(ranks)])
             worst_param = 0.0
             if sorted(params) != sorted(final):
                 failures.append(f"reassembled tensors {sorted(params)[:3]}... are not the "
@@ -441,7 +448,7 @@ def check_distributed(name, cfg, mlperfc, workdir, model, weights, reference, fi
                 worst_param = max(worst_param, error) if np.isfinite(error) else float("inf")
                 if not finite_and_within(error, PARAM_RTOL):
                     failures.append(f"final {key}: max diff {error:.1e} of its scale")
-        print(f"{name} {tag} under mpirun -np 2: {len(got)} steps, worst rel diff of loss, lr, "
+        print(f"{name} {tag} under mpirun -np {ranks}: {len(got)} steps, worst rel diff of loss, lr, "
               f"grad_norm vs JAX f64 {worst:.1e}, final parameters {worst_param:.1e} of their "
               f"scale: {'ok' if not failures else 'MISMATCH'}")
         for failure in failures[:10]:
