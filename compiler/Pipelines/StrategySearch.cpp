@@ -110,7 +110,7 @@ namespace {
 /// The persistent bytes a rank of `mesh` holds at least: bf16 parameters and gradients and
 /// 12 bytes of f32 master weights and moments per parameter (sharded over dp, or hsdp's
 /// groups, with ZeRO-1; with ZeRO-2 the accumulated gradients too; with ZeRO-3 the
-/// parameters and not the gradients, which it accumulates whole), split over tp and pp.
+/// parameters too), split over tp and pp.
 /// Strategies above the device by this alone are not compiled.
 double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &mesh) {
   double split = static_cast<double>(mesh.tp * mesh.pp);
@@ -119,7 +119,7 @@ double persistentLowerBound(const ModelSummary &summary, const rt::MeshShape &me
   double frozen = static_cast<double>(summary.parameters - summary.trainableParameters) / split;
   double optimizer = 12.0 / (mesh.zero >= 1 ? dp : 1.0);
   double parameter = mesh.zero == 3 ? 2.0 / dp : 2.0;
-  double gradient = mesh.zero == 2 ? 2.0 / dp : 2.0;
+  double gradient = mesh.zero >= 2 ? 2.0 / dp : 2.0;
   // bf16 parameter and gradient plus f32 master and moments; a frozen parameter is its value.
   return trainable * (parameter + gradient + optimizer) + frozen * parameter;
 }

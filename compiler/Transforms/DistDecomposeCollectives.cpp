@@ -275,7 +275,7 @@ struct DistDecomposeCollectivesPass
     llvm::DenseSet<Reduction *> everyMicroBatch;
     for (auto &[op, moved] : byCall) {
       auto call = cast<func::CallOp>(op);
-      bool inPlace = mesh.getZero() == 2 && accumulatesInPlace(model, call, moved);
+      bool inPlace = mesh.getZero() >= 2 && accumulatesInPlace(model, call, moved);
       LogicalResult reduced = inPlace ? reduceEveryMicroBatch(model, trainStep, call, moved)
                                       : reduceInClone(model, call, moved);
       if (failed(reduced)) {
@@ -311,7 +311,88 @@ struct DistDecomposeCollectivesPass
                                                 optimizer.getBody().front().getArgumentTypes(),
                                                 optimizer.getResultTypes()));
     bucketParameterGathers(optimizer);
+    if (!everyMicroBatch.empty() && replicated) {
+      bucketReplicaReductions(optimizer);
+    }
     return success();
+  }
+
+  /// Hybrid sharding with ZeRO-2/3: @optimizer_step all-reduces each shard sum over
+  /// dp_replicate. Consecutive ones of one element type are packed into buckets: the shards'
+  /// concatenation is all-reduced once and split back. Exact: each element is still summed
+  /// over the same ranks in the same order.
+  void bucketReplicaReductions(func::FuncOp optimizer) {
+    Block &body = optimizer.getBody().front();
+    SmallVector<SmallVector<std::pair<dist::AllReduceStartOp, dist::DoneOp>>> buckets;
+    int64_t filled = 0;
+    Type bucketElement;
+    for (auto start : body.getOps<dist::AllReduceStartOp>()) {
+      auto input = dyn_cast<BlockArgument>(start.getInput());
+      auto type = cast<RankedTensorType>(start.getInput().getType());
+      auto axes = start.getAxes();
+      if (!input || type.getRank() != 1 || axes.size() != 1 ||
+          cast<StringAttr>(axes[0]).getValue() != dist::kReplicaAxis ||
+          !start.getResult().hasOneUse() || start.getReduction() != "sum") {
+        continue;
+      }
+      auto done = dyn_cast<dist::DoneOp>(*start.getResult().getUsers().begin());
+      if (!done) {
+        continue;
+      }
+      int64_t capacity = bucketElements(bucketBytes, type.getElementType());
+      if (buckets.empty() || type.getElementType() != bucketElement ||
+          filled + type.getNumElements() > capacity) {
+        buckets.emplace_back();
+        filled = 0;
+        bucketElement = type.getElementType();
+      }
+      buckets.back().push_back({start, done});
+      filled += type.getNumElements();
+    }
+    MLIRContext *context = optimizer.getContext();
+    for (auto &bucket : buckets) {
+      if (bucket.size() < 2) {
+        continue;
+      }
+      // Every input is an argument: the packed collective goes where the first one was.
+      OpBuilder builder(bucket.front().first);
+      Location loc = bucket.front().first.getLoc();
+      SmallVector<Value> inputs;
+      SmallVector<int64_t> sizes;
+      int64_t columns = 0;
+      for (auto [start, done] : bucket) {
+        inputs.push_back(start.getInput());
+        sizes.push_back(cast<RankedTensorType>(start.getInput().getType()).getNumElements());
+        columns += sizes.back();
+      }
+      Type element = cast<RankedTensorType>(inputs.front().getType()).getElementType();
+      auto packedType = RankedTensorType::get({columns}, element);
+      Value packed =
+          tg::ConcatOp::create(builder, loc, packedType, inputs, builder.getI64IntegerAttr(0));
+      auto future = dist::AllReduceStartOp::create(
+          builder, loc, dist::FutureType::get(context, packedType), packed,
+          bucket.front().first.getMeshAttr(), bucket.front().first.getAxesAttr());
+      // The sums are read where the first member's were.
+      Operation *firstDone = bucket.front().second;
+      for (auto [start, done] : bucket) {
+        if (done->isBeforeInBlock(firstDone)) {
+          firstDone = done;
+        }
+      }
+      builder.setInsertionPoint(firstDone);
+      Value reduced = dist::DoneOp::create(builder, loc, packedType, future).getResult();
+      SmallVector<Type> types;
+      for (int64_t size : sizes) {
+        types.push_back(RankedTensorType::get({size}, element));
+      }
+      auto split = tg::SplitOp::create(builder, loc, types, reduced, builder.getI64IntegerAttr(0),
+                                       builder.getDenseI64ArrayAttr(sizes));
+      for (auto [index, member] : llvm::enumerate(bucket)) {
+        member.second.getResult().replaceAllUsesWith(split.getResult(index));
+        member.second->erase();
+        member.first->erase();
+      }
+    }
   }
 
   /// ZeRO-1's parameter all-gathers in @optimizer_step, one per updated shard, packed into

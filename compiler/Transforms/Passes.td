@@ -531,10 +531,9 @@ def DistShardParametersPass : Pass<"dist-shard-parameters", "::mlir::ModuleOp"> 
       backward. `plan-schedule` later starts the gathers early (prefetch) within its memory
       limit.
 
-    Gradients keep their full local type: each rank accumulates its micro-batches'
-    gradients and `dist-decompose-collectives` reduce-scatters them in buckets during the
-    last micro-batch's backward (FSDP's `no_sync` accumulation). Fails, naming the parameter,
-    if its element count does not divide by dp, or when the mesh has pipeline stages.
+    Gradients keep their full local type here; `dist-decompose-collectives` then makes each
+    micro-batch's backward reduce-scatter them in buckets into shard-sized sums (as for
+    zero = 2). Fails, naming the parameter, if its element count does not divide by dp.
 
     ```mlir
     // before (dp = 2): tg.param @w : tensor<64x64xbf16>
@@ -750,7 +749,7 @@ def DistDecomposeCollectivesPass : Pass<"dist-decompose-collectives", "::mlir::M
       `dist.done`, and the `tg.split` / `tg.concat` that reassemble each gradient, before the
       copy's return. `plan-schedule` then lets the rest of the backward run meanwhile.
 
-    ZeRO-2 (`zero = 2`) with several micro-batches: instead of a copy, the backward itself
+    ZeRO-2 and ZeRO-3 (`zero` 2 or 3) with several micro-batches: instead of a copy, the backward itself
     reduce-scatters its gradients in the buckets above every micro-batch, and each returned
     sum becomes `tg.add %shard_sum, %reduced_shard` with the accumulator argument (role
     `grad`) shard-sized; every call of it in `@train_step` passes the shard sums, starting
