@@ -19,6 +19,24 @@ bool parsePositive(std::string_view text, int64_t &value) {
 
 std::string str(int64_t value) { return std::to_string(value); }
 
+/// The value of the five given for `axis` (a size or a coordinate along it).
+int64_t byAxis(MeshAxis axis, int64_t dp, int64_t tp, int64_t pp, int64_t dpShard,
+               int64_t dpReplicate) {
+  switch (axis) {
+  case MeshAxis::kDP:
+    return dp;
+  case MeshAxis::kTP:
+    return tp;
+  case MeshAxis::kPP:
+    return pp;
+  case MeshAxis::kDPShard:
+    return dpShard;
+  case MeshAxis::kDPReplicate:
+    return dpReplicate;
+  }
+  return 0;
+}
+
 /// hsdp=N: ZeRO shards over groups of N data-parallel ranks that tile dp. hsdp=dp is plain
 /// (flat) sharding and becomes 0, so both spell one plan.
 Status validateHybridSharding(MeshShape &mesh) {
@@ -78,19 +96,7 @@ bool parseMeshAxis(std::string_view name, MeshAxis &axis) {
 }
 
 int64_t MeshShape::axisSize(MeshAxis axis) const {
-  switch (axis) {
-  case MeshAxis::kDP:
-    return dp;
-  case MeshAxis::kTP:
-    return tp;
-  case MeshAxis::kPP:
-    return pp;
-  case MeshAxis::kDPShard:
-    return shardGroupSize();
-  case MeshAxis::kDPReplicate:
-    return dp / shardGroupSize();
-  }
-  return 1;
+  return byAxis(axis, dp, tp, pp, shardGroupSize(), dp / shardGroupSize());
 }
 
 std::string MeshShape::describe() const {
@@ -107,19 +113,7 @@ std::string MeshShape::parallelFlag() const {
 }
 
 int64_t RankCoordinates::along(MeshAxis axis) const {
-  switch (axis) {
-  case MeshAxis::kDP:
-    return dp;
-  case MeshAxis::kTP:
-    return tp;
-  case MeshAxis::kPP:
-    return pp;
-  case MeshAxis::kDPShard:
-    return dp % shardGroupSize;
-  case MeshAxis::kDPReplicate:
-    return dp / shardGroupSize;
-  }
-  return 0;
+  return byAxis(axis, dp, tp, pp, dp % shardGroupSize, dp / shardGroupSize);
 }
 
 RankCoordinates RankCoordinates::with(MeshAxis axis, int64_t index) const {

@@ -64,6 +64,17 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
     std::function<void(plan::Plan &)> mutate;
     std::string expected;
   };
+  // The first command made an all-reduce over `axis`.
+  auto allReduceOver = [](std::string axis) {
+    return [axis](plan::Plan &p) {
+      plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
+      command->set_op("all_reduce");
+      command->clear_attributes();
+      plan::Attribute *attribute = command->add_attributes();
+      attribute->set_name("axis");
+      attribute->set_s(axis);
+    };
+  };
   std::vector<Case> cases = {
       {[](plan::Plan &p) { p.set_format_version(99); }, "plan format version 99"},
       {[](plan::Plan &p) { p.mutable_buffers(1)->set_offset(250); }, "lies outside its 256-byte"},
@@ -302,25 +313,9 @@ TEST(Plan, MalformedPlansAreRejectedWithTheReason) {
          mesh->set_vp(1);
        },
        "is inconsistent"},
-      {[](plan::Plan &p) {
-         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
-         command->set_op("all_reduce");
-         command->clear_attributes();
-         plan::Attribute *axis = command->add_attributes();
-         axis->set_name("axis");
-         axis->set_s("xp");
-       },
-       "attribute 'axis' must name an axis of the mesh"},
+      {allReduceOver("xp"), "attribute 'axis' must name an axis of the mesh"},
       // Hybrid sharding's axes exist only on a mesh with hsdp.
-      {[](plan::Plan &p) {
-         plan::Command *command = p.mutable_programs(0)->mutable_commands(0);
-         command->set_op("all_reduce");
-         command->clear_attributes();
-         plan::Attribute *axis = command->add_attributes();
-         axis->set_name("axis");
-         axis->set_s("dp_replicate");
-       },
-       "attribute 'axis' must name an axis of the mesh"},
+      {allReduceOver("dp_replicate"), "attribute 'axis' must name an axis of the mesh"},
       {[](plan::Plan &p) { p.set_pipeline_stage(1); }, "pipeline stage 1 of a mesh with pp=1"},
       {[](plan::Plan &p) {
          plan::StateTensor *state = p.add_state();
