@@ -229,6 +229,9 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
             if (zero > 0 && mesh.dp == 1) {
               continue; // nothing to shard
             }
+            if (zero == 2 && gbs / microBatch / mesh.dp == 1) {
+              continue; // one micro-batch per rank: ZeRO-2 is ZeRO-1
+            }
             rt::ModelDims candidateDims = dims;
             candidateDims.globalBatch = gbs;
             std::string description = describe(mesh, recompute, gbs);
