@@ -83,6 +83,29 @@ struct TrainingSession::Log {
 
 TrainingSession::~TrainingSession() = default;
 
+/// The submission keys as the rules and the official checker take them.
+static Status checkSubmissionFields(const SessionOptions &options) {
+  if (options.submissionOrg.empty()) {
+    return invalid("--submission-org must name the submitting organization");
+  }
+  if (options.submissionDivision != "closed" && options.submissionDivision != "open") {
+    return invalid("--submission-division must be closed or open, got '" +
+                   options.submissionDivision + "'");
+  }
+  const std::string &status = options.submissionStatus;
+  if (!status.empty() && status != "onprem" && status != "cloud" && status != "research" &&
+      status != "preview") {
+    return invalid("--submission-status must be onprem, cloud, research or preview, got '" +
+                   status + "'");
+  }
+  for (const std::string *field : {&options.submissionOrg, &options.submissionPlatform}) {
+    if (field->find_first_of("\n\r") != std::string::npos) {
+      return invalid("the submission fields are one line each");
+    }
+  }
+  return Status::ok();
+}
+
 Status TrainingSession::open(const SessionOptions &options, RankInfo rank,
                              const CommunicatorFactory &makeCommunicator,
                              std::unique_ptr<TrainingSession> &session) {
@@ -92,6 +115,7 @@ Status TrainingSession::open(const SessionOptions &options, RankInfo rank,
   if (!options.initFrom.empty() && !options.resume.empty()) {
     return invalid("--init-from and --resume are alternatives: give one");
   }
+  MLPERF_RETURN_IF_ERROR(checkSubmissionFields(options));
   if (options.data.empty()) {
     return invalid("--data PREFIX (a Megatron indexed dataset PREFIX.bin/.idx) is required");
   }
@@ -400,8 +424,13 @@ Status TrainingSession::openOutputs() {
   }
   const plan::ModelInfo &model = planFile.model();
   BenchmarkConfig config = benchmarkConfig(model);
-  config.platform = std::to_string(mesh.nodes) + "x" + std::to_string(mesh.gpusPerNode) + " " +
-                    backend->name() + " (mlperf-run)";
+  config.organization = options.submissionOrg;
+  config.division = options.submissionDivision;
+  config.status = options.submissionStatus;
+  config.platform = !options.submissionPlatform.empty()
+                        ? options.submissionPlatform
+                        : std::to_string(mesh.nodes) + "x" + std::to_string(mesh.gpusPerNode) +
+                              " " + backend->name() + " (mlperf-run)";
   config.globalBatchSize = globalBatch;
   config.maxSequenceLength = seq;
   config.evalSamples = evalSamples;

@@ -38,6 +38,12 @@ struct SessionOptions {
   int64_t seed = -1;     // -1: 0, or the checkpoint's on a resume
   int64_t maxSteps = -1; // -1: the model's
   int64_t saveEvery = 0;
+  /// The MLPerf log's submission keys (mlperf-run --submission-*): who submits, the division
+  /// (closed or open), the system (the systems/<name>.json of the package; empty: a
+  /// description of this run's cluster and backend) and its availability status (onprem,
+  /// cloud, research or preview; empty: not logged).
+  std::string submissionOrg = "mlperfc", submissionDivision = "closed", submissionPlatform,
+              submissionStatus;
 };
 
 /// This rank of the job: 0 of 1 for a single process.

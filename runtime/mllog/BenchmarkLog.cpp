@@ -45,6 +45,9 @@ void logBenchmarkConfig(MLLogger &logger, const BenchmarkConfig &c) {
   MLLOG_POINT(logger, "submission_platform", c.platform);
   MLLOG_POINT(logger, "submission_division", c.division);
   MLLOG_POINT(logger, "submission_benchmark", c.benchmark);
+  if (!c.status.empty()) {
+    MLLOG_POINT(logger, "submission_status", c.status);
+  }
   MLLOG_POINT(logger, "global_batch_size", c.globalBatchSize);
   MLLOG_POINT(logger, "micro_batch_size", c.microBatchSize);
   MLLOG_POINT(logger, "gradient_accumulation_steps", c.gradientAccumulationSteps);

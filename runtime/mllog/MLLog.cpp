@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <string_view>
 #include <unistd.h>
 
 namespace mlperf::rt {
@@ -66,6 +67,19 @@ std::string MLLogger::encode(const MLLogValue &value) {
   return jsonQuote(std::get<std::string>(value));
 }
 
+/// `file` (a __FILE__) relative to the source tree, or its last component when it is not
+/// under it: a log names no directory of the machine that built the tool.
+static std::string_view sourceRelative(std::string_view file) {
+#ifdef MLPERFC_SOURCE_DIR
+  constexpr std::string_view kSourceDir = MLPERFC_SOURCE_DIR;
+  if (file.substr(0, kSourceDir.size()) == kSourceDir) {
+    return file.substr(kSourceDir.size());
+  }
+#endif
+  size_t slash = file.find_last_of('/');
+  return slash == std::string_view::npos ? file : file.substr(slash + 1);
+}
+
 void MLLogger::log(MLLogEvent event, const std::string &key, const MLLogValue &value,
                    const MLLogMetadata &metadata, const char *file, int line) {
   if (!stream) {
@@ -80,7 +94,7 @@ void MLLogger::log(MLLogEvent event, const std::string &key, const MLLogValue &v
   std::string text = ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(now) +
                      ", \"event_type\": \"" + type + "\", \"key\": " + jsonQuote(key) +
                      ", \"value\": " + encode(value) +
-                     ", \"metadata\": {\"file\": " + jsonQuote(file) +
+                     ", \"metadata\": {\"file\": " + jsonQuote(std::string(sourceRelative(file))) +
                      ", \"lineno\": " + std::to_string(line);
   for (const auto &[name, entry] : metadata) {
     text += ", " + jsonQuote(name) + ": " + encode(entry);

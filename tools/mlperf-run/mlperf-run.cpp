@@ -306,6 +306,16 @@ int main(int argc, char **argv) {
   cli.addString("resume", &options.session.resume, "CKPT.safetensors",
                 "Continue a run saved with --save, bit-identically");
   cli.addString("mllog", &options.session.mllog, "FILE", "Write the MLPerf log here");
+  cli.addString("submission-org", &options.session.submissionOrg, "NAME",
+                "The log's submission_org: the submitting organization (default mlperfc)");
+  cli.addString("submission-division", &options.session.submissionDivision, "DIVISION",
+                "The log's submission_division: closed (default) or open");
+  cli.addString("submission-platform", &options.session.submissionPlatform, "SYSTEM",
+                "The log's submission_platform: the system's name, as in the package's "
+                "systems/SYSTEM.json (default: this run's cluster and backend)");
+  cli.addString("submission-status", &options.session.submissionStatus, "STATUS",
+                "The log's submission_status: onprem, cloud, research or preview (default: not "
+                "logged)");
   cli.addString("metrics-out", &options.session.metricsOut, "FILE.jsonl",
                 "One JSON object per step: step, samples, loss, lr, grad_norm, tokens_per_s");
   cli.addString("trace", &options.session.trace, "FILE.json",
