@@ -506,7 +506,7 @@ struct DistDecomposeCollectivesPass
         }
         auto zeros = operand.getDefiningOp<tg::FillOp>();
         if (!zeros) {
-          return each.emitError() << "dist-decompose-collectives: zero=2 needs the first "
+          return each.emitError() << "dist-decompose-collectives: ZeRO-2/3 needs the first "
                                      "accumulator of @"
                                   << callee.getSymName() << " to be a tg.fill";
         }
