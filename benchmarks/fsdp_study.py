@@ -24,7 +24,7 @@ import tempfile
 
 STRATEGIES = [
     ("flat FSDP", "zero=3"),
-    ("HSDP (node)", "zero=3,hsdp={node}"),
+    ("HSDP (node)", "zero=3,hsdp=8"),  # a node's 8 data-parallel ranks
     ("FSDP + TP 2", "tp=2,sp=on,zero=3"),
     ("FSDP + TP 4", "tp=4,sp=on,zero=3"),
 ]
@@ -89,8 +89,7 @@ def main():
         first = {}
         for nodes in args.nodes:
             for name, parallel in STRATEGIES:
-                r = predict(mlperfc, model, nodes, parallel.format(node=8 // (
-                    2 if "tp=2" in parallel else 4 if "tp=4" in parallel else 1)))
+                r = predict(mlperfc, model, nodes, parallel)
                 gpus = nodes * 8
                 if "error" in r:
                     print(f"| {gpus:,} | {name} | — | | | | {r['error']} | | |")

@@ -152,6 +152,28 @@ int64_t bucketElements(int64_t bucketBytes, Type element) {
                          : kDefaultBucketElements;
 }
 
+/// Consecutive `items` of one element type packed into buckets of up to `bucketBytes`, none
+/// cut (one larger than a bucket stays alone); `sized(item)` gives its element type and the
+/// elements it adds to its bucket.
+template <typename T, typename Sized>
+SmallVector<SmallVector<T>> wholeItemBuckets(ArrayRef<T> items, int64_t bucketBytes, Sized sized) {
+  SmallVector<SmallVector<T>> buckets;
+  int64_t filled = 0;
+  Type bucketElement;
+  for (const T &item : items) {
+    auto [element, elements] = sized(item);
+    if (buckets.empty() || element != bucketElement ||
+        filled + elements > bucketElements(bucketBytes, element)) {
+      buckets.emplace_back();
+      filled = 0;
+      bucketElement = element;
+    }
+    buckets.back().push_back(item);
+    filled += elements;
+  }
+  return buckets;
+}
+
 /// Fills buckets in the order of `items` (the backward's completion order), one open bucket per
 /// kind of collective and element type, cutting a gradient where a bucket fills up.
 std::vector<Bucket> planBuckets(std::vector<Item> &items, int64_t bucketBytes) {
@@ -323,9 +345,8 @@ struct DistDecomposeCollectivesPass
   /// over the same ranks in the same order.
   void bucketReplicaReductions(func::FuncOp optimizer) {
     Block &body = optimizer.getBody().front();
-    SmallVector<SmallVector<std::pair<dist::AllReduceStartOp, dist::DoneOp>>> buckets;
-    int64_t filled = 0;
-    Type bucketElement;
+    using Reduce = std::pair<dist::AllReduceStartOp, dist::DoneOp>;
+    SmallVector<Reduce> reductions;
     for (auto start : body.getOps<dist::AllReduceStartOp>()) {
       auto input = dyn_cast<BlockArgument>(start.getInput());
       auto type = cast<RankedTensorType>(start.getInput().getType());
@@ -335,20 +356,14 @@ struct DistDecomposeCollectivesPass
           !start.getResult().hasOneUse() || start.getReduction() != "sum") {
         continue;
       }
-      auto done = dyn_cast<dist::DoneOp>(*start.getResult().getUsers().begin());
-      if (!done) {
-        continue;
+      if (auto done = dyn_cast<dist::DoneOp>(*start.getResult().getUsers().begin())) {
+        reductions.push_back({start, done});
       }
-      int64_t capacity = bucketElements(bucketBytes, type.getElementType());
-      if (buckets.empty() || type.getElementType() != bucketElement ||
-          filled + type.getNumElements() > capacity) {
-        buckets.emplace_back();
-        filled = 0;
-        bucketElement = type.getElementType();
-      }
-      buckets.back().push_back({start, done});
-      filled += type.getNumElements();
     }
+    auto buckets = wholeItemBuckets(ArrayRef<Reduce>(reductions), bucketBytes, [](Reduce r) {
+      auto type = cast<RankedTensorType>(r.first.getInput().getType());
+      return std::pair{type.getElementType(), type.getNumElements()};
+    });
     MLIRContext *context = optimizer.getContext();
     for (auto &bucket : buckets) {
       if (bucket.size() < 2) {
@@ -409,23 +424,12 @@ struct DistDecomposeCollectivesPass
         gathers.push_back({start, done});
       }
     }
-    // Consecutive gathers of one element type up to the bucket size; a larger shard alone.
-    SmallVector<SmallVector<Gather>> buckets;
-    int64_t filled = 0;
-    Type bucketElement;
-    for (auto gather : gathers) {
-      auto type = cast<RankedTensorType>(gather.first.getInput().getType());
-      int64_t capacity = bucketElements(bucketBytes, type.getElementType());
-      int64_t elements = type.getNumElements() * reduceMembers;
-      if (buckets.empty() || type.getElementType() != bucketElement ||
-          filled + elements > capacity) {
-        buckets.emplace_back();
-        filled = 0;
-        bucketElement = type.getElementType();
-      }
-      buckets.back().push_back(gather);
-      filled += elements;
-    }
+    // Consecutive gathers of one element type up to the bucket size (counted gathered); a
+    // larger shard alone.
+    auto buckets = wholeItemBuckets(ArrayRef<Gather>(gathers), bucketBytes, [&](Gather g) {
+      auto type = cast<RankedTensorType>(g.first.getInput().getType());
+      return std::pair{type.getElementType(), type.getNumElements() * reduceMembers};
+    });
     for (auto &bucket : buckets) {
       if (bucket.size() > 1) {
         packGathers(bucket, reduceMembers);
@@ -533,15 +537,14 @@ struct DistDecomposeCollectivesPass
     return success();
   }
 
-  /// Rewrites `func` to reduce the moved gradients it returns in buckets, as they complete.
+  /// Rewrites `target` to reduce the moved gradients it returns in buckets, as they complete.
   /// With `intoShardSums`, each returned result is `tg.add %sum, %gradient` (accumulation):
   /// %gradient is reduced and added to %sum, which becomes a shard-sized argument.
-  LogicalResult reduceInBuckets(func::FuncOp clone,
+  LogicalResult reduceInBuckets(func::FuncOp target,
                                 ArrayRef<std::pair<Reduction *, unsigned>> moved,
                                 bool intoShardSums) {
-    func::FuncOp callee = clone;
-    OpBuilder builder(clone);
-    Block &body = clone.getBody().front();
+    OpBuilder builder(target);
+    Block &body = target.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     llvm::DenseMap<Operation *, int64_t> position;
     for (auto [index, op] : llvm::enumerate(body)) {
@@ -558,7 +561,7 @@ struct DistDecomposeCollectivesPass
     for (auto [reduction, result] : moved) {
       Value gradient = ret.getOperand(result);
       if (intoShardSums) {
-        sums[result] = accumulation(clone, result);
+        sums[result] = accumulation(target, result);
         gradient = sums[result].getRhs();
       }
       builder.setInsertionPointAfterValue(gradient);
@@ -576,7 +579,7 @@ struct DistDecomposeCollectivesPass
       int64_t elements = cast<RankedTensorType>(item.input.getType()).getNumElements();
       item.rows = reduction->scatter ? reduceMembers : 1;
       if (elements % item.rows != 0) {
-        return callee.emitError() << "dist-decompose-collectives: a gradient of " << elements
+        return target.emitError() << "dist-decompose-collectives: a gradient of " << elements
                                   << " elements does not split over " << reduceAxis << "="
                                   << reduceMembers;
       }
@@ -603,7 +606,7 @@ struct DistDecomposeCollectivesPass
 
     // Pieces as soon as a gradient is complete; a bucket's collective starts once its last
     // piece exists.
-    Location loc = callee.getLoc();
+    Location loc = target.getLoc();
     Operation *last = nullptr;
     for (auto [index, item] : llvm::enumerate(items)) {
       Operation *def = item.input.getDefiningOp();
@@ -713,8 +716,8 @@ struct DistDecomposeCollectivesPass
         add.erase();
       }
     }
-    clone.setFunctionType(
-        FunctionType::get(clone.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
+    target.setFunctionType(
+        FunctionType::get(target.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
     return success();
   }
 

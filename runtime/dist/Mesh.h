@@ -56,8 +56,6 @@ struct MeshShape {
   }
   /// The ranks ZeRO shards over: hsdp, or all of dp.
   int64_t shardGroupSize() const { return hsdp > 0 ? hsdp : dp; }
-  /// The axis ZeRO shards over: dp, or dp_shard under hsdp.
-  MeshAxis shardAxis() const { return hsdp > 0 ? MeshAxis::kDPShard : MeshAxis::kDP; }
   /// "1x8 dp=1 tp=8 pp=1 vp=1 sp=off zero=0" (and " hsdp=N" when set).
   std::string describe() const;
   /// "dp=1,tp=8,pp=1,vp=1,sp=off,zero=0": the --parallel value parseParallel reads back as
