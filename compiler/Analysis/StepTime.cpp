@@ -149,6 +149,7 @@ private:
     to.bubble += from.bubble;
     to.communication += from.communication;
     to.flops += from.flops;
+    to.gemm += from.gemm;
     for (size_t a = 0; a < std::size(to.exposed); ++a) {
       to.exposed[a] += from.exposed[a];
     }
@@ -304,7 +305,11 @@ private:
       } else if (cost.kind == CostKind::kTransfer) {
         run.parts.bubble += cost.seconds;
       } else {
-        (recomputed(command) ? run.parts.recompute : run.parts.compute) += cost.seconds;
+        bool again = recomputed(command);
+        (again ? run.parts.recompute : run.parts.compute) += cost.seconds;
+        if (!again && (cost.kind == CostKind::kGemm || cost.kind == CostKind::kAttention)) {
+          run.parts.gemm += cost.seconds;
+        }
       }
     }
     ++run.next[lane];

@@ -52,6 +52,9 @@ struct StageTime {
   double bubble = 0;        // waiting for pipeline transfers (the schedule's bubble)
   double communication = 0; // busy time of the communication stream (overlapped or not)
   double flops = 0;         // GEMM and attention FLOPs the rank executes (recompute included)
+  /// The part of `compute` spent in GEMMs and attention: a function of the shapes alone, the
+  /// same for every strategy with the rank's tensor parallelism and micro-batch.
+  double gemm = 0;
 
   double exposedOn(rt::MeshAxis axis) const { return exposed[static_cast<int>(axis)]; }
   /// Over the data-parallel ranks: dp, and hybrid sharding's dp_shard and dp_replicate.

@@ -154,6 +154,61 @@ double fastestFlopRate(const DeviceSpeed &speed) {
 
 std::string gib(double bytes) { return rt::humanBytes(static_cast<uint64_t>(bytes)); }
 
+/// The GEMM and attention seconds of one micro-batch on a rank of tensor-parallel degree tp:
+/// per layer, and for the rest of the model (embedding, head, loss). They depend on the
+/// shapes alone (tp, sequence parallelism, the micro-batch), so every strategy with this tp
+/// spends them on each of its micro-batches, whatever its pipeline, data parallelism, ZeRO
+/// level or recompute add.
+struct GemmShare {
+  double perLayer = 0, rest = 0;
+};
+
+/// `declaration` with `layers` layers.
+OwningOpRef<ModuleOp> withLayers(ModuleOp declaration, int64_t layers) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(declaration->clone()));
+  tg::ModelOp model = modelOf(*copy);
+  model.walk([&](tg::RepeatLayersOp stack) { stack.setCount(layers); });
+  for (tg::ParamOp param : model.getBody().front().getOps<tg::ParamOp>()) {
+    if (param.getRepeat()) {
+      param.setRepeat(layers);
+    }
+  }
+  return copy;
+}
+
+/// GemmShare from the predicted steps of two proxies (one and two layers, one micro-batch,
+/// one rank of a tp group: no pipeline, no data parallelism, nothing recomputed); none when
+/// either does not compile.
+std::optional<GemmShare> gemmShare(ModuleOp declaration, const TrainStepOptions &base,
+                                   const DeviceSpeed &speed, int64_t tp, int64_t microBatch) {
+  TrainStepOptions proxy = base;
+  proxy.mesh = rt::MeshShape();
+  proxy.mesh.gpusPerNode = tp;
+  proxy.mesh.tp = tp;
+  proxy.mesh.sequenceParallel = tp > 1;
+  proxy.mesh.microBatch = microBatch;
+  proxy.recompute = "none";
+  proxy.recomputeBudgets.clear();
+  proxy.accumulationSteps = 1;
+  proxy.schedule = false; // overlap moves communication, not GEMMs
+  double seconds[2] = {};
+  for (int64_t layers : {1, 2}) {
+    OwningOpRef<ModuleOp> resized = withLayers(declaration, layers);
+    OwningOpRef<ModuleOp> oneMicroBatch = withGlobalBatch(*resized, microBatch);
+    std::string error;
+    FailureOr<PredictedStep> predicted =
+        predictCompiledStep(*oneMicroBatch, proxy, nullptr, speed, false, error);
+    if (failed(predicted) || predicted->step.stages.size() != 1) {
+      return std::nullopt;
+    }
+    seconds[layers - 1] = predicted->step.stages.front().gemm;
+  }
+  GemmShare share;
+  share.perLayer = std::max(0.0, seconds[1] - seconds[0]);
+  share.rest = std::max(0.0, seconds[0] - share.perLayer);
+  return share;
+}
+
 } // namespace
 
 SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options) {
@@ -186,6 +241,19 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
   for (int64_t tp = 1; tp <= options.gpusPerNode && tp <= 8; tp *= 2) {
     if (options.gpusPerNode % tp == 0) {
       tps.push_back(tp);
+    }
+  }
+  // Per tp, what its GEMMs and attention cost a micro-batch: the bound below that skips
+  // strategies. A proxy that does not compile leaves its tp to the FLOP-rate bound.
+  std::map<int64_t, GemmShare> gemmShares;
+  if (dims.layers > 0) {
+    ScopedDiagnosticHandler quietProxies(declaration.getContext(),
+                                         [](Diagnostic &) { return success(); });
+    for (int64_t tp : tps) {
+      if (std::optional<GemmShare> share =
+              gemmShare(declaration, options.base, options.speed, tp, microBatch)) {
+        gemmShares[tp] = *share;
+      }
     }
   }
   // Every strategy the mesh checks and the persistent-state bound allow.
@@ -251,11 +319,19 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
               continue;
             }
             // The step takes at least the rank's share of the model FLOPs at the fastest
-            // GEMM rate, stretched by the pipeline's fill and drain (p - 1) / (v m).
+            // GEMM rate, and at least a stage's average share of the GEMM and attention
+            // time of its micro-batches; either stretched by the pipeline's fill and drain
+            // (p - 1) / (v m).
             double accumulation = static_cast<double>(gbs / microBatch / mesh.dp);
             double compute = summary.trainFlopsPerToken * static_cast<double>(gbs) *
                              static_cast<double>(summary.seqLen) / static_cast<double>(world) /
                              flopRate;
+            if (auto share = gemmShares.find(tp); share != gemmShares.end()) {
+              double perMicroBatch =
+                  (static_cast<double>(dims.layers) * share->second.perLayer + share->second.rest) /
+                  static_cast<double>(pp);
+              compute = std::max(compute, accumulation * perMicroBatch);
+            }
             double step = compute * (1.0 + static_cast<double>(pp - 1) /
                                                (static_cast<double>(vp) * accumulation));
             Candidate candidate{mesh, gbs, 0};
@@ -312,7 +388,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
     if (options.keep > 0 && best.size() >= options.keep &&
         candidate.bound > best[options.keep - 1]) {
       exclude(result.pruned,
-              "not compiled: even at the fastest GEMM rate with no communication its " +
+              "not compiled: even with its GEMMs and attention alone, at no communication, its " +
                   std::string(byTrain ? "time to train" : "time per sample") +
                   " is not below the " + std::to_string(options.keep) + "th best found");
       continue;
@@ -353,6 +429,7 @@ SearchResult searchStrategies(ModuleOp declaration, const SearchOptions &options
     }
     RankedStrategy ranked;
     ranked.description = description;
+    ranked.bound = candidate.bound;
     ranked.options = predicted->options;
     ranked.globalBatch = gbs;
     ranked.step = std::move(predicted->step);

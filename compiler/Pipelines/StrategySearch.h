@@ -62,9 +62,11 @@ struct SearchOptions {
   /// Precision, fusions, scheduling and the recompute policy (`auto` fits each strategy to
   /// the device, as `mlperfc compile --device` does).
   TrainStepOptions base;
-  /// Rank at least this many: a strategy whose lower bound (its share of the model FLOPs at
-  /// the fastest GEMM rate, stretched by the pipeline's fill and drain) is worse than the
-  /// keep-th best found is not compiled. 0: compile every one.
+  /// Rank at least this many: a strategy whose lower bound is worse than the keep-th best
+  /// found is not compiled. The bound is the larger of its share of the model FLOPs at the
+  /// fastest GEMM rate and a stage's share of the GEMM and attention time its micro-batches
+  /// take (measured on proxies of one and two layers per tp), stretched by the pipeline's
+  /// fill and drain. 0: compile every one.
   size_t keep = 10;
   /// Called after each strategy considered with its description and what became of it.
   llvm::function_ref<void(const std::string &description, const std::string &outcome)> progress =
@@ -81,6 +83,7 @@ struct RankedStrategy {
   size_t peakStage = 0;
   StepPrediction step; // every stage's parts; step.criticalStage is the slowest
   double mfu = 0;
+  double bound = 0; // the lower bound on the ranking metric the search ordered it by
 };
 
 /// A strategy left out, and why (the mesh checks, memory, a compile error, the bound).

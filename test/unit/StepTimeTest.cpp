@@ -217,6 +217,10 @@ TEST(StepTime, CallsAreBarriersAndAreSimulatedOnce) {
   PlanBuilder::command(callee, "add", {x}, {x}); // 2 ms
   plan::Command *recomputed = PlanBuilder::command(callee, "add", {x}, {x});
   recomputed->set_origin("tiny.mlir:12 (recomputed)");
+  // A GEMM (1 ms) and its recomputed copy: only the original counts as `gemm`.
+  uint32_t w = b.buffer({1000, 500}), y = b.buffer({1000, 500});
+  PlanBuilder::command(callee, "matmul", {x, w}, {y});
+  PlanBuilder::command(callee, "matmul", {x, w}, {y})->set_origin("tiny.mlir:13 (recomputed)");
   plan::Program *step = b.program("train_step");
   for (int m = 0; m < 3; ++m) {
     plan::Command *call = PlanBuilder::command(step, "call", {}, {});
@@ -226,11 +230,13 @@ TEST(StepTime, CallsAreBarriersAndAreSimulatedOnce) {
   StepPrediction prediction;
   rt::Status status = predictStep({&b.plan}, roundDevice(), prediction, true);
   ASSERT_TRUE(status.isOk()) << status.toString();
-  EXPECT_NEAR(prediction.stepSeconds, 0.012, 1e-12);
-  EXPECT_NEAR(prediction.stages[0].recompute, 0.006, 1e-12);
-  ASSERT_EQ(prediction.timeline.size(), 6u);
-  EXPECT_EQ(prediction.timeline[5].microBatch, 2);
-  EXPECT_NEAR(prediction.timeline[5].start, 0.010, 1e-12);
+  EXPECT_NEAR(prediction.stepSeconds, 0.018, 1e-12);
+  EXPECT_NEAR(prediction.stages[0].recompute, 0.009, 1e-12);
+  EXPECT_NEAR(prediction.stages[0].compute, 0.009, 1e-12);
+  EXPECT_NEAR(prediction.stages[0].gemm, 0.003, 1e-12);
+  ASSERT_EQ(prediction.timeline.size(), 12u);
+  EXPECT_EQ(prediction.timeline[11].microBatch, 2);
+  EXPECT_NEAR(prediction.timeline[8].start, 0.012, 1e-12);
   EXPECT_EQ(prediction.timeline[1].name, "add tiny.mlir:12 (recomputed)");
 }
 
