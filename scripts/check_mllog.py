@@ -30,7 +30,15 @@ def main():
     parser.add_argument("--reduced-model", action="store_true",
                         help="allow the failures of the benchmark's pinned hyperparameters")
     args = parser.parse_args()
-    log = os.path.abspath(args.log)
+    status, message = check_log(args.log, args.reduced_model)
+    print(message)
+    return status
+
+
+def check_log(path, reduced_model=False):
+    """(exit status, verdict) of the official checker on the log at `path`; the verdict
+    holds the checker's output when it failed."""
+    log = os.path.abspath(path)
     with tempfile.TemporaryDirectory() as workdir:
         checker = subprocess.run(
             [sys.executable, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
@@ -38,12 +46,9 @@ def main():
             capture_output=True, text=True, cwd=workdir)
     output = checker.stdout + checker.stderr
     if checker.returncode == 0:
-        print(f"check_mllog: {args.log}: the MLPerf checker passed")
-        return 0
-    if not args.reduced_model or "Compliance checks:" not in output:
-        print(output)
-        print(f"check_mllog: {args.log}: the MLPerf checker FAILED")
-        return 1
+        return 0, f"check_mllog: {path}: the MLPerf checker passed"
+    if not reduced_model or "Compliance checks:" not in output:
+        return 1, f"{output}\ncheck_mllog: {path}: the MLPerf checker FAILED"
     failed = set(re.findall(r"CHECK for '(\w+)' failed", output))
     failed |= set(re.findall(r"Failed checks for (\w+)", output))
     # Verdict lines; the detail lines under a failed CHECK repeat its key's test.
@@ -55,14 +60,11 @@ def main():
                          for key in BENCHMARK_PINNED_KEYS)]
     unexpected = sorted(failed - BENCHMARK_PINNED_KEYS)
     if unexpected or other:
-        print(output)
-        print(f"check_mllog: {args.log}: the MLPerf checker FAILED beyond the reduced model's "
-              f"pinned hyperparameters: {unexpected} {other}")
-        return 1
-    print(f"check_mllog: {args.log}: the MLPerf checker passed every rule except the "
-          f"benchmark's pinned hyperparameters, which a reduced model differs in: "
-          f"{', '.join(sorted(failed))}")
-    return 0
+        return 1, (f"{output}\ncheck_mllog: {path}: the MLPerf checker FAILED beyond the "
+                   f"reduced model's pinned hyperparameters: {unexpected} {other}")
+    return 0, (f"check_mllog: {path}: the MLPerf checker passed every rule except the "
+               f"benchmark's pinned hyperparameters, which a reduced model differs in: "
+               f"{', '.join(sorted(failed))}")
 
 
 if __name__ == "__main__":

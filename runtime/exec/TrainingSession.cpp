@@ -431,6 +431,8 @@ Status TrainingSession::openOutputs() {
                         ? options.submissionPlatform
                         : std::to_string(mesh.nodes) + "x" + std::to_string(mesh.gpusPerNode) +
                               " " + backend->name() + " (mlperf-run)";
+  config.nodes = mesh.nodes;
+  config.acceleratorsPerNode = mesh.gpusPerNode;
   config.globalBatchSize = globalBatch;
   config.maxSequenceLength = seq;
   config.evalSamples = evalSamples;

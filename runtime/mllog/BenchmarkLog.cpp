@@ -48,6 +48,10 @@ void logBenchmarkConfig(MLLogger &logger, const BenchmarkConfig &c) {
   if (!c.status.empty()) {
     MLLOG_POINT(logger, "submission_status", c.status);
   }
+  if (c.nodes > 0) {
+    MLLOG_POINT(logger, "number_of_nodes", c.nodes);
+    MLLOG_POINT(logger, "accelerators_per_node", c.acceleratorsPerNode);
+  }
   MLLOG_POINT(logger, "global_batch_size", c.globalBatchSize);
   MLLOG_POINT(logger, "micro_batch_size", c.microBatchSize);
   MLLOG_POINT(logger, "gradient_accumulation_steps", c.gradientAccumulationSteps);

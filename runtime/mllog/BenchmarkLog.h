@@ -16,6 +16,8 @@ namespace mlperf::rt {
 struct BenchmarkConfig {
   std::string organization = "mlperfc", platform, division = "closed", benchmark;
   std::string status; // submission_status (onprem, cloud, research, preview); empty: not logged
+  /// The system's scale as the result summarizer reads it; 0: not logged.
+  int64_t nodes = 0, acceleratorsPerNode = 0;
   int64_t globalBatchSize = 0, microBatchSize = 0, gradientAccumulationSteps = 0;
   int64_t maxSequenceLength = 0, evalSamples = 0, trainSamples = 0, maxSteps = 0;
   int64_t warmupSteps = 0, decaySteps = 0, trainingSteps = 0;

@@ -47,6 +47,11 @@ def main():
                 "submission_benchmark": "llama31_8b"}
     if values != expected:
         sys.exit(f"submission keys {values}, expected {expected}")
+    # The system's scale, as the result summarizer reads it.
+    scale = {e["key"]: e["value"] for e in events
+             if e["key"] in ("number_of_nodes", "accelerators_per_node")}
+    if scale != {"number_of_nodes": 1, "accelerators_per_node": 1}:
+        sys.exit(f"system scale {scale}, expected 1 node of 1 accelerator")
     absolute = {e["metadata"]["file"] for e in events if e["metadata"]["file"].startswith("/")}
     if absolute or sourcedir in open(log).read():
         sys.exit(f"the log names the build machine's paths: {sorted(absolute)[:3]}")
