@@ -203,36 +203,45 @@ def score(args):
     ok = True
     for system, benchmark, folder in folders:
         runs = [Run(path) for path in result_files(folder)]
-        say(f"score of {system}/{benchmark}: {len(runs)} runs")
+        # As MLCommons' result summarizer does: a log the checker refuses is no result.
         for run in runs:
-            time = f"{run.minutes:.4g} min" if run.minutes is not None else "no time"
-            note = f" (left out of the average: {run.problem})" if run.problem else ""
-            say(f"  {os.path.basename(run.path)}: seed {run.seed}, {time}{note}")
-        required = required_runs(benchmark)
-        if required is not None and len(runs) != required:
-            ok = False
-            say(f"  the rules require {required} runs of {benchmark}, the package has "
-                f"{len(runs)}")
-        average = olympic_score([r.minutes if r.converged else None for r in runs])
-        if average is None:
-            ok = False
-            say("  no score: more than one run did not converge (olympic scoring drops one)"
-                if len(runs) >= 3 else "  no score: fewer than three runs")
-            continue
-        passed, factor, verdict = rcp_normalisation(folder)
-        say(f"  RCP checker: {verdict}")
-        if not passed and args.reduced_model:
-            say(f"  score of a reduced model: {average:.4g} minutes (olympic average; the RCP "
-                f"verdict is for the real benchmark's convergence)")
-            continue
-        if not passed:
-            ok = False
-            say(f"  no valid score: the RCP check failed (olympic average {average:.4g} "
-                f"minutes)")
-            continue
-        say(f"  score: {average * factor:.4g} minutes (olympic average {average:.4g} minutes "
-            f"x RCP normalisation {factor:.4f})")
+            if run.problem is None and check_mllog.check_log(run.path, args.reduced_model)[0]:
+                run.problem = (f"the MLPerf checker refuses its log (scripts/check_mllog.py "
+                               f"{run.path} says why)")
+        say(f"score of {system}/{benchmark}: {len(runs)} runs")
+        ok = benchmark_score(benchmark, folder, runs, args.reduced_model) and ok
     return 0 if ok else 1
+
+
+def benchmark_score(benchmark, folder, runs, reduced_model=False):
+    """Prints each run and the benchmark's score as the rules compute it; False when there
+    is no valid score."""
+    for run in runs:
+        time = f"{run.minutes:.4g} min" if run.minutes is not None else "no time"
+        note = f" (left out of the average: {run.problem})" if run.problem else ""
+        say(f"  {os.path.basename(run.path)}: seed {run.seed}, {time}{note}")
+    ok = True
+    required = required_runs(benchmark)
+    if required is not None and len(runs) != required:
+        ok = False
+        say(f"  the rules require {required} runs of {benchmark}, the package has {len(runs)}")
+    average = olympic_score([r.minutes if r.converged else None for r in runs])
+    if average is None:
+        say("  no score: more than one run did not converge or has no valid log (olympic "
+            "scoring drops one)" if len(runs) >= 3 else "  no score: fewer than three runs")
+        return False
+    passed, factor, verdict = rcp_normalisation(folder)
+    say(f"  RCP checker: {verdict}")
+    if not passed and reduced_model:
+        say(f"  score of a reduced model: {average:.4g} minutes (olympic average; the RCP "
+            f"verdict is for the real benchmark's convergence)")
+        return ok
+    if not passed:
+        say(f"  no valid score: the RCP check failed (olympic average {average:.4g} minutes)")
+        return False
+    say(f"  score: {average * factor:.4g} minutes (olympic average {average:.4g} minutes "
+        f"x RCP normalisation {factor:.4f})")
+    return ok
 
 
 # --- check -------------------------------------------------------------------------------

@@ -108,8 +108,11 @@ def tiny_package(bindir, sourcedir, workdir):
     if "seed" in output.split("kept")[-1].split("wrote")[0]:
         sys.exit("a kept campaign ran again")
     run(*submit, "check", package, "--reduced-model")
-    # Without --reduced-model the same package fails the official checks, and says so.
+    # Without --reduced-model the same package fails the official checks, and says so; its
+    # logs are no results.
     expect_in(run(*submit, "check", package, expect=1), "package checker FAILED")
+    expect_in(run(*submit, "score", package, expect=1), "the MLPerf checker refuses its log",
+              "no score: more than one run did not converge or has no valid log")
 
     # No system fields given: those the checker requires and this machine cannot tell are
     # named. Runs that do not reach the target are reported and the score is refused.
@@ -118,7 +121,32 @@ def tiny_package(bindir, sourcedir, workdir):
                  "--", "--data", data, "--eval-data", data, "--print-every", "0",
                  "--target", "1", "--max-steps", "2", expect=1, cwd=workdir)
     expect_in(output, "lacks the fields", "cooling", "did NOT reach the target",
-              "no score: more than one run did not converge")
+              "no score: more than one run did not converge or has no valid log")
+
+    # Through mpirun, as a cluster launches: two data-parallel ranks, one log, the scale logged.
+    plan2 = os.path.join(workdir, "tiny_dp2.pb")
+    run(os.path.join(bindir, "mlperfc"), "compile", model, "--cluster", "1x2", "--parallel",
+        "dp=2", "-o", plan2)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    launched = os.path.join(workdir, "launched")
+    output = run(*submit, "run", launched, "--plan", plan2, *common[2:], "--runs", "1",
+                 "--seeds", "5", "--launcher", "mpirun --oversubscribe -np 2",
+                 "--system-json", fields, "--reduced-model", *run_args, expect=1, cwd=workdir,
+                 env=env)
+    expect_in(output, "mpirun --oversubscribe -np 2 ", "run 0: reached the target",
+              "no score: fewer than three runs")
+    with open(os.path.join(launched, "systems", "tiny_1xcpu.json")) as f:
+        system = json.load(f)
+    if (system["number_of_nodes"], system["accelerators_per_node"]) != ("1", "2"):
+        sys.exit(f"the dp=2 package describes {system}")
+
+    # A run that fails (here its launcher) is reported and filed nowhere.
+    failed = os.path.join(workdir, "failed")
+    output = run(*submit, "run", failed, *common, "--launcher", "false", *run_args, expect=1)
+    expect_in(output, "run 0: FAILED with exit status 1", "no result filed",
+              "the first run failed")
+    if os.path.exists(os.path.join(failed, "results")):
+        sys.exit("a failed run was filed")
 
     # Bad input.
     expect_in(run(*submit, "run", bare, *common, "--seeds", "1,1", *run_args, expect=1),
@@ -178,8 +206,20 @@ def worked_example(sourcedir, workdir):
     expected_factor = rcp_mean / (sum(sorted(converged)[1:]) / 8)
     expected_minutes = [m for i, m in enumerate(minutes) if i != 4]
     expected_score = sum(sorted(expected_minutes)[1:]) / 8 * expected_factor
-    output = run(sys.executable, os.path.join(sourcedir, "scripts/mlperf_submit.py"), "score",
-                 os.path.join(workdir, "example"))
+    # The logs hold only what the score reads, so the arithmetic is called directly (the
+    # command also leaves out logs the compliance checker refuses: the tiny package below).
+    sys.path.insert(0, os.path.join(sourcedir, "scripts"))
+    import io
+    import contextlib
+    import mlperf_submit
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        runs = [mlperf_submit.Run(path) for path in mlperf_submit.result_files(folder)]
+        valid = mlperf_submit.benchmark_score("llama31_8b", folder, runs)
+    output = printed.getvalue()
+    print(output)
+    if not valid:
+        sys.exit("the worked example has no valid score")
     expect_in(output, "result_4.txt: seed 4", "left out of the average", "RCP checker: passed")
     found = re.search(r"score: ([0-9.]+) minutes \(olympic average ([0-9.]+) minutes x RCP "
                       r"normalisation ([0-9.]+)\)", output)
