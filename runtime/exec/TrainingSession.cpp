@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <unistd.h>
 
 namespace mlperf::rt {
@@ -70,6 +71,18 @@ private:
 struct TrainingSession::Data {
   GPTBatches train;
   std::vector<int64_t> evalTokens, evalLabels, tokens, labels;
+  /// The next step's batch, read on a host thread while the current step runs: the only
+  /// user of `train` while it is in flight, which `step` waits for before reading again.
+  struct Next {
+    int64_t step = -1;
+    std::vector<int64_t> tokens, labels;
+    std::future<Status> read;
+  } next;
+  ~Data() {
+    if (next.read.valid()) {
+      next.read.wait(); // it writes next.tokens and reads `train`
+    }
+  }
 };
 
 /// The leader's MLPerf log and metrics, and which log intervals are open (all are closed,
@@ -479,28 +492,32 @@ Status TrainingSession::step(StepReport &report) {
     MLLOG_START(log->logger, "block_start", MLLogValue{}, {"samples_count", log->samples});
     log->blockOpen = true;
   }
-  // This rank's micro-batches, as the plan's batch layout says.
-  int64_t rows = trainer->microBatchRows(), micro = trainer->accumulationSteps();
-  int64_t first = samplesAfter(step);
+  // This rank's micro-batches: read while the previous step ran, or now.
+  auto waitStart = std::chrono::steady_clock::now();
   int64_t dpRank = communicator->coordinates().dp;
-  bool inOrder = mesh.dp == 1;
-  for (int64_t a = 0; a < micro && inOrder; ++a) {
-    inOrder = trainer->globalMicroBatch(a, 0) == a;
-  }
-  if (inOrder) { // the whole global batch, in order: one read
-    MLPERF_RETURN_IF_ERROR(data->train.fill(first, globalBatch, data->tokens, data->labels));
+  Data::Next &next = data->next;
+  if (next.step == step) {
+    Status read = next.read.get();
+    next.step = -1;
+    MLPERF_RETURN_IF_ERROR(read);
+    std::swap(data->tokens, next.tokens);
+    std::swap(data->labels, next.labels);
   } else {
-    data->tokens.clear();
-    data->labels.clear();
-    std::vector<int64_t> microTokens, microLabels;
-    for (int64_t a = 0; a < micro; ++a) {
-      MLPERF_RETURN_IF_ERROR(data->train.fill(first + trainer->globalMicroBatch(a, dpRank) * rows,
-                                              rows, microTokens, microLabels));
-      data->tokens.insert(data->tokens.end(), microTokens.begin(), microTokens.end());
-      data->labels.insert(data->labels.end(), microLabels.begin(), microLabels.end());
+    if (next.read.valid()) {
+      next.read.wait(); // another step's: dropped, but `train` is free only once it is done
+      next.read = {};
     }
+    next.step = -1;
+    MLPERF_RETURN_IF_ERROR(readStepBatch(step, dpRank, data->tokens, data->labels));
   }
   auto start = std::chrono::steady_clock::now();
+  report.inputWaitSeconds = std::chrono::duration<double>(start - waitStart).count();
+  if (options.prefetch && step + 1 < stepLimit) {
+    next.step = step + 1;
+    next.read = std::async(std::launch::async, [this, dpRank, following = step + 1] {
+      return readStepBatch(following, dpRank, data->next.tokens, data->next.labels);
+    });
+  }
   MLPERF_RETURN_IF_ERROR(trainer->step(data->tokens, data->labels, report.metrics));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!options.trace.empty()) {
@@ -509,19 +526,42 @@ Status TrainingSession::step(StepReport &report) {
   }
   report.samples = log->samples = samplesAfter(step + 1);
   report.tokensPerSecond = static_cast<double>(globalBatch * seq) / report.seconds;
-  log->metrics.write("{\"step\": " + std::to_string(report.metrics.step) +
-                     ", \"samples\": " + std::to_string(report.samples) +
-                     ", \"loss\": " + jsonNumber(report.metrics.loss) +
-                     ", \"lr\": " + jsonNumber(report.metrics.lr) +
-                     ", \"grad_norm\": " + jsonNumber(report.metrics.gradNorm) +
-                     ", \"tokens_per_s\": " + jsonNumber(report.tokensPerSecond) +
-                     ", \"compute_s\": " + jsonNumber(report.metrics.computeSeconds) +
-                     ", \"communication_s\": " + jsonNumber(report.metrics.communicationSeconds) +
-                     ", \"exposed_communication_s\": " +
-                     jsonNumber(report.metrics.exposedCommunicationSeconds) + "}");
+  log->metrics.write(
+      "{\"step\": " + std::to_string(report.metrics.step) + ", \"samples\": " +
+      std::to_string(report.samples) + ", \"loss\": " + jsonNumber(report.metrics.loss) +
+      ", \"lr\": " + jsonNumber(report.metrics.lr) +
+      ", \"grad_norm\": " + jsonNumber(report.metrics.gradNorm) +
+      ", \"tokens_per_s\": " + jsonNumber(report.tokensPerSecond) +
+      ", \"compute_s\": " + jsonNumber(report.metrics.computeSeconds) +
+      ", \"communication_s\": " + jsonNumber(report.metrics.communicationSeconds) +
+      ", \"exposed_communication_s\": " + jsonNumber(report.metrics.exposedCommunicationSeconds) +
+      ", \"input_wait_s\": " + jsonNumber(report.inputWaitSeconds) + "}");
   if (evaluationDue() && log->logging) {
     MLLOG_END(log->logger, "block_stop", MLLogValue{}, {"samples_count", log->samples});
     log->blockOpen = false;
+  }
+  return Status::ok();
+}
+
+Status TrainingSession::readStepBatch(int64_t step, int64_t dpRank, std::vector<int64_t> &tokens,
+                                      std::vector<int64_t> &labels) {
+  int64_t rows = trainer->microBatchRows(), micro = trainer->accumulationSteps();
+  int64_t first = samplesAfter(step);
+  bool inOrder = mesh.dp == 1;
+  for (int64_t a = 0; a < micro && inOrder; ++a) {
+    inOrder = trainer->globalMicroBatch(a, 0) == a;
+  }
+  if (inOrder) { // the whole global batch, in order: one read
+    return data->train.fill(first, globalBatch, tokens, labels);
+  }
+  tokens.clear();
+  labels.clear();
+  std::vector<int64_t> microTokens, microLabels;
+  for (int64_t a = 0; a < micro; ++a) {
+    MLPERF_RETURN_IF_ERROR(data->train.fill(first + trainer->globalMicroBatch(a, dpRank) * rows,
+                                            rows, microTokens, microLabels));
+    tokens.insert(tokens.end(), microTokens.begin(), microTokens.end());
+    labels.insert(labels.end(), microLabels.begin(), microLabels.end());
   }
   return Status::ok();
 }

@@ -28,7 +28,10 @@ struct SessionOptions {
   std::string backend = "cpu";
   std::string gemmCache;         // BackendOptions::gemmAlgorithmCache (mlperf-run --gemm-cache)
   bool noCudnnAttention = false; // !BackendOptions::cudnnAttention (--no-cudnn-attention)
-  std::string data, evalData;    // Megatron indexed datasets (PREFIX)
+  /// Read the next step's batch on a host thread while this step runs (--no-prefetch: read
+  /// each batch when its step starts).
+  bool prefetch = true;
+  std::string data, evalData;         // Megatron indexed datasets (PREFIX)
   std::string dataOrder = "shuffled"; // or "sequential"
   std::string target;                 // eval loss to stop at; empty: the model's
   std::string initFrom, resume, save, mllog, metricsOut;
@@ -59,6 +62,9 @@ struct StepReport {
   TrainStepMetrics metrics;
   int64_t samples = 0; // after the step
   double seconds = 0, tokensPerSecond = 0;
+  /// How long the step waited for its batch before it could start (0 when it was read
+  /// while the previous step ran).
+  double inputWaitSeconds = 0;
 };
 
 struct EvalReport {
@@ -115,6 +121,9 @@ private:
   Status startState();
   Status openData();
   Status openOutputs();
+  /// This rank's micro-batches of training step `step`, as the plan's batch layout says.
+  Status readStepBatch(int64_t step, int64_t dpRank, std::vector<int64_t> &tokens,
+                       std::vector<int64_t> &labels);
 
   SessionOptions options;
   RankInfo rank;

@@ -254,3 +254,30 @@ TEST_F(TrainingSessionTest, AbandonClosesTheLogAsAborted) {
   EXPECT_NE(log.find("\"key\": \"run_stop\""), std::string::npos);
   EXPECT_NE(log.find("\"status\": \"aborted\""), std::string::npos);
 }
+
+TEST_F(TrainingSessionTest, PrefetchedBatchesTrainAsBatchesReadInTheStep) {
+  // Each step's batch is read on a host thread while the previous step runs: the same
+  // batches, so the same losses to the bit, as reading each when its step starts.
+  std::vector<double> losses[2];
+  for (bool prefetch : {true, false}) {
+    SessionOptions options = baseOptions();
+    options.prefetch = prefetch;
+    std::unique_ptr<TrainingSession> session;
+    ASSERT_TRUE(openSession(options, session).isOk());
+    for (int i = 0; i < 5; ++i) {
+      StepReport report;
+      Status status = session->step(report);
+      ASSERT_TRUE(status.isOk()) << status.toString();
+      losses[prefetch].push_back(report.metrics.loss);
+      EXPECT_GE(report.inputWaitSeconds, 0.0);
+    }
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  // A session closed with a read in flight waits for it.
+  SessionOptions options = baseOptions();
+  std::unique_ptr<TrainingSession> session;
+  ASSERT_TRUE(openSession(options, session).isOk());
+  StepReport report;
+  ASSERT_TRUE(session->step(report).isOk());
+  session.reset();
+}

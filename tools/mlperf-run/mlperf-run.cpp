@@ -42,6 +42,7 @@ struct Options {
   SessionOptions session;
   int64_t printEvery = 10, collectiveTimeout = 600;
   std::string calibrateOut;
+  bool noPrefetch = false;
 };
 
 /// This process's rank and the job's size: "rank R: " prefixes messages of a multi-rank job.
@@ -285,6 +286,9 @@ int main(int argc, char **argv) {
   cli.addFlag("no-cudnn-attention", &options.session.noCudnnAttention,
               "cuda: run attention on the backend's own kernel, not cuDNN's fused SDPA (which is "
               "used by default where cuDNN takes the command: bf16, libcudnn.so.9 loadable)");
+  cli.addFlag("no-prefetch", &options.noPrefetch,
+              "Read each step's batch when the step starts, not on a host thread while the "
+              "previous step runs (the same batches either way; to compare)");
   cli.addString("data", &options.session.data, "PREFIX",
                 "Training data: Megatron indexed dataset PREFIX.bin/.idx (required)");
   cli.addString("eval-data", &options.session.evalData, "PREFIX",
@@ -334,6 +338,7 @@ int main(int argc, char **argv) {
   if (std::optional<int> exit = cli.parse(argc, argv)) {
     return *exit;
   }
+  options.session.prefetch = !options.noPrefetch;
   if (Status threads = cpu::checkCpuThreadsSetting(); !threads.isOk()) {
     return fail(threads);
   }
