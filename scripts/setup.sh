@@ -19,6 +19,7 @@ APT_PACKAGES=(
   libopenmpi-dev openmpi-bin
   libblis-pthread-dev
   libopenblas-pthread-dev
+  libmimalloc-dev
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev libffi-dev
   python3 python3-pip python3-venv
   fortunes-min

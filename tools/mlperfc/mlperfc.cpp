@@ -11,6 +11,12 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+
+#if MLPERFC_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 namespace cl = llvm::cl;
 
 namespace mlperf::cli {
@@ -20,6 +26,18 @@ cl::OptionCategory &mlperfcCategory() {
   return category;
 }
 
+/// The allocator compiles run on (mimalloc where the build found it); naming it also keeps
+/// the linker from dropping the library under --as-needed.
+static std::string allocatorName() {
+#if MLPERFC_MIMALLOC
+  int version = mi_version(); // major * 100 + minor * 10 + patch
+  return "mimalloc " + std::to_string(version / 100) + "." + std::to_string(version / 10 % 10) +
+         "." + std::to_string(version % 10);
+#else
+  return "the C library's malloc";
+#endif
+}
+
 static void printVersion(llvm::raw_ostream &os) {
   os << "mlperfc " << MLPERFC_VERSION << "\n"
      << "  MLIR/LLVM " << MLPERFC_MLIR_VERSION << ", " << MLPERFC_BUILD_TYPE << " build\n"
@@ -27,7 +45,8 @@ static void printVersion(llvm::raw_ostream &os) {
      << (MLPERFC_CUDA_ENABLED ? "built (sm_90a, sm_100a; mlperf-run --backend cuda, ops listed by "
                                 "mlperf-opcheck)"
                               : "not built (no CUDA toolkit)")
-     << "\n";
+     << "\n"
+     << "  allocator: " << allocatorName() << "\n";
 }
 
 static constexpr llvm::StringLiteral kOverview =
