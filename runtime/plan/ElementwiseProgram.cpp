@@ -46,6 +46,10 @@ int indexAfter(std::string_view token, char prefix, int limit) {
   if (token.size() < 2 || token.size() > 4 || token[0] != prefix) {
     return -1;
   }
+  // One spelling per index: "r00" is not r0 (it would name another register).
+  if (token.size() > 2 && token[1] == '0') {
+    return -1;
+  }
   int value = 0;
   for (char c : token.substr(1)) {
     if (!std::isdigit(static_cast<unsigned char>(c))) {
@@ -96,7 +100,7 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
   program.operandCount = operands;
   program.resultCount = results;
   std::map<std::string, int, std::less<>> registers; // name -> register
-  std::vector<bool> resultAssigned(results, false);
+  std::vector<int> resultRegister(results, -1);      // -1: not assigned yet
   int constants = 0;
   auto emit = [&](P::Code code, int index) -> bool {
     if (program.instructionCount == P::kMaxInstructions) {
@@ -215,16 +219,16 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
     if (looksIndexed(target, 'a')) {
       return where + "operands cannot be assigned";
     }
+    int result = -1;
     if (looksIndexed(target, 'r')) {
-      int index = indexAfter(target, 'r', results);
-      if (index < 0) {
+      result = indexAfter(target, 'r', results);
+      if (result < 0) {
         return where + "result '" + std::string(target) + "' does not exist (the command has " +
                std::to_string(results) + ")";
       }
-      if (resultAssigned[index]) {
+      if (resultRegister[result] >= 0) {
         return where + "result '" + std::string(target) + "' is assigned twice";
       }
-      resultAssigned[index] = true;
     } else if (!isName(target)) {
       return where + "'" + std::string(target) +
              "' is not a name (lower-case letters, digits, '_')";
@@ -236,16 +240,18 @@ std::string compileElementwiseProgram(std::string_view text, int operands, int r
     }
     int reg = static_cast<int>(registers.size());
     registers.emplace(std::string(target), reg);
+    if (result >= 0) {
+      resultRegister[result] = reg;
+    }
     if (!emit(P::kStore, reg)) {
       return tooLong;
     }
   }
   for (int k = 0; k < results; ++k) {
-    if (!resultAssigned[k]) {
+    if (resultRegister[k] < 0) {
       return "never assigns result r" + std::to_string(k);
     }
-    program.resultRegister[k] =
-        static_cast<uint8_t>(registers.find("r" + std::to_string(k))->second);
+    program.resultRegister[k] = static_cast<uint8_t>(resultRegister[k]);
   }
   return "";
 }

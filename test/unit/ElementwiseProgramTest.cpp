@@ -37,6 +37,11 @@ TEST(ElementwiseProgram, RefusesMalformedPrograms) {
   EXPECT_EQ(compileError("r0 = a0; r0 = a0", 1, 1),
             "statement 2 'r0 = a0': result 'r0' is assigned twice");
   EXPECT_EQ(compileError("r0 = a0", 1, 2), "never assigns result r1");
+  // One spelling per index (found by the plan fuzzer: "r00" was result 0 under another name).
+  EXPECT_EQ(compileError("r00 = a0", 1, 1),
+            "statement 1 'r00 = a0': result 'r00' does not exist (the command has 1)");
+  EXPECT_EQ(compileError("r0 = a00", 1, 1),
+            "statement 1 'r0 = a00': operand 'a00' does not exist (the command has 1)");
   EXPECT_EQ(compileError("r0 = a0 x *", 1, 1),
             "statement 1 'r0 = a0 x *': 'x' is used before it is assigned");
   EXPECT_EQ(compileError("r0 = a0 exp", 1, 1), "statement 1 'r0 = a0 exp': 'exp' is used "
