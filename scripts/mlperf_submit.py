@@ -614,6 +614,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command != "run" and run_args:
         parser.error("arguments after '--' are for 'run' only")
+    try:
+        import mlperf_logging  # noqa: F401
+    except ImportError:
+        return fail("MLCommons' checkers (PyPI mlperf-logging, pinned in requirements.txt) are "
+                    "not installed for this Python: run scripts/setup.sh, then "
+                    ".venv/bin/python scripts/mlperf_submit.py")
     if args.command == "run":
         return run(args, run_args)
     if args.command == "check":

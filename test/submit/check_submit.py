@@ -159,6 +159,11 @@ def tiny_package(bindir, sourcedir, workdir):
               "a system name is a file name")
     expect_in(run(*submit, "check", os.path.join(workdir, "nothing"), expect=1),
               "not a submission package")
+    # Without the checkers installed (a Python without mlperf-logging): said, not a traceback.
+    if shutil.which("python3") and subprocess.run(
+            ["python3", "-c", "import mlperf_logging"], capture_output=True).returncode != 0:
+        expect_in(run("python3", submit[1], "check", package, expect=1),
+                  "mlperf-logging, pinned in requirements.txt) are not installed")
 
 
 def worked_example(sourcedir, workdir):
