@@ -63,6 +63,15 @@ private:
                              ArrayRef<std::string> outputRoles = {});
   /// The step programs (train_step, eval_step): inputs and outputs by their tg.role.
   LogicalResult buildStepProgram(func::FuncOp func);
+  /// Whether @train_step calls @`callee`.
+  bool stepCalls(StringRef callee) {
+    func::FuncOp step = lookup("train_step");
+    bool calls = false;
+    if (step) {
+      step.walk([&](func::CallOp call) { calls |= call.getCallee() == callee; });
+    }
+    return calls;
+  }
   /// The buffer a step program's argument or result with `role` lives in.
   FailureOr<FlatSymbolRefAttr> stepBuffer(func::FuncOp func, const StepRole &role, Type type,
                                           bool input);
@@ -975,15 +984,20 @@ LogicalResult PlanBuilder::buildChunkPrograms(func::FuncOp chunkForward, func::F
     return stashForward.emitError() << "plan-from-tg: fp8 scaling state on a pipeline stage "
                                        "is not supported";
   }
+  // The copy of the backward that also reduces the gradients over dp
+  // (dist-decompose-collectives). With one micro-batch per rank the step calls only it: the
+  // backward itself then gets no program, whose whole gradients would need persistent
+  // buffers that nothing reads (the function stays for the audit).
+  func::FuncOp reducing = lookup((chunkBackward.getSymName() + ".reduce").str());
+  bool backwardRuns = !reducing || stepCalls(chunkBackward.getSymName());
   if (failed(buildProgram(chunkForward, evalInputs, {result})) ||
       (stashForward && failed(buildProgram(stashForward, forwardInputs, stashOutputs))) ||
-      failed(buildProgram(chunkBackward, fbInputs, fbOutputs))) {
+      (backwardRuns && failed(buildProgram(chunkBackward, fbInputs, fbOutputs)))) {
     return failure();
   }
-  // The copy of the backward that also reduces the gradients over dp
-  // (dist-decompose-collectives): the same inputs; a gradient reduced to another type (a
-  // ZeRO-1 shard) goes to a buffer of its own, which @optimizer_step reads.
-  func::FuncOp reducing = lookup((chunkBackward.getSymName() + ".reduce").str());
+  // The reducing copy: the same inputs; a gradient reduced to another type (a ZeRO shard)
+  // goes to a buffer of its own, which @optimizer_step reads, or, when the backward does
+  // not run, to the gradient buffer itself, then only that size.
   if (!reducing) {
     return success();
   }
@@ -996,7 +1010,9 @@ LogicalResult PlanBuilder::buildChunkPrograms(func::FuncOp chunkForward, func::F
   SmallVector<FlatSymbolRefAttr> reducedOutputs(fbOutputs);
   for (auto [k, name] : llvm::enumerate(names)) {
     Type type = reducing.getResultTypes()[firstGradient + k];
-    if (type != fbType.getResult(firstGradient + k)) {
+    if (type != fbType.getResult(firstGradient + k) && !backwardRuns) {
+      bufferOps.lookup(gradOf.lookup(name).getValue()).setType(cast<RankedTensorType>(type));
+    } else if (type != fbType.getResult(firstGradient + k)) {
       // The full sum is dead once it is reduced: the reduced gradient (a ZeRO-1 shard)
       // takes the first bytes of its buffer.
       FlatSymbolRefAttr grad = gradOf.lookup(name);
