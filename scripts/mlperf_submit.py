@@ -122,7 +122,6 @@ class Run:
         self.seed = log_value(events, "seed")
         self.nodes = log_value(events, "number_of_nodes")
         self.accelerators = log_value(events, "accelerators_per_node")
-        self.platform = log_value(events, "submission_platform")
         start = [e["time_ms"] for e in events if e.get("key") == "run_start"]
         stop = [e for e in events if e.get("key") == "run_stop"]
         self.status = stop[0].get("metadata", {}).get("status") if stop else None
@@ -192,6 +191,17 @@ def result_files(folder):
 def required_runs(benchmark):
     from mlperf_logging.benchmark_meta import get_result_file_counts
     return get_result_file_counts(USAGE).get(benchmark)
+
+
+def campaign_runs(benchmark):
+    """How many runs `run` makes without --runs: the rules' count; None (with the error
+    said) for a benchmark the rules do not name."""
+    count = required_runs(benchmark)
+    if count is None:
+        fail(f"the rules name no run count for benchmark '{benchmark}': give --runs")
+    else:
+        say(f"{benchmark}: the rules require {count} runs")
+    return count
 
 
 # --- score -------------------------------------------------------------------------------
@@ -279,12 +289,9 @@ def check(args):
     # A reduced model: its logs fail the pinned hyperparameters by construction and its
     # convergence is not the benchmark's, so those two verdicts are expected; every other
     # error is not.
-    expected = []
     for line in verdicts:
-        if not line.startswith("ERROR"):
-            continue
-        if re.search(r"files? do(es)? not comply|RCP Test Failed", line):
-            expected.append(line)
+        if not line.startswith("ERROR") or re.search(
+                r"files? do(es)? not comply|RCP Test Failed", line):
             continue
         say(f"{args.package}: the package checker FAILED beyond a reduced model's expected "
             f"failures: {line.strip()}")
@@ -305,7 +312,6 @@ def check(args):
 
 def read_cpuinfo():
     model, physical, cores = None, set(), set()
-    current = {}
     try:
         with open("/proc/cpuinfo") as f:
             text = f.read()
@@ -447,7 +453,9 @@ def run(args, run_args):
         if i in existing:
             say(f"run {i}: kept {existing[i][1]}")
             if count is None:
-                count = required_runs(benchmark) or 1
+                count = campaign_runs(benchmark)
+                if count is None:
+                    return 1
             i += 1
             continue
         if seeds is not None:
@@ -487,11 +495,9 @@ def run(args, run_args):
         elif result.benchmark != benchmark:
             return fail(f"run {i} logged benchmark {result.benchmark}, earlier runs {benchmark}")
         if count is None:
-            count = required_runs(benchmark)
+            count = campaign_runs(benchmark)
             if count is None:
-                return fail(f"the rules name no run count for benchmark '{benchmark}': give "
-                            f"--runs")
-            say(f"{benchmark}: the rules require {count} runs")
+                return 1
         target = os.path.join(package, "results", args.system, benchmark, f"result_{i}.txt")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         os.replace(log, target)
