@@ -206,6 +206,13 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     int64_t k = flag(command, "transpose_lhs") ? lhs.shape(rank - 2) : lhs.shape(rank - 1);
     double n = static_cast<double>(out.shape(out.shape_size() - 1));
     double m = elements(out) / std::max(n, 1.0);
+    if (op == "grouped_matmul_weight_grad") {
+      // Every row [N, K] meets its gradient row [N, M] once, whichever expert it belongs to:
+      // the same 2·N·K·M as the forward, not the size of the weights times K.
+      const plan::Buffer &grad = operand(1);
+      m = static_cast<double>(lhs.shape(0));
+      n = static_cast<double>(grad.shape(grad.shape_size() - 1));
+    }
     cost.kind = CostKind::kGemm;
     cost.flops = 2.0 * m * n * static_cast<double>(k);
     cost.seconds = gemmSeconds(m, n, static_cast<double>(k), lhs.dtype(), speed);
@@ -218,6 +225,12 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     double flops = 4.0 * elements(q) * static_cast<double>(key.shape(2));
     if (flag(command, "causal")) {
       flops *= 0.5;
+      if (const plan::Attribute *window = rt::findAttribute(command, "window")) {
+        // Query i sees min(i, W) + 1 keys: a band W + 1 wide but for the first W rows.
+        double seq = static_cast<double>(key.shape(2)), w = std::min<double>(window->i(), seq);
+        double seen = (w + 1.0) * seq - w * (w + 1.0) / 2.0;
+        flops *= seen / (seq * (seq + 1.0) / 2.0);
+      }
     }
     if (op == "attention_grad") {
       flops *= 2.5;

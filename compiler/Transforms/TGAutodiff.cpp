@@ -142,7 +142,8 @@ struct TGAutodiffPass : PerModelPass<TGAutodiffPass, impl::TGAutodiffPassBase> {
                                << "'";
       }
       for (unsigned index = 0; index < resultGrads.size(); ++index) {
-        if (!resultGrads[index]) {
+        auto resultType = cast<RankedTensorType>(op->getResult(index).getType());
+        if (!resultGrads[index] && isa<FloatType>(resultType.getElementType())) {
           // A result off the loss path (one piece of a split) contributes zero.
           resultGrads[index] = tg::FillOp::create(
               builder, op->getLoc(), op->getResult(index).getType(), builder.getF64FloatAttr(0.0));

@@ -136,7 +136,8 @@ struct TGFuseAttentionPass : impl::TGFuseAttentionPassBase<TGFuseAttentionPass> 
       auto lseType = RankedTensorType::get(query.getShape().take_front(3), builder.getF32Type());
       auto attention = AttentionOp::create(
           builder, chain->context.getLoc(), query, lseType, chain->query, chain->key, chain->value,
-          chain->scale.getFactorAttr(), chain->mask ? builder.getUnitAttr() : UnitAttr());
+          chain->scale.getFactorAttr(), chain->mask ? builder.getUnitAttr() : UnitAttr(),
+          chain->mask ? chain->mask.getWindowAttr() : IntegerAttr());
       chain->context.getResult().replaceAllUsesWith(attention.getResult());
       // The chain, from its end; a repeat stays while anything else reads it.
       SmallVector<Operation *> dead{chain->context, chain->convert, chain->softmax,

@@ -80,9 +80,20 @@ public:
            matmulShape(block.rows, block.keys, s.headDim, false, true));
     scale(scores.data(), scores.data(), block.rows * block.keys, s.scale);
     if (s.causal) {
-      for (int64_t i = 0; i < block.rows; ++i) {
-        std::fill(scores.begin() + i * block.keys + block.firstRow + i + 1,
-                  scores.begin() + (i + 1) * block.keys, -std::numeric_limits<float>::infinity());
+      maskOutside(block, scores.data(), -std::numeric_limits<float>::infinity());
+    }
+  }
+
+  /// Writes `fill` at the keys each row of the block does not see: after the query and, with
+  /// a window, more than `window` before it (tg.causal_mask). Every key stays in the sums,
+  /// masked ones as exact zeros, so the sums are the unfused graph's.
+  void maskOutside(const Block &block, float *rows, float fill) const {
+    for (int64_t i = 0; i < block.rows; ++i) {
+      float *row = rows + i * block.keys;
+      const int64_t query = block.firstRow + i;
+      std::fill(row + std::min(query + 1, block.keys), row + block.keys, fill);
+      if (s.window >= 0 && query - s.window > 0) {
+        std::fill(row, row + std::min(query - s.window, block.keys), fill);
       }
     }
   }
@@ -147,10 +158,7 @@ int64_t attentionBackward(const float *q, const float *k, const float *v, const 
       // ds = softmax_grad, masked, scaled, of the query's type (in dp's storage).
       softmaxGrad(p.data(), dp.data(), dp.data(), block.rows, block.keys, 1);
       if (s.causal) {
-        for (int64_t i = 0; i < block.rows; ++i) {
-          std::fill(dp.begin() + i * block.keys + block.firstRow + i + 1,
-                    dp.begin() + (i + 1) * block.keys, 0.0f);
-        }
+        attention.maskOutside(block, dp.data(), 0.0f);
       }
       scale(dp.data(), dp.data(), n, s.scale);
       roundBuffer(queryType, dp.data(), n);

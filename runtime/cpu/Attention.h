@@ -23,6 +23,8 @@ namespace mlperf::rt::cpu {
 struct AttentionShape {
   int64_t batch = 1, heads = 1, kvHeads = 1, queries = 0, keys = 0, headDim = 0;
   bool causal = false;
+  /// With causal: a query sees itself and the `window` keys before it (-1: every earlier key).
+  int64_t window = -1;
   double scale = 1.0;
   DType valueType = DType::kF32; // the probabilities are rounded to it before p · value
 };

@@ -307,14 +307,15 @@ void rope(const T *x, T *y, int64_t batch, int64_t seq, int64_t heads, int64_t h
 }
 
 template <typename T>
-void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient) {
+void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient, int64_t window) {
   const T fill = forGradient ? T(0) : -std::numeric_limits<T>::infinity();
   parallelChunks(matrices * n, rowGrain(n), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) { // row = m * n + q
       int64_t q = row % n;
+      int64_t first = window < 0 ? 0 : q - window; // the earliest key the query sees
       for (int64_t k = 0; k < n; ++k) {
         int64_t index = row * n + k;
-        y[index] = k > q ? fill : x[index];
+        y[index] = k > q || k < first ? fill : x[index];
       }
     }
   });
@@ -572,7 +573,7 @@ void crossEntropyGrad(const T *logits, const int64_t *labels, const T *mask, dou
   template int64_t embeddingGrad<T>(const int64_t *, const T *, T *, int64_t, int64_t, int64_t);   \
   template void rope<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t,                        \
                         const std::vector<double> &, bool);                                        \
-  template void causalMask<T>(const T *, T *, int64_t, int64_t, bool);                             \
+  template void causalMask<T>(const T *, T *, int64_t, int64_t, bool, int64_t);                    \
   template int64_t softmax<T>(const T *, T *, int64_t, int64_t, int64_t, T *);                     \
   template void softmaxGrad<T>(const T *, const T *, T *, int64_t, int64_t, int64_t);              \
   template void repeat<T>(const T *, T *, int64_t, int64_t, int64_t, int64_t);                     \

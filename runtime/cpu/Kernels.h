@@ -89,9 +89,11 @@ template <typename T>
 void rope(const T *x, T *y, int64_t batch, int64_t seq, int64_t heads, int64_t headDim,
           const std::vector<double> &frequencies, bool inverse);
 
-/// Scores [matrices, n, n]: y = x with -inf above the diagonal. `forGradient` writes 0 there.
+/// Scores [matrices, n, n]: y = x with -inf above the diagonal and, with a `window` W >= 0,
+/// below the W-th subdiagonal (key < query - W). `forGradient` writes 0 there.
 template <typename T>
-void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient);
+void causalMask(const T *x, T *y, int64_t matrices, int64_t n, bool forGradient,
+                int64_t window = -1);
 
 /// Softmax along a dimension of size `n` with `inner` elements between consecutive entries
 /// (the product of the dimensions after it); `outer` = product of dimensions before it.

@@ -9,6 +9,7 @@
 #include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/LinearCrossEntropy.h"
+#include "runtime/cpu/Moe.h"
 #include "runtime/cpu/Numerics.h"
 #include "runtime/cpu/Optimizer.h"
 #include "runtime/cpu/VocabLoss.h"
@@ -96,6 +97,11 @@ private:
   Status sqrtKernel(std::string_view op);
   Status clipCoefficientKernel(std::string_view op);
   Status elementwiseKernel(std::string_view op);
+  Status moeRouteKernel(std::string_view op);
+  Status moeSortKernel(std::string_view op);
+  Status moePermuteKernel(std::string_view op);
+  Status groupedMatmulKernel(std::string_view op);
+  Status scaleRowsKernel(std::string_view op);
 
   cpu::LinearCrossEntropyShape linearLogitsShape() const;
   const HostTensor &in(size_t i) const { return *operands[i]; }
@@ -340,7 +346,9 @@ Status Dispatch::ropeKernel(std::string_view op) {
 
 Status Dispatch::causalMaskKernel(std::string_view op) {
   int64_t n = out().shape.back();
-  cpu::causalMask(f(0), out().data(), out().numElements() / (n * n), n, flag("gradient"));
+  const int64_t *window = attributes.getInt("window");
+  cpu::causalMask(f(0), out().data(), out().numElements() / (n * n), n, flag("gradient"),
+                  window ? *window : -1);
   return Status::ok();
 }
 
@@ -374,6 +382,9 @@ Status Dispatch::attentionKernel(std::string_view op) {
   shape.kvHeads = k[1];
   shape.keys = k[2];
   shape.causal = flag("causal");
+  if (const int64_t *window = attributes.getInt("window")) {
+    shape.window = *window;
+  }
   shape.scale = real("scale");
   shape.valueType = in(2).dtype;
   int64_t bad = op == "attention"
@@ -846,6 +857,68 @@ Status Dispatch::elementwiseKernel(std::string_view op) {
   return Status::ok();
 }
 
+Status Dispatch::moeRouteKernel(std::string_view op) {
+  if (op == "moe_route") {
+    const HostTensor &logits = in(0);
+    cpu::moeRoute(logits.data(), logits.shape[0], logits.shape[1], integer("top_k"), out(0).data(),
+                  out(1).ints.data());
+  } else {
+    const HostTensor &probs = in(0);
+    cpu::moeRouteGrad(probs.data(), in(1).ints.data(), f(2), probs.shape[0], probs.shape[1],
+                      out().shape[1], out().data());
+  }
+  return Status::ok();
+}
+
+Status Dispatch::moeSortKernel(std::string_view op) {
+  std::string problem = cpu::moeSort(in(0).ints.data(), in(0).numElements(), out(1).shape[0],
+                                     out(0).ints.data(), out(1).ints.data());
+  return problem.empty() ? Status::ok() : invalidInput("moe_sort: " + problem);
+}
+
+Status Dispatch::moePermuteKernel(std::string_view op) {
+  const int64_t *order = in(1).ints.data();
+  int64_t rows = in(1).numElements(), dim = out().shape[1];
+  std::string problem =
+      op == "moe_permute" ? cpu::moePermute(f(0), order, rows, in(0).shape[0], dim, out().data())
+                          : cpu::moeUnpermute(f(0), order, rows, out().shape[0], dim, out().data());
+  return problem.empty() ? Status::ok() : invalidInput(std::string(op) + ": " + problem);
+}
+
+Status Dispatch::groupedMatmulKernel(std::string_view op) {
+  // The forward [N, K] x weights -> [N, M]; the weight gradient [N, K], [N, M] -> weights.
+  const bool forward = op == "grouped_matmul";
+  const HostTensor &weights = forward ? in(1) : out();
+  cpu::GroupedMatmulShape shape;
+  shape.rows = in(0).shape[0];
+  shape.k = in(0).shape[1];
+  shape.m = forward ? out().shape[1] : in(1).shape[1];
+  shape.experts = weights.shape[0];
+  shape.weightsTransposed = flag("transpose_rhs");
+  const int64_t *sizes = in(2).ints.data();
+  std::string problem = cpu::checkGroupSizes(sizes, shape);
+  if (!problem.empty()) {
+    return invalidInput(std::string(op) + ": " + problem);
+  }
+  if (forward) {
+    cpu::groupedMatmul(f(0), f(1), sizes, shape, out().data());
+  } else {
+    cpu::groupedMatmulWeightGrad(f(0), f(1), sizes, shape, out().data());
+  }
+  return Status::ok();
+}
+
+Status Dispatch::scaleRowsKernel(std::string_view op) {
+  int64_t dim = in(0).shape.empty() ? 1 : in(0).shape.back();
+  int64_t rows = dim == 0 ? 0 : in(0).numElements() / dim;
+  if (op == "scale_rows") {
+    cpu::scaleRows(f(0), f(1), rows, dim, out().data());
+  } else {
+    cpu::rowDot(f(0), f(1), rows, dim, out().data());
+  }
+  return Status::ok();
+}
+
 Status Dispatch::run(std::string_view op) {
   using Kernel = Status (Dispatch::*)(std::string_view);
   // The registry: each op the CPU backend executes and its kernel.
@@ -908,7 +981,16 @@ Status Dispatch::run(std::string_view op) {
       {"sum_squares", &Dispatch::globalNormKernel},
       {"sqrt", &Dispatch::sqrtKernel},
       {"clip_coefficient", &Dispatch::clipCoefficientKernel},
-      {"elementwise", &Dispatch::elementwiseKernel}};
+      {"elementwise", &Dispatch::elementwiseKernel},
+      {"moe_route", &Dispatch::moeRouteKernel},
+      {"moe_route_grad", &Dispatch::moeRouteKernel},
+      {"moe_sort", &Dispatch::moeSortKernel},
+      {"moe_permute", &Dispatch::moePermuteKernel},
+      {"moe_unpermute", &Dispatch::moePermuteKernel},
+      {"grouped_matmul", &Dispatch::groupedMatmulKernel},
+      {"grouped_matmul_weight_grad", &Dispatch::groupedMatmulKernel},
+      {"scale_rows", &Dispatch::scaleRowsKernel},
+      {"row_dot", &Dispatch::scaleRowsKernel}};
   auto kernel = kKernels.find(op);
   if (kernel == kKernels.end()) {
     return Status(StatusCode::kInvalidArgument,

@@ -114,6 +114,14 @@ private:
     }
   }
 
+  /// The optional sliding `window` of a mask or attention: the keys a query sees before
+  /// itself, >= 0.
+  void window() {
+    const plan::Attribute *w = attribute("window");
+    expect(!w || (w->value_case() == plan::Attribute::kI && w->i() >= 0),
+           "attribute 'window' must be an integer >= 0");
+  }
+
   /// The fused losses' `logits_type`: what their chunks of logits are rounded to.
   void logitsType() {
     const plan::Attribute *logits = attribute("logits_type");
@@ -251,6 +259,7 @@ std::string Checker::run() {
     sameShape(in(0), out());
     Shape s = out();
     expect(s.size() >= 2 && s[s.size() - 1] == s[s.size() - 2], "needs square trailing dims");
+    window();
   } else if (op == "softmax" || op == "softmax_grad") {
     allOperandsAndResultsFloat();
     for (int i = 0; i < command.operands_size(); ++i) {
@@ -385,6 +394,9 @@ std::string Checker::run() {
     const plan::Attribute *causal = attribute("causal");
     expect(!(causal && causal->i()) || (shapes && q[2] == k[2]),
            "causal attention needs as many queries as keys");
+    window();
+    expect(!attribute("window") || (causal && causal->i()),
+           "a window (sliding-window attention) needs causal");
     expect(attribute("scale") && attribute("scale")->value_case() == plan::Attribute::kF,
            "attribute 'scale' must be a float");
     if (shapes && op == "attention") {
@@ -659,6 +671,79 @@ std::string Checker::run() {
     const plan::Attribute *program = attribute("program");
     expect(program && program->value_case() == plan::Attribute::kS,
            "attribute 'program' must name a program");
+  } else if (op == "moe_route" || op == "moe_route_grad") {
+    // logits [T, E] -> probs, experts [T, k]; probs, experts, grad [T, k] -> dlogits [T, E].
+    const bool forward = op == "moe_route";
+    const plan::Buffer &logits = forward ? operand(0) : result(0);
+    const plan::Buffer &probs = forward ? result(0) : operand(0);
+    const plan::Buffer &experts = forward ? result(1) : operand(1);
+    Shape routed = shape(probs);
+    expect(logits.dtype() == plan::F32 && probs.dtype() == plan::F32 &&
+               experts.dtype() == plan::I32,
+           op + " needs f32 logits and probabilities and i32 experts");
+    expect(shape(logits).size() == 2 && routed.size() == 2 && shape(experts) == routed &&
+               routed[0] == shape(logits)[0] && routed[1] >= 1 && routed[1] <= shape(logits)[1],
+           op + " needs logits [tokens, experts] and probabilities and experts [tokens, k] with "
+                "1 <= k <= experts");
+    if (forward) {
+      const plan::Attribute *k = attribute("top_k");
+      expect(k && k->value_case() == plan::Attribute::kI && routed.size() == 2 &&
+                 k->i() == routed[1],
+             "attribute 'top_k' must be the routed width");
+    } else {
+      expect(operand(2).dtype() == plan::F32 && in(2) == routed,
+             "moe_route_grad's gradient must be f32 like the probabilities");
+    }
+  } else if (op == "moe_sort") {
+    Shape experts = in(0), order = out(0), sizes = out(1);
+    expect(operand(0).dtype() == plan::I32 && result(0).dtype() == plan::I32 &&
+               result(1).dtype() == plan::I32,
+           "moe_sort reads and writes i32");
+    expect(experts.size() == 2 && order == Shape{elements(experts)} && sizes.size() == 1 &&
+               sizes[0] >= experts[1],
+           "moe_sort needs experts [tokens, k], order [tokens*k] and group sizes [experts]");
+  } else if (op == "moe_permute" || op == "moe_unpermute") {
+    const bool gather = op == "moe_permute";
+    Shape tokens = gather ? in(0) : out(), rows = gather ? out() : in(0), order = in(1);
+    floats({&operand(0), &result(0)});
+    expect(operand(1).dtype() == plan::I32, op + "'s order must be i32");
+    expect(operand(0).dtype() == result(0).dtype(), op + " keeps the element type");
+    expect(tokens.size() == 2 && rows.size() == 2 && order == Shape{rows.empty() ? -1 : rows[0]} &&
+               tokens[1] == rows[1] && tokens[0] > 0 && rows[0] % tokens[0] == 0,
+           op +
+               " needs token rows [S, d], routed rows [N, d] (N a multiple of S) and order "
+               "[N], got " +
+               describe(tokens) + ", " + describe(rows) + ", " + describe(order));
+  } else if (op == "grouped_matmul" || op == "grouped_matmul_weight_grad") {
+    const bool forward = op == "grouped_matmul";
+    const bool transposed = attribute("transpose_rhs") != nullptr;
+    Shape x = in(0), weights = forward ? in(1) : out(), rows = forward ? out() : in(1);
+    floats({&operand(0), &operand(1), &result(0)});
+    expect(operand(2).dtype() == plan::I32, op + "'s group sizes must be i32");
+    expect(operand(0).dtype() == operand(1).dtype() && result(0).dtype() == operand(0).dtype(),
+           op + "'s operands and result must share an element type");
+    bool ranks = x.size() == 2 && weights.size() == 3 && rows.size() == 2;
+    expect(ranks && weights[transposed ? 2 : 1] == x[1] && weights[transposed ? 1 : 2] == rows[1] &&
+               rows[0] == x[0] && in(2) == Shape{weights[0]},
+           op +
+               " needs rows [N, K], weights [E, K, M] ([E, M, K] with transpose_rhs), rows [N, "
+               "M] and group sizes [E], got " +
+               describe(x) + ", " + describe(weights) + ", " + describe(rows) + ", " +
+               describe(in(2)));
+  } else if (op == "scale_rows" || op == "row_dot") {
+    Shape x = in(0), reduced = op == "scale_rows" ? in(1) : out();
+    floats({&operand(0), &operand(1), &result(0)});
+    expect(!x.empty() && reduced == Shape(x.begin(), x.end() - 1),
+           op + " needs rows [..., d] and one value per row [...]");
+    if (op == "scale_rows") {
+      expect(operand(1).dtype() == plan::F32 && out() == x &&
+                 result(0).dtype() == operand(0).dtype(),
+             "scale_rows needs f32 scales and a result like its input");
+    } else {
+      expect(in(1) == x && operand(1).dtype() == operand(0).dtype() &&
+                 result(0).dtype() == plan::F32,
+             "row_dot needs two operands of one type and shape and an f32 result");
+    }
   } else if (op == "elementwise") {
     // f32/bf16 operands and results of one shape; a one-element operand is broadcast.
     const plan::Attribute *text = attribute("program");

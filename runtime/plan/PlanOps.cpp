@@ -49,6 +49,17 @@ constexpr PlanOpSignature kOps[] = {
     {"vocab_cross_entropy_grad", 5, 6, 1, 1},
     {"linear_vocab_cross_entropy_grad", 6, 7, 2, 2, OpCommunication::kNone,
      OpCost::kLinearCrossEntropy},
+    // Mixture of experts (dropless routing; runtime/cpu/Moe.h): routing, the sort by expert,
+    // gathers between token and expert order, and the per-expert GEMMs.
+    {"moe_route", 1, 1, 2, 2},
+    {"moe_route_grad", 3, 3, 1, 1},
+    {"moe_sort", 1, 1, 2, 2},
+    {"moe_permute", 2, 2, 1, 1},
+    {"moe_unpermute", 2, 2, 1, 1},
+    {"grouped_matmul", 3, 3, 1, 1, OpCommunication::kNone, OpCost::kGemm},
+    {"grouped_matmul_weight_grad", 3, 3, 1, 1, OpCommunication::kNone, OpCost::kGemm},
+    {"scale_rows", 2, 2, 1, 1},
+    {"row_dot", 2, 2, 1, 1},
     {"fill", 0, 0, 1, 1},
     // Evaluation's running mean [sum, count] (f64): add a loss; divide and start again.
     {"mean_accumulate", 2, 2, 1, 1},

@@ -432,3 +432,36 @@ tg.model @m {
   }
 }
 
+
+// -----
+
+// Experts split along the expert dim (expert parallelism is an `ep` axis, not a tp split):
+// the grouped GEMM names the splits it has rules for.
+tg.model @m {
+  tg.benchmark {name = "gpt_oss_20b", eval_every_samples = 64, eval_samples = 16, target_metric = "log_perplexity", target_value = 3.34}
+  tg.batch {global_batch_size = 2, micro_batch_size = 1, seq_len = 4}
+  tg.optimizer {name = "adamw", beta1 = 0.9, beta2 = 0.95, epsilon = 1.0e-05, weight_decay = 0.1, weight_decay_params = "all", clip_grad_norm = 1.0}
+  tg.lr_schedule {kind = "cosine_with_linear_warmup", base_lr = 1.0e-03, end_lr = 1.0e-04, warmup_steps = 2, decay_steps = 8, max_steps = 10}
+  tg.param @embed : tensor<16x8xf32> {init = "normal", std = 0.02}
+  tg.param @router : tensor<4x8xf32> {init = "normal", std = 0.02}
+  tg.param @fc : tensor<4x8x8xf32> {init = "normal", std = 0.02, shard = [["tp"], [], []]}
+  func.func @forward(%tokens: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+    %e = tg.param_ref @embed : tensor<16x8xf32>
+    %x = tg.embedding %e, %tokens : tensor<16x8xf32>, tensor<1x4xi32> -> tensor<1x4x8xf32>
+    %x2 = tg.reshape %x : tensor<1x4x8xf32> -> tensor<4x8xf32>
+    %r = tg.param_ref @router : tensor<4x8xf32>
+    %logits = tg.matmul %x2, %r {transpose_rhs} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x4xf32>
+    %p, %ex = tg.moe_route %logits {top_k = 2 : i64} : tensor<4x4xf32> -> tensor<4x2xf32>, tensor<4x2xi32>
+    %order, %sizes = tg.moe_sort %ex : tensor<4x2xi32> -> tensor<8xi32>, tensor<4xi32>
+    %rows = tg.moe_permute %x2, %order : tensor<4x8xf32>, tensor<8xi32> -> tensor<8x8xf32>
+    %fc = tg.param_ref @fc : tensor<4x8x8xf32>
+    // expected-error @+2 {{'tg.grouped_matmul' op has no split rule for rows split along dim -1 and expert weights along dim 0 (-1: whole)}}
+    // expected-error @+1 {{dist-tensor-parallel: cannot split this op over tp=2}}
+    %h = tg.grouped_matmul %rows, %fc, %sizes {transpose_rhs} : tensor<8x8xf32>, tensor<4x8x8xf32>, tensor<4xi32> -> tensor<8x8xf32>
+    %y = tg.moe_unpermute %h, %order : tensor<8x8xf32>, tensor<8xi32> -> tensor<4x8xf32>
+    %y3 = tg.reshape %y : tensor<4x8xf32> -> tensor<1x4x8xf32>
+    %l = tg.matmul %y3, %e {transpose_rhs} : tensor<1x4x8xf32>, tensor<16x8xf32> -> tensor<1x4x16xf32>
+    %loss = tg.cross_entropy %l, %labels : tensor<1x4x16xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

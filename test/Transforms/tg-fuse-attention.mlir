@@ -20,6 +20,20 @@ func.func @causal_gqa_bf16(%q: tensor<1x4x32x16xbf16>, %k: tensor<1x2x32x16xbf16
 
 // -----
 
+// Tests that a sliding-window mask (GPT-OSS-20B's even layers) fuses with its window.
+// CHECK-LABEL: func.func @sliding_window
+// CHECK-NEXT: tg.attention %arg0, %arg1, %arg2 {causal, scale = 5.000000e-01 : f64, window = 3 : i64}
+func.func @sliding_window(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32> {
+  %s = tg.matmul %q, %k {transpose_rhs} : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x8xf32>
+  %t = tg.scale %s {factor = 0.5 : f64} : tensor<1x2x8x8xf32>
+  %m = tg.causal_mask %t {window = 3 : i64} : tensor<1x2x8x8xf32>
+  %p = tg.softmax %m {dim = 3 : i64} : tensor<1x2x8x8xf32>
+  %o = tg.matmul %p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  return %o : tensor<1x2x8x4xf32>
+}
+
+// -----
+
 // Tests multi-head attention in f32 without a mask (cross attention: 8 queries, 12 keys) and
 // without repeats: no convert, not causal.
 // CHECK-LABEL: func.func @full_f32

@@ -36,7 +36,8 @@ Floats randomValues(size_t count, DType type, unsigned seed, float spread = 1.0f
   return values;
 }
 
-void expectBitIdentical(int64_t queries, int64_t keys, bool causal, DType type) {
+void expectBitIdentical(int64_t queries, int64_t keys, bool causal, DType type,
+                        int64_t window = -1) {
   AttentionShape s;
   s.batch = 2;
   s.heads = 4;
@@ -45,6 +46,7 @@ void expectBitIdentical(int64_t queries, int64_t keys, bool causal, DType type) 
   s.keys = keys;
   s.headDim = 16;
   s.causal = causal;
+  s.window = window;
   s.scale = 0.25;
   s.valueType = type;
   Floats q = randomValues(s.batch * s.heads * queries * 16, type, 1);
@@ -84,6 +86,13 @@ TEST(Attention, CausalBf16EqualsTheUnfusedGraphAcrossBlocks) {
 
 TEST(Attention, CausalF32EqualsTheUnfusedGraphAcrossBlocks) {
   expectBitIdentical(520, 520, true, DType::kF32);
+}
+
+TEST(Attention, SlidingWindowEqualsTheUnfusedGraphAcrossBlocks) {
+  // GPT-OSS-20B's window of 128 earlier keys, over blocks of 256 query rows whose first keys
+  // the window hides entirely.
+  expectBitIdentical(600, 600, true, DType::kBF16, 128);
+  expectBitIdentical(300, 300, true, DType::kF32, 0); // only the query's own key
 }
 
 TEST(Attention, NonCausalWithFewerKeysEqualsTheUnfusedGraph) {

@@ -39,7 +39,7 @@ inline Unfused unfusedAttention(const Floats &q, const Floats &k, const Floats &
   matmul(q.data(), kg.data(), scores.data(), matmulShape(sq, sk, d, false, true, bh));
   scale(scores.data(), scores.data(), static_cast<int64_t>(scores.size()), s.scale);
   if (s.causal) {
-    causalMask(scores.data(), scores.data(), bh, sq, false);
+    causalMask(scores.data(), scores.data(), bh, sq, false, s.window);
   }
   Floats probs(scores.size());
   Unfused r;
@@ -58,7 +58,7 @@ inline Unfused unfusedAttention(const Floats &q, const Floats &k, const Floats &
   Floats dscores(scores.size());
   softmaxGrad(probs.data(), dprobs.data(), dscores.data(), bh * sq, sk, 1);
   if (s.causal) {
-    causalMask(dscores.data(), dscores.data(), bh, sq, true);
+    causalMask(dscores.data(), dscores.data(), bh, sq, true, s.window);
   }
   scale(dscores.data(), dscores.data(), static_cast<int64_t>(dscores.size()), s.scale);
   dscores = rounded(dscores); // the f32 gradient enters the operand-precision matmuls

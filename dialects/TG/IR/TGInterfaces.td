@@ -15,8 +15,9 @@ def TG_VJPOpInterface : OpInterface<"VJPOpInterface"> {
   let methods = [
     InterfaceMethod<[{
         Builds, at the builder's insertion point, the gradient of each operand given the
-        gradient of each result (`resultGrads` has one non-null value per result, of the
-        result's type). Appends one value per operand to `operandGrads`, of the operand's type,
+        gradient of each result (`resultGrads` has one non-null value per floating-point
+        result, of the result's type; null for an integer result, such as routed expert
+        indices, which takes no gradient). Appends one value per operand to `operandGrads`, of the operand's type,
         or null for operands that take no gradient (token ids, labels, loss masks). Fails with
         a diagnostic on the op for a form it cannot differentiate.
       }],

@@ -226,6 +226,10 @@ LogicalResult CausalMaskOp::verify() {
     return emitOpError() << "causal masking needs as many queries as keys, got " << queries
                          << " queries and " << keys << " keys";
   }
+  if (getWindowAttr() && getWindowAttr().getInt() < 0) {
+    return emitOpError() << "window must be >= 0 (the keys a query sees before itself), got "
+                         << getWindowAttr().getInt();
+  }
   return success();
 }
 
@@ -262,6 +266,9 @@ LogicalResult AttentionOp::verify() {
   if (lse.getShape() != q.take_front(3) || !lse.getElementType().isF32()) {
     return emitOpError() << "lse must be f32 [batch, heads, seq] = tensor<" << q[0] << "x" << q[1]
                          << "x" << q[2] << "xf32>, got " << lse;
+  }
+  if (getWindowAttr() && (!getCausal() || getWindowAttr().getInt() < 0)) {
+    return emitOpError() << "a window (sliding-window attention) needs causal and must be >= 0";
   }
   return success();
 }
@@ -1035,6 +1042,152 @@ LogicalResult Fp8ScaleUpdateOp::verify() {
   if (!(fp8Max > 0.0) || !std::isfinite(fp8Max) || !(margin >= 0.0) || !std::isfinite(margin)) {
     return emitOpError() << "fp8_max must be finite and positive and margin finite and "
                             "non-negative";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `shape` written as a tensor shape (`64x4`), for diagnostics.
+std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string text;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    text += (i ? "x" : "") + std::to_string(d);
+  }
+  return text;
+}
+
+/// The rows of a routed tensor ([N, d]) against `order` ([N]) and the token tensor ([S, d],
+/// N a multiple of S): the check tg.moe_permute and tg.moe_unpermute share.
+LogicalResult verifyRoutedRows(Operation *op, RankedTensorType tokens, RankedTensorType rows,
+                               RankedTensorType order) {
+  if (tokens.getRank() != 2 || rows.getRank() != 2 || order.getRank() != 1) {
+    return op->emitOpError() << "needs token rows [S, d], routed rows [N, d] and order [N]";
+  }
+  int64_t s = tokens.getDimSize(0), n = rows.getDimSize(0);
+  if (order.getDimSize(0) != n || tokens.getDimSize(1) != rows.getDimSize(1) ||
+      tokens.getElementType() != rows.getElementType()) {
+    return op->emitOpError() << "routed rows " << rows << " and order " << order
+                             << " do not match token rows " << tokens;
+  }
+  if (s == 0 || n % s != 0) {
+    return op->emitOpError() << "the " << n << " routed rows are not a multiple of the " << s
+                             << " token rows";
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult MoeRouteOp::verify() {
+  auto logits = getLogits().getType();
+  int64_t k = getTopKAttr().getInt();
+  if (logits.getRank() != 2) {
+    return emitOpError() << "logits must be [tokens, experts], got " << logits;
+  }
+  if (k < 1 || k > logits.getDimSize(1)) {
+    return emitOpError() << "top_k = " << k << " must be in [1, " << logits.getDimSize(1)
+                         << "] (the number of experts)";
+  }
+  SmallVector<int64_t> expected{logits.getDimSize(0), k};
+  if (getProbs().getType().getShape() != ArrayRef<int64_t>(expected) ||
+      getExperts().getType().getShape() != ArrayRef<int64_t>(expected)) {
+    return emitOpError() << "probs and experts must be [" << shapeText(expected) << "]";
+  }
+  return success();
+}
+
+LogicalResult MoeRouteGradOp::verify() {
+  auto probs = getProbs().getType();
+  auto result = getResult().getType();
+  if (probs.getRank() != 2 ||
+      getExperts().getType() != probs.clone(getExperts().getType().getElementType()) ||
+      getGrad().getType() != probs || result.getRank() != 2 ||
+      result.getDimSize(0) != probs.getDimSize(0) || result.getDimSize(1) < probs.getDimSize(1)) {
+    return emitOpError() << "needs probs, experts and grad [tokens, k] and a result [tokens, "
+                            "experts] with experts >= k";
+  }
+  return success();
+}
+
+LogicalResult MoeSortOp::verify() {
+  auto experts = getExperts().getType();
+  auto order = getOrder().getType();
+  auto sizes = getGroupSizes().getType();
+  if (experts.getRank() != 2 || order.getRank() != 1 ||
+      order.getDimSize(0) != experts.getNumElements() || sizes.getRank() != 1 ||
+      sizes.getDimSize(0) < experts.getDimSize(1)) {
+    return emitOpError() << "needs experts [tokens, k], order [tokens·k] and group sizes "
+                            "[experts] with experts >= k";
+  }
+  return success();
+}
+
+LogicalResult MoePermuteOp::verify() {
+  return verifyRoutedRows(*this, getInput().getType(), getResult().getType(), getOrder().getType());
+}
+
+LogicalResult MoeUnpermuteOp::verify() {
+  return verifyRoutedRows(*this, getResult().getType(), getInput().getType(), getOrder().getType());
+}
+
+namespace {
+
+/// tg.grouped_matmul's shapes, forward ([N, K] · per-expert weights -> [N, M]) and weight
+/// gradient ([N, K], [N, M] -> weights): `weights` is [E, K, M], or [E, M, K] transposed.
+LogicalResult verifyGroupedShapes(Operation *op, RankedTensorType lhs, RankedTensorType weights,
+                                  RankedTensorType rows, RankedTensorType sizes,
+                                  bool transposeRhs) {
+  if (lhs.getRank() != 2 || weights.getRank() != 3 || rows.getRank() != 2 || sizes.getRank() != 1) {
+    return op->emitOpError() << "needs rows [N, K], weights [experts, K, M] ([experts, M, K] "
+                                "with transpose_rhs), output rows [N, M] and group sizes [experts]";
+  }
+  int64_t k = weights.getDimSize(transposeRhs ? 2 : 1);
+  int64_t m = weights.getDimSize(transposeRhs ? 1 : 2);
+  if (lhs.getDimSize(1) != k || rows.getDimSize(0) != lhs.getDimSize(0) ||
+      rows.getDimSize(1) != m || sizes.getDimSize(0) != weights.getDimSize(0)) {
+    return op->emitOpError() << "shapes do not match: rows " << lhs << ", weights " << weights
+                             << (transposeRhs ? " (transposed)" : "") << ", output rows " << rows
+                             << ", group sizes " << sizes;
+  }
+  if (lhs.getElementType() != weights.getElementType() ||
+      rows.getElementType() != lhs.getElementType()) {
+    return op->emitOpError() << "rows, weights and output must share an element type";
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult GroupedMatmulOp::verify() {
+  return verifyGroupedShapes(*this, getLhs().getType(), getRhs().getType(), getResult().getType(),
+                             getGroupSizes().getType(), getTransposeRhs());
+}
+
+LogicalResult GroupedMatmulWeightGradOp::verify() {
+  return verifyGroupedShapes(*this, getLhs().getType(), getResult().getType(), getGrad().getType(),
+                             getGroupSizes().getType(), getTransposeRhs());
+}
+
+LogicalResult ScaleRowsOp::verify() {
+  auto input = getInput().getType();
+  auto scales = getScales().getType();
+  if (input.getRank() < 1 || scales.getShape() != input.getShape().drop_back()) {
+    return emitOpError() << "scales " << scales << " must have the shape of " << input
+                         << " without its last dimension";
+  }
+  return success();
+}
+
+LogicalResult RowDotOp::verify() {
+  auto lhs = getLhs().getType();
+  if (lhs.getRank() < 1 || getResult().getType().getShape() != lhs.getShape().drop_back()) {
+    return emitOpError() << "result must have the shape of " << lhs
+                         << " without its last dimension";
   }
   return success();
 }

@@ -249,14 +249,17 @@ def TG_CausalMaskOp : TG_Op<"causal_mask", [DeclareOpInterfaceMethods<TG_VJPOpIn
   let summary = "Masks attention scores of future keys with -infinity";
   let description = [{
     On `[..., queries, keys]` scores with `queries == keys`: `result[..., q, k] = -inf` when
-    `k > q`, else `input[..., q, k]`. With `gradient`, the masked entries are 0 instead: the
-    op's vector-Jacobian product.
+    `k > q`, or with a `window` W when `k < q − W` (sliding-window attention: each query sees
+    itself and the W keys before it, Transformer Engine's window (W, 0)), else
+    `input[..., q, k]`. With `gradient`, the masked entries are 0 instead: the op's
+    vector-Jacobian product.
 
     ```mlir
     %m = tg.causal_mask %scores : tensor<8x4x32x32xf32>
+    %w = tg.causal_mask %scores {window = 128 : i64} : tensor<8x4x32x32xf32>
     ```
   }];
-  let arguments = (ins TG_Tensor:$input, UnitAttr:$gradient);
+  let arguments = (ins TG_Tensor:$input, UnitAttr:$gradient, OptionalAttr<I64Attr>:$window);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -309,7 +312,8 @@ def TG_AttentionOp : TG_Op<"attention", [DeclareOpInterfaceMethods<TG_VJPOpInter
 
     - `scores = (query · keyᵀ)` with f32 products and sums (`tg.matmul` to f32), then
       `scores · scale` rounded to f32 (`tg.scale`);
-    - with `causal`, key positions after the query's are -inf (`tg.causal_mask`);
+    - with `causal`, key positions after the query's are -inf (`tg.causal_mask`), and with
+      a `window` W (only with `causal`) also those more than W before it;
     - `p = softmax(scores)` along keys, in f32 (`tg.softmax`), rounded to `value`'s element
       type (`tg.convert`);
     - `result = p · value` (`tg.matmul` to `result`'s element type).
@@ -327,7 +331,7 @@ def TG_AttentionOp : TG_Op<"attention", [DeclareOpInterfaceMethods<TG_VJPOpInter
     ```
   }];
   let arguments = (ins TG_Tensor:$query, TG_Tensor:$key, TG_Tensor:$value, F64Attr:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, OptionalAttr<I64Attr>:$window);
   let results = (outs TG_Tensor:$result, TG_Tensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value)
@@ -780,7 +784,7 @@ def TG_AttentionGradOp : TG_Op<"attention_grad", [Pure, AllTypesMatch<["query", 
   }];
   let arguments = (ins TG_Tensor:$query, TG_Tensor:$key, TG_Tensor:$value, TG_Tensor:$output,
                        TG_Tensor:$lse, TG_Tensor:$grad, F64Attr:$scale, UnitAttr:$causal,
-                       UnitAttr:$output_tokens_major);
+                       UnitAttr:$output_tokens_major, OptionalAttr<I64Attr>:$window);
   let results = (outs TG_Tensor:$query_grad, TG_Tensor:$key_grad, TG_Tensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $lse `,` $grad attr-dict `:` type($query) `,`
@@ -1136,6 +1140,184 @@ def TG_ConcatOp : TG_Op<"concat", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
   let arguments = (ins Variadic<TG_Tensor>:$inputs, I64Attr:$dim);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts: dropless token routing (docs/dialects/tg.md, "Mixture of experts").
+// A layer routes T tokens to k of E experts each: the T·k (token, slot) pairs are sorted by
+// expert, so every expert's rows are contiguous and the grouped GEMMs read them in place;
+// shapes stay static because the sorted tensor always has T·k rows, whatever the routing.
+//===----------------------------------------------------------------------===//
+
+def TG_I32Tensor : StaticShapeTensorOf<[I32]>;
+
+def TG_MoeRouteOp : TG_Op<"moe_route", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+  let summary = "Top-k routing on raw router logits, then softmax over the k";
+  let description = [{
+    For logits `[tokens, experts]` (f32, the router GEMM's output): `experts[t, :]` are the
+    `top_k` largest logits' expert indices, largest first (equal logits: the lower index
+    first), and `probs[t, :] = softmax(logits[t, experts[t, :]])`, the softmax over the k
+    selected logits only (Megatron's `pre_softmax = false`: no scaling, no bias, no
+    normalisation over all experts).
+
+    ```mlir
+    %probs, %experts = tg.moe_route %logits {top_k = 4 : i64}
+        : tensor<64x32xf32> -> tensor<64x4xf32>, tensor<64x4xi32>
+    ```
+  }];
+  let arguments = (ins TG_F32Tensor:$logits, I64Attr:$top_k);
+  let results = (outs TG_F32Tensor:$probs, TG_I32Tensor:$experts);
+  let assemblyFormat = "$logits attr-dict `:` type($logits) `->` type($probs) `,` type($experts)";
+  let hasVerifier = 1;
+}
+
+def TG_MoeRouteGradOp : TG_Op<"moe_route_grad", [Pure, AllTypesMatch<["probs", "grad"]>]> {
+  let summary = "Vector-Jacobian product of tg.moe_route with respect to the logits";
+  let description = [{
+    `dlogits[t, experts[t, j]] = probs[t, j] · (grad[t, j] − Σ_i probs[t, i] · grad[t, i])`
+    (the softmax's VJP over the k selected logits), 0 at every expert not selected; in f32.
+    The selection itself is piecewise constant and takes no gradient.
+  }];
+  let arguments = (ins TG_F32Tensor:$probs, TG_I32Tensor:$experts, TG_F32Tensor:$grad);
+  let results = (outs TG_F32Tensor:$result);
+  let assemblyFormat = [{
+    $probs `,` $experts `,` $grad attr-dict `:` type($probs) `,` type($experts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MoeSortOp : TG_Op<"moe_sort", [DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>,
+    Pure]> {
+  let summary = "Sorts the (token, slot) pairs of a routing by expert";
+  let description = [{
+    For `experts [tokens, k]` (tg.moe_route's) and E experts (the result's size):
+    `group_sizes[e]` is the number of pairs routed to expert e, and `order` lists the
+    flattened pair indices `t·k + j` sorted by expert, stably (within an expert, by token,
+    then slot). Row r of the sorted tensors (tg.moe_permute) is pair `order[r]`; expert e's
+    rows start at `Σ_{e' < e} group_sizes[e']`. An expert index outside [0, E) is a runtime
+    error, never dropped.
+
+    ```mlir
+    %order, %sizes = tg.moe_sort %experts : tensor<64x4xi32> -> tensor<256xi32>, tensor<32xi32>
+    ```
+  }];
+  let arguments = (ins TG_I32Tensor:$experts);
+  let results = (outs TG_I32Tensor:$order, TG_I32Tensor:$group_sizes);
+  let assemblyFormat = "$experts attr-dict `:` type($experts) `->` type($order) `,` type($group_sizes)";
+  let hasVerifier = 1;
+}
+
+def TG_MoePermuteOp : TG_Op<"moe_permute", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+  let summary = "Gathers token rows into expert order";
+  let description = [{
+    For `input [S, d]` and `order [N]` (tg.moe_sort's, N = S·f):
+    `result[r, :] = input[order[r] / f, :]`. With S the tokens (f = k) it copies each token
+    once per expert it was routed to; with the flattened `[T·k, 1]` probabilities (f = 1) it
+    puts each pair's probability on its row.
+
+    ```mlir
+    %rows = tg.moe_permute %x, %order : tensor<64x32xbf16>, tensor<256xi32> -> tensor<256x32xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, TG_I32Tensor:$order);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input `,` $order attr-dict `:` type($input) `,` type($order) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_MoeUnpermuteOp : TG_Op<"moe_unpermute", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+  let summary = "Sums rows in expert order back onto their tokens";
+  let description = [{
+    The transpose of tg.moe_permute: for `input [N, d]`, `order [N]` and the result
+    `[S, d]` (f = N / S), `result[s, :] = Σ_{j < f} input[r_j, :]` where `order[r_j] = s·f + j`,
+    added in slot order j in f32 and rounded once to the element type. The MoE combine: each
+    token's k expert outputs (already weighted by their probabilities) summed.
+
+    ```mlir
+    %y = tg.moe_unpermute %rows, %order : tensor<256x32xbf16>, tensor<256xi32> -> tensor<64x32xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, TG_I32Tensor:$order);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input `,` $order attr-dict `:` type($input) `,` type($order) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_GroupedMatmulOp : TG_Op<"grouped_matmul", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+  let summary = "One GEMM per expert over its contiguous group of rows";
+  let description = [{
+    For `lhs [N, K]`, `rhs [E, K, M]` (`[E, M, K]` with `transpose_rhs`: per expert a weight
+    stored `[out_features, in_features]`) and `group_sizes [E]` (tg.moe_sort's): rows
+    `[o_e, o_e + group_sizes[e])` with `o_e = Σ_{e' < e} group_sizes[e']` are multiplied by
+    expert e's matrix, each product summed as `tg.matmul` sums (f32 partial sums added in
+    f64) and rounded to the element type. Rows past `Σ group_sizes` are 0; group sizes that
+    are negative or add up to more than N are a runtime error.
+
+    ```mlir
+    %h = tg.grouped_matmul %rows, %fc1, %sizes {transpose_rhs}
+        : tensor<256x32xbf16>, tensor<8x128x32xbf16>, tensor<8xi32> -> tensor<256x128xbf16>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$lhs, TG_Tensor:$rhs, TG_I32Tensor:$group_sizes,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $group_sizes attr-dict `:` type($lhs) `,` type($rhs) `,` type($group_sizes)
+        `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_GroupedMatmulWeightGradOp : TG_Op<"grouped_matmul_weight_grad", [Pure]> {
+  let summary = "Vector-Jacobian product of tg.grouped_matmul with respect to the weights";
+  let description = [{
+    For the forward's `lhs [N, K]`, the result's cotangent `grad [N, M]` and `group_sizes`:
+    `result[e] = lhs_eᵀ · grad_e` (`[E, K, M]`), or with `transpose_rhs` `grad_eᵀ · lhs_e`
+    (`[E, M, K]`), over expert e's rows; an expert without rows gets 0.
+  }];
+  let arguments = (ins TG_Tensor:$lhs, TG_Tensor:$grad, TG_I32Tensor:$group_sizes,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $grad `,` $group_sizes attr-dict `:` type($lhs) `,` type($grad) `,`
+        type($group_sizes) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_ScaleRowsOp : TG_Op<"scale_rows", [DeclareOpInterfaceMethods<TG_VJPOpInterface>,
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Multiplies each row by its own factor";
+  let description = [{
+    `result[..., c] = input[..., c] · scales[...]` in f32, rounded to the element type, for
+    `scales` of `input`'s shape without the last dimension (the MoE's routing probabilities
+    on the expert activation before fc2).
+
+    ```mlir
+    %w = tg.scale_rows %act, %p : tensor<256x64xbf16>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins TG_Tensor:$input, TG_F32Tensor:$scales);
+  let results = (outs TG_Tensor:$result);
+  let assemblyFormat = "$input `,` $scales attr-dict `:` type($input) `,` type($scales)";
+  let hasVerifier = 1;
+}
+
+def TG_RowDotOp : TG_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "Dot product of each pair of rows";
+  let description = [{
+    `result[...] = Σ_c lhs[..., c] · rhs[..., c]`, summed in f64, in f32 (tg.scale_rows'
+    gradient with respect to its scales).
+  }];
+  let arguments = (ins TG_Tensor:$lhs, TG_Tensor:$rhs);
+  let results = (outs TG_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 #endif // MLPERFC_DIALECTS_TG_IR_TGOPS_TD

@@ -351,3 +351,79 @@ void CrossEntropyOp::applySplit(StringAttr axis, ArrayRef<TensorSplit> operands,
     setVocabShardAxisAttr(axis);
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts: tokens are routed on every rank of a tensor-parallel group alike (the
+// router is whole); the experts' FFN splits as Megatron's expert tensor parallelism does
+// (fc1 column-parallel, fc2 row-parallel), so only the feature dim of the routed rows is
+// ever split. Token-split routing (sequence parallelism) needs the sort to run per rank,
+// which is what expert parallelism's dispatch does.
+//===----------------------------------------------------------------------===//
+
+FailureOr<SplitRule> MoeRouteOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  if (operands[0].dim == 0) {
+    return split(0); // tokens are routed independently
+  }
+  return emitOpError() << "routes over every expert's logit: the logits cannot be split along "
+                          "the experts (dim 1)";
+}
+
+FailureOr<SplitRule> MoeSortOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return emitOpError() << "sorts every routed token of the layer: a rank's slice of the "
+                          "tokens gives its own order, not a slice of the whole one "
+                          "(sequence parallelism with mixture-of-experts layers comes with "
+                          "expert parallelism)";
+}
+
+namespace {
+
+/// tg.moe_permute and tg.moe_unpermute move whole rows: the feature dim may be split, the
+/// rows (and the order) may not.
+FailureOr<SplitRule> rowMoveSplit(Operation *op, ArrayRef<TensorSplit> operands) {
+  if (operands[1].dim >= 0 || operands[0].dim == 0) {
+    return op->emitOpError() << "moves whole rows by the routing order: only the feature dim "
+                                "(1) of its rows may be split";
+  }
+  return split(operands[0].dim, operands[0].blocks);
+}
+
+} // namespace
+
+FailureOr<SplitRule> MoePermuteOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return rowMoveSplit(*this, operands);
+}
+
+FailureOr<SplitRule> MoeUnpermuteOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return rowMoveSplit(*this, operands);
+}
+
+FailureOr<SplitRule> GroupedMatmulOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  const TensorSplit &lhsSplit = operands[0], &rhsSplit = operands[1];
+  int64_t lhs = lhsSplit.dim, rhs = rhsSplit.dim;
+  int64_t rhsK = getTransposeRhs() ? 2 : 1, rhsN = getTransposeRhs() ? 1 : 2;
+  if (operands[2].dim < 0) {
+    if (lhs < 0 && rhs == rhsN) {
+      return split(1, rhsSplit.blocks); // column-parallel: each expert's output features
+    }
+    if (lhs == 1 && rhs == rhsK) {
+      if (lhsSplit.blocks != rhsSplit.blocks) {
+        return emitOpError() << "contracts operands whose split dims are made of different blocks";
+      }
+      return partialSum(); // row-parallel: each rank sums its slice of K
+    }
+  }
+  return emitOpError() << "has no split rule for rows split along dim " << lhs
+                       << " and expert weights along dim " << rhs
+                       << " (-1: whole): column-parallel splits the weights' output features, "
+                          "row-parallel the contraction dim of both; the rows and the group "
+                          "sizes stay whole";
+}
+
+FailureOr<SplitRule> ScaleRowsOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  int64_t last = rankOf(getInput()) - 1;
+  if (operands[1].dim >= 0 || (operands[0].dim >= 0 && operands[0].dim != last)) {
+    return emitOpError() << "scales whole rows: only their last dim may be split, the scales "
+                            "stay whole";
+  }
+  return split(operands[0].dim, operands[0].blocks);
+}

@@ -144,8 +144,8 @@ LogicalResult RopeQKOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
 
 LogicalResult CausalMaskOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                      SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(
-      CausalMaskOp::create(b, getLoc(), grads[0].getType(), grads[0], /*gradient=*/true));
+  operandGrads.push_back(CausalMaskOp::create(b, getLoc(), grads[0].getType(), grads[0],
+                                              /*gradient=*/true, getWindowAttr()));
   return success();
 }
 
@@ -177,10 +177,10 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
       break;
     }
   }
-  auto grad =
-      AttentionGradOp::create(b, getLoc(), getQuery().getType(), getKey().getType(),
-                              getValue().getType(), getQuery(), getKey(), getValue(), output,
-                              getLse(), grads[0], getScaleAttr(), getCausalAttr(), tokensMajor);
+  auto grad = AttentionGradOp::create(b, getLoc(), getQuery().getType(), getKey().getType(),
+                                      getValue().getType(), getQuery(), getKey(), getValue(),
+                                      output, getLse(), grads[0], getScaleAttr(), getCausalAttr(),
+                                      tokensMajor, getWindowAttr());
   operandGrads.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   return success();
 }
@@ -296,6 +296,53 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                     : matmul(b, loc, grad, lhs, true, true));
   }
   operandGrads.append({dA, dB});
+  return success();
+}
+
+LogicalResult MoeRouteOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  // grads[1] is null: the expert indices are integers and take no gradient.
+  operandGrads.push_back(MoeRouteGradOp::create(b, getLoc(), getLogits().getType(), getProbs(),
+                                                getExperts(), grads[0]));
+  return success();
+}
+
+LogicalResult MoePermuteOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  // A gather's VJP is the scatter-add: each token row collects its copies' gradients.
+  operandGrads.push_back(
+      MoeUnpermuteOp::create(b, getLoc(), getInput().getType(), grads[0], getOrder()));
+  operandGrads.push_back(nullptr); // the order is data
+  return success();
+}
+
+LogicalResult MoeUnpermuteOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      MoePermuteOp::create(b, getLoc(), getInput().getType(), grads[0], getOrder()));
+  operandGrads.push_back(nullptr);
+  return success();
+}
+
+LogicalResult GroupedMatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  // Per expert e, Y_e = X_e · op(W_e): dX_e = dY_e · op(W_e)ᵀ, one grouped GEMM with the
+  // transpose flipped, and dW_e = X_eᵀ · dY_e (or its transpose for the stored layout).
+  bool transposed = getTransposeRhs();
+  operandGrads.push_back(GroupedMatmulOp::create(b, getLoc(), getLhs().getType(), grads[0],
+                                                 getRhs(), getGroupSizes(), !transposed));
+  operandGrads.push_back(GroupedMatmulWeightGradOp::create(
+      b, getLoc(), getRhs().getType(), getLhs(), grads[0], getGroupSizes(), transposed));
+  operandGrads.push_back(nullptr); // the group sizes are data
+  return success();
+}
+
+LogicalResult ScaleRowsOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ScaleRowsOp::create(b, getLoc(), getInput().getType(), grads[0], getScales()));
+  operandGrads.push_back(
+      RowDotOp::create(b, getLoc(), getScales().getType(), grads[0], getInput()));
   return success();
 }
 

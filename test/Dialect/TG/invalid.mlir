@@ -677,3 +677,21 @@ func.func @running_mean_type(%running: tensor<2xf32>) {
   %mean, %restart = tg.mean_finish %running : tensor<2xf32> -> tensor<f64>, tensor<2xf32>
   return
 }
+
+// -----
+
+// Tests that a sliding window is not negative.
+func.func @mask_window(%s: tensor<2x8x8xf32>) {
+  // expected-error @+1 {{'tg.causal_mask' op window must be >= 0 (the keys a query sees before itself), got -1}}
+  %m = tg.causal_mask %s {window = -1 : i64} : tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a fused attention's window comes with causal masking.
+func.func @attention_window(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xf32>) {
+  // expected-error @+1 {{'tg.attention' op a window (sliding-window attention) needs causal and must be >= 0}}
+  %o, %l = tg.attention %q, %k, %k {scale = 0.5 : f64, window = 3 : i64} : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  return
+}
