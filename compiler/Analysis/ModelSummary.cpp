@@ -137,7 +137,12 @@ public:
         for (StringRef name : layers.getParamNames()) {
           mask.push_back(isFrozenParam(name));
         }
-        addCallee(total, layers.getCallee(), layers.getCountAttr().getInt(), mask);
+        // Each function of the cycle for the layers that call it.
+        SmallVector<StringRef> callees = layers.getCallees();
+        int64_t count = layers.getCountAttr().getInt(), cycle = callees.size();
+        for (int64_t i = 0; i < cycle; ++i) {
+          addCallee(total, callees[i], count / cycle + (i < count % cycle ? 1 : 0), mask);
+        }
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
         std::vector<bool> mask;
         for (Value operand : call.getOperands()) {

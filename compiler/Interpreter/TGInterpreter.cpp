@@ -215,10 +215,10 @@ FailureOr<std::vector<HostTensor>> TGInterpreter::call(func::FuncOp func,
               return success();
             })
             .Case([&](tg::RepeatLayersOp o) -> LogicalResult {
-              auto callee =
-                  SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(o, o.getCalleeAttr());
               HostTensor hidden = get(o.getInput());
               for (int64_t layer = 0; layer < o.getCountAttr().getInt(); ++layer) {
+                auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                    o, FlatSymbolRefAttr::get(o.getContext(), o.getLayerCallee(layer)));
                 std::vector<HostTensor> layerArgs{std::move(hidden)};
                 for (Attribute attr : o.getParams()) {
                   std::string name =

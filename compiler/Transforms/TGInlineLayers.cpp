@@ -114,7 +114,6 @@ struct TGInlineLayersPass : PerModelPass<TGInlineLayersPass, impl::TGInlineLayer
         for (Operation *call : calls) {
           builder.setInsertionPoint(call);
           if (auto layers = dyn_cast<tg::RepeatLayersOp>(call)) {
-            auto callee = symbols.lookup<func::FuncOp>(layers.getCallee());
             Value hidden = layers.getInput();
             // Layers are numbered across every stack of the model, in program order, so
             // dist-pipeline cuts one sequence of layers.
@@ -141,6 +140,7 @@ struct TGInlineLayersPass : PerModelPass<TGInlineLayersPass, impl::TGInlineLayer
                 args.push_back(
                     tg::ParamRefOp::create(builder, layers.getLoc(), param.getType(), concrete));
               }
+              auto callee = symbols.lookup<func::FuncOp>(layers.getLayerCallee(layer));
               hidden = inlineBody(builder, callee, args, layer).front();
             }
             layers.getResult().replaceAllUsesWith(hidden);

@@ -448,14 +448,34 @@ SmallVector<StringRef> RepeatLayersOp::getParamNames() {
       getParams(), [](Attribute attr) { return cast<FlatSymbolRefAttr>(attr).getValue(); }));
 }
 
-LogicalResult RepeatLayersOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto callee = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
-  if (!callee) {
-    return emitOpError() << "layer function " << getCalleeAttr() << " is not declared";
+SmallVector<StringRef> RepeatLayersOp::getCallees() {
+  SmallVector<StringRef> callees{getCallee()};
+  if (std::optional<ArrayAttr> alternating = getAlternating()) {
+    for (Attribute attr : *alternating) {
+      callees.push_back(cast<FlatSymbolRefAttr>(attr).getValue());
+    }
   }
-  if (callee.isExternal()) {
-    return emitOpError() << "layer function " << getCalleeAttr()
-                         << " has no body: a model declares every computation";
+  return callees;
+}
+
+StringRef RepeatLayersOp::getLayerCallee(int64_t layer) {
+  SmallVector<StringRef> callees = getCallees();
+  return callees[layer % static_cast<int64_t>(callees.size())];
+}
+
+LogicalResult RepeatLayersOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  SmallVector<func::FuncOp> callees;
+  for (StringRef name : getCallees()) {
+    auto callee = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(
+        *this, FlatSymbolRefAttr::get(getContext(), name));
+    if (!callee) {
+      return emitOpError() << "layer function @" << name << " is not declared";
+    }
+    if (callee.isExternal()) {
+      return emitOpError() << "layer function @" << name
+                           << " has no body: a model declares every computation";
+    }
+    callees.push_back(callee);
   }
   if (getCountAttr().getInt() < 1) {
     return emitOpError() << "count must be >= 1, got " << getCountAttr().getInt();
@@ -480,10 +500,12 @@ LogicalResult RepeatLayersOp::verifySymbolUses(SymbolTableCollection &symbolTabl
   }
   FunctionType expected =
       FunctionType::get(getContext(), expectedInputs, TypeRange{getInput().getType()});
-  if (callee.getFunctionType() != expected) {
-    return emitOpError() << "layer function " << getCalleeAttr() << " has type "
-                         << callee.getFunctionType() << " but the stack needs " << expected
-                         << " (hidden state, then the listed parameters in order)";
+  for (func::FuncOp callee : callees) {
+    if (callee.getFunctionType() != expected) {
+      return emitOpError() << "layer function @" << callee.getSymName() << " has type "
+                           << callee.getFunctionType() << " but the stack needs " << expected
+                           << " (hidden state, then the listed parameters in order)";
+    }
   }
   return success();
 }
@@ -648,24 +670,23 @@ LogicalResult ModelOp::verifyRegions() {
     }
     inProgress.push_back(func);
     WalkResult walked = func.walk([&](Operation *op) -> WalkResult {
-      StringRef calleeName;
+      SmallVector<StringRef> calleeNames;
       if (auto ref = dyn_cast<ParamRefOp>(op)) {
         usedParams.insert(ref.getName());
       } else if (auto layers = dyn_cast<RepeatLayersOp>(op)) {
         for (StringRef name : layers.getParamNames()) {
           usedParams.insert(name);
         }
-        calleeName = layers.getCallee();
+        calleeNames = layers.getCallees();
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
-        calleeName = call.getCallee();
+        calleeNames = {call.getCallee()};
       }
-      if (calleeName.empty()) {
-        return WalkResult::advance();
-      }
-      auto callee =
-          dyn_cast_or_null<func::FuncOp>(mlir::SymbolTable::lookupSymbolIn(*this, calleeName));
-      if (callee && failed(visit(callee, op))) {
-        return WalkResult::interrupt();
+      for (StringRef calleeName : calleeNames) {
+        auto callee =
+            dyn_cast_or_null<func::FuncOp>(mlir::SymbolTable::lookupSymbolIn(*this, calleeName));
+        if (callee && failed(visit(callee, op))) {
+          return WalkResult::interrupt();
+        }
       }
       return WalkResult::advance();
     });

@@ -216,24 +216,34 @@ def TG_RepeatLayersOp : TG_Op<"repeat_layers", [Pure, AllTypesMatch<["input", "r
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Applies a layer function `count` times with per-layer parameters";
   let description = [{
-    `h_0 = input`, `h_{i+1} = callee(h_i, P_0[i], …, P_n[i])`, `result = h_count`, where each
-    `P_j` is a per-layer `tg.param` (name with `{i}`, `repeat = count`). The declaration stays
-    readable at any depth; the compiler unrolls it.
+    `h_0 = input`, `h_{i+1} = f_i(h_i, P_0[i], …, P_n[i])`, `result = h_count`, where each
+    `P_j` is a per-layer `tg.param` (name with `{i}`, `repeat = count`) and `f_i` is `callee`,
+    or with `alternating [@g, ...]` the (i mod m)-th of `callee, @g, ...` (m functions of one
+    type: GPT-OSS-20B's sliding-window layers on even indices, full attention on odd ones).
+    The declaration stays readable at any depth; the compiler unrolls it.
 
     ```mlir
     %h = tg.repeat_layers @decoder_layer(%x) count 32
         params [@"model.layers.{i}.input_layernorm.weight", ...] : tensor<1x8192x4096xbf16>
+    %g = tg.repeat_layers @sliding_layer(%x) count 24 alternating [@full_layer]
+        params [...] : tensor<1x8192x2880xbf16>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee, TG_Tensor:$input, I64Attr:$count,
+                       OptionalAttr<FlatSymbolRefArrayAttr>:$alternating,
                        FlatSymbolRefArrayAttr:$params);
   let results = (outs TG_Tensor:$result);
   let assemblyFormat = [{
-    $callee `(` $input `)` `count` $count `params` $params attr-dict `:` type($input)
+    $callee `(` $input `)` `count` $count (`alternating` $alternating^)? `params` $params
+        attr-dict `:` type($input)
   }];
   let extraClassDeclaration = [{
     /// The per-layer parameter names, "{i}" unresolved, in argument order.
     ::llvm::SmallVector<::llvm::StringRef> getParamNames();
+    /// The layer functions in their cycle: `callee`, then `alternating`.
+    ::llvm::SmallVector<::llvm::StringRef> getCallees();
+    /// The function layer `layer` (0-based in this stack) calls.
+    ::llvm::StringRef getLayerCallee(int64_t layer);
   }];
 }
 
