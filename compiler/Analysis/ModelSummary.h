@@ -22,6 +22,9 @@ struct ModelSummary {
   int64_t parameters = 0;
   int64_t trainableParameters = 0; // parameters not declared frozen (the optimizer's)
   int64_t parameterTensors = 0;    // declared tensors, per-layer ones counted per layer
+  /// Parameters one token computes with: all of them but the experts of a mixture-of-experts
+  /// layer, of which a token uses top_k of E (each expert tensor counted at top_k / E).
+  int64_t activeParametersPerToken = 0;
   /// Bytes by role ("parameters", "gradients", "master_weights", "optimizer_state"), then by
   /// element type name ("bf16", "f32").
   std::map<std::string, std::map<std::string, int64_t>> bytes;

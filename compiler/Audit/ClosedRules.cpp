@@ -67,6 +67,25 @@ const std::vector<BenchmarkRules> &benchmarkTable() {
     lora.onlyAdaptersTrain = true;
     lora.mllog = {{"lora_rank", 16}, {"lora_alpha", 32}}; // the checker and the rules table
     rules.push_back(lora);
+
+    BenchmarkRules gptOss;
+    gptOss.benchmark = "gpt_oss_20b";
+    gptOss.source = std::string(checker) +
+                    "gpt_oss_20b.yaml; MLPerf Training v6.0 rules; shared/reference/BENCHMARKS.md "
+                    "section 2";
+    gptOss.beta1 = 0.9;
+    gptOss.beta2 = 0.95;
+    gptOss.epsilon = 1e-05;
+    gptOss.weightDecay = 0.1;
+    gptOss.clip = 1.0;
+    gptOss.weightDecayParams = "matrices"; // Megatron: no decay on 1-D parameters
+    gptOss.schedule = "cosine_with_linear_warmup";
+    gptOss.maxSteps = 1200000;
+    gptOss.evalSamples = 1024;
+    gptOss.seqLen = 8192;
+    gptOss.parameterCount = 20488418112; // docs/models.md derives it
+    gptOss.initStd = 0.008;
+    rules.push_back(gptOss);
     return rules;
   }();
   return table;

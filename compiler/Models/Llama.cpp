@@ -85,6 +85,9 @@ struct RcpEntry {
 };
 constexpr RcpEntry kLlama31_8bRcps[] = {
     {16, 4e-4, 256}, {32, 8e-4, 4096}, {64, 8e-4, 6144}, {96, 1e-3, 16348}, {128, 2e-3, 32768}};
+/// GPT-OSS-20B's (shared/reference/BENCHMARKS.md section 2): 16: 4e-4, 2048 warmup samples;
+/// 32: 8e-4, 4096; 64: 1e-3, 12288.
+constexpr RcpEntry kGptOss20bRcps[] = {{16, 4e-4, 2048}, {32, 8e-4, 4096}, {64, 1e-3, 12288}};
 
 /// The 405B reference's batch-dependent rules: LR = 8e-5 GBS/1152, warmup ceil(8000 x
 /// 1152/GBS), cosine horizon ceil(1.2M x 1152/GBS) steps, end LR 8e-7.
@@ -246,6 +249,70 @@ LlamaConfig llama2_70bLoraTiny() {
   return c;
 }
 
+/// GPT-OSS-20B as the MLPerf Training v6.0 reference trains it (shared/reference/BENCHMARKS.md
+/// section 2: Primus on Megatron-LM, GPT-OSS-shaped but not Hugging Face's gpt-oss-20b: no
+/// biases, no attention sinks, no SwiGLU clamp, the Llama 3.1 tokenizer, QK RMSNorm, top-k on
+/// raw logits). Pretraining from scratch; tunables default to the RCP entry for GBS 16.
+LlamaConfig gptOss20b() {
+  LlamaConfig c = llama31_8b();
+  c.family = "gpt-oss";
+  c.name = "gpt_oss_20b";
+  c.description = "GPT-OSS-20B: MLPerf Training v6.0 `gpt_oss_20b`, closed division";
+  c.layers = 24;
+  c.hidden = 2880;
+  c.heads = 64;
+  c.kvHeads = 8;
+  c.headDimOverride = 64; // kv_channels: the query width 4096 is not d_model
+  c.ffn = 2880;           // each expert's SwiGLU width
+  c.experts = 32;
+  c.topK = 4;
+  c.vocab = 128256;
+  c.seq = 8192;
+  c.ropeTheta = 150000.0;
+  c.ropeScaling = false; // plain RoPE over the whole head, no YaRN
+  c.normEps = 1e-6;
+  c.qkNorm = true;
+  c.slidingWindow = 128;
+  // Megatron's eod_mask_loss with the Llama 3.1 tokenizer's end-of-document token,
+  // <|end_of_text|> (the id Megatron's --append-eod wrote after every C4 document).
+  c.eodToken = 128001;
+  c.initStd = 0.008;
+  c.gbs = 16;
+  c.microBatch = 2;
+  c.lr = 4e-4;
+  c.endLr = 4e-5;
+  c.warmupSteps = 128;
+  c.maxSteps = 1200000;
+  c.decaySteps = c.maxSteps - c.warmupSteps;
+  c.adamEps = 1e-5;
+  c.weightDecayParams = "matrices"; // no decay on 1-D parameters
+  c.benchmark = "gpt_oss_20b";
+  // The reference's mean samples to converge per RCP batch size, rounded to thousands as
+  // shared/reference/BENCHMARKS.md states them (rcps_gpt_oss_20b.json has the runs).
+  c.rcpMeanSamples = {{16, 195000}, {32, 235000}, {64, 302000}};
+  c.evalEvery = 12288;
+  c.evalSamples = 1024;
+  c.target = 3.34;
+  return c;
+}
+
+/// GPT-OSS-20B's structure at test sizes: 2 layers (one sliding-window, one full), 64 wide,
+/// 4 heads of 8 over 2 KV heads (query width 32 != 64), 8 experts of width 32 with top 2, a
+/// window of 8 keys in 32-token sequences, end-of-document id 255 of a 256-token vocabulary.
+LlamaConfig gptOss20bTiny() {
+  LlamaConfig c = gptOss20b();
+  c.name = "gpt_oss_20b_tiny";
+  c.description = "GPT-OSS-20B structure at test sizes (not a benchmark configuration)";
+  applyTestSizes(c);
+  c.headDimOverride = 8;
+  c.ffn = 32;
+  c.experts = 8;
+  c.topK = 2;
+  c.slidingWindow = 8;
+  c.eodToken = 255;
+  return c;
+}
+
 /// Presets by family, the family's default first.
 const std::map<std::string, std::vector<std::pair<std::string, std::function<LlamaConfig()>>>> &
 presets() {
@@ -260,6 +327,7 @@ presets() {
           {"llama2", {{"llama2_70b", llama2_70b}, {"llama2_70b_tiny", llama2_70bTiny}}},
           {"llama2-lora",
            {{"llama2_70b_lora", llama2_70bLora}, {"llama2_70b_lora_tiny", llama2_70bLoraTiny}}},
+          {"gpt-oss", {{"gpt_oss_20b", gptOss20b}, {"gpt_oss_20b_tiny", gptOss20bTiny}}},
       };
   return table;
 }
@@ -390,6 +458,12 @@ const std::map<std::string, Setter> &setters() {
       {"target_metric", choiceField(&LlamaConfig::targetMetric, {"log_perplexity", "eval_loss"})},
       {"target", floatField(&LlamaConfig::target)},
       {"rcp", rcpField()},
+      {"head_dim", intField(&LlamaConfig::headDimOverride)},
+      {"qk_norm", onOffField(&LlamaConfig::qkNorm)},
+      {"sliding_window", intField(&LlamaConfig::slidingWindow)},
+      {"experts", intField(&LlamaConfig::experts)},
+      {"top_k", intField(&LlamaConfig::topK)},
+      {"eod_token", intField(&LlamaConfig::eodToken)},
   };
   return table;
 }
@@ -406,6 +480,12 @@ std::string tensor(std::initializer_list<int64_t> shape, StringRef elementType) 
 }
 
 } // namespace
+
+std::string tensorType(std::initializer_list<int64_t> shape, StringRef elementType) {
+  return tensor(shape, elementType);
+}
+
+std::string formatModelNumber(double value) { return formatDouble(value); }
 
 std::vector<std::string> llamaFamilies() {
   std::vector<std::string> names;
@@ -476,16 +556,23 @@ Error applyLlamaSettings(LlamaConfig &config, StringRef settings) {
     apply405BBatchRules(config, set.contains("lr"), set.contains("warmup_steps"),
                         set.contains("max_steps"));
   }
-  if (config.benchmark == "llama31_8b" && set.contains("gbs") &&
+  // A batch with a Reference Convergence Point takes its LR and warmup.
+  llvm::ArrayRef<RcpEntry> rcps = config.benchmark == "llama31_8b" ? llvm::ArrayRef(kLlama31_8bRcps)
+                                  : config.benchmark == "gpt_oss_20b"
+                                      ? llvm::ArrayRef(kGptOss20bRcps)
+                                      : llvm::ArrayRef<RcpEntry>();
+  if (!rcps.empty() && set.contains("gbs") &&
       !(set.contains("lr") && set.contains("warmup_steps"))) {
     const RcpEntry *rcp = nullptr;
-    for (const RcpEntry &entry : kLlama31_8bRcps) {
+    std::string batches;
+    for (const RcpEntry &entry : rcps) {
       rcp = entry.gbs == config.gbs ? &entry : rcp;
+      batches += (batches.empty() ? "" : ", ") + std::to_string(entry.gbs);
     }
     if (!rcp) {
-      return makeError("gbs=" + llvm::Twine(config.gbs) +
-                       " has no llama31_8b reference convergence point (RCPs exist for gbs 16, "
-                       "32, 64, 96, 128): set lr and warmup_steps explicitly");
+      return makeError("gbs=" + llvm::Twine(config.gbs) + " has no " + config.benchmark +
+                       " reference convergence point (RCPs exist for gbs " + batches +
+                       "): set lr and warmup_steps explicitly");
     }
     if (!set.contains("lr")) {
       config.lr = rcp->lr;
@@ -494,8 +581,9 @@ Error applyLlamaSettings(LlamaConfig &config, StringRef settings) {
       config.warmupSteps = ceilDiv(rcp->warmupSamples, config.gbs);
     }
   }
-  static const char *const kArchitectureKeys[] = {"layers", "hidden", "heads", "kv_heads",
-                                                  "ffn",    "vocab",  "seq"};
+  static const char *const kArchitectureKeys[] = {"layers",  "hidden", "heads",         "kv_heads",
+                                                  "ffn",     "vocab",  "seq",           "head_dim",
+                                                  "experts", "top_k",  "sliding_window"};
   if (llvm::any_of(kArchitectureKeys, [&](const char *key) { return set.contains(key); })) {
     if (!set.contains("rcp")) {
       config.rcpMeanSamples.clear(); // another model converges elsewhere, unless stated
@@ -527,7 +615,7 @@ Error validateLlamaConfig(const LlamaConfig &c) {
       return makeError(key + "=" + llvm::Twine(value) + " must be positive");
     }
   }
-  if (c.hidden % c.heads != 0) {
+  if (c.headDimOverride == 0 && c.hidden % c.heads != 0) {
     return makeError("heads=" + llvm::Twine(c.heads) + " does not divide hidden=" +
                      llvm::Twine(c.hidden) + " (head_dim = hidden / heads)");
   }
@@ -552,6 +640,27 @@ Error validateLlamaConfig(const LlamaConfig &c) {
     return makeError("benchmark='" + c.benchmark +
                      "' must be an identifier (letters, digits, '_')");
   }
+  if (c.family == "gpt-oss") {
+    if (c.experts < 1 || c.topK < 1 || c.topK > c.experts) {
+      return makeError("experts=" + llvm::Twine(c.experts) + " and top_k=" + llvm::Twine(c.topK) +
+                       " need 1 <= top_k <= experts");
+    }
+    if (c.slidingWindow < 0 || c.headDimOverride < 0) {
+      return makeError("sliding_window and head_dim must not be negative");
+    }
+    if (c.eodToken < 0 || c.eodToken >= c.vocab) {
+      return makeError("eod_token=" + llvm::Twine(c.eodToken) +
+                       " must be a token of the vocabulary [0, " + llvm::Twine(c.vocab) + ")");
+    }
+    if (!c.qkNorm) {
+      return makeError("qk_norm=off: the gpt-oss family's layers norm q and k (the "
+                       "reference's qk_layernorm)");
+    }
+  } else if (c.experts != 0 || c.topK != 0 || c.slidingWindow != 0 || c.qkNorm ||
+             c.eodToken != -1) {
+    return makeError("experts, top_k, sliding_window, qk_norm and eod_token belong to the "
+                     "gpt-oss family");
+  }
   // The remaining fields are checked by the IR verifier when the text is parsed back.
   if (c.loraRank < 0 || (c.loraRank > 0 && !c.fusedQkv)) {
     return makeError("lora_rank=" + llvm::Twine(c.loraRank) +
@@ -564,18 +673,12 @@ Error validateLlamaConfig(const LlamaConfig &c) {
   return Error::success();
 }
 
-std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
-  const std::string dt = c.dtype;
-  const int64_t B = c.microBatch, S = c.seq, D = c.hidden, H = c.heads, KV = c.kvHeads;
-  const int64_t HD = c.headDim(), F = c.ffn, V = c.vocab, L = c.layers;
-  const std::string x = tensor({B, S, D}, dt);
-  const std::string tokens = tensor({B, S}, "i32");
-
+std::string emitModelHeader(const LlamaConfig &c, StringRef commandLine, StringRef generator) {
   std::string out;
   llvm::raw_string_ostream os(out);
   os << "// " << c.description << ".\n"
      << "// Generated by: " << commandLine << "\n"
-     << "// Change the generator (compiler/Models/Llama.cpp), not this file: a test checks that\n"
+     << "// Change the generator (" << generator.str() << "), not this file: a test checks that\n"
      << "// this file is exactly what the command above writes. Semantics: docs/models.md.\n";
   os << "tg.model @" << c.name << " {\n";
   os << llvm::formatv("  tg.benchmark {{name = \"{0}\", eval_every_samples = {1}, "
@@ -629,6 +732,18 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
                       "                  warmup_steps = {2}, decay_steps = {3}, max_steps = {4}}\n",
                       formatDouble(c.lr), formatDouble(c.endLr), c.warmupSteps, c.decaySteps,
                       c.maxSteps);
+  return out;
+}
+
+std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
+  const std::string dt = c.dtype;
+  const int64_t B = c.microBatch, S = c.seq, D = c.hidden, H = c.heads, KV = c.kvHeads;
+  const int64_t HD = c.headDim(), F = c.ffn, V = c.vocab, L = c.layers;
+  const std::string x = tensor({B, S, D}, dt);
+  const std::string tokens = tensor({B, S}, "i32");
+
+  std::string out = emitModelHeader(c, commandLine, "compiler/Models/Llama.cpp");
+  llvm::raw_string_ostream os(out);
   os << "\n";
 
   bool random = c.init == "random";
@@ -910,7 +1025,12 @@ llvm::Expected<std::string> EmitModelCommand::emit() const {
   if (Error error = validateLlamaConfig(*config)) {
     return error;
   }
-  return emitLlama(*config, str());
+  return emitModel(*config, str());
+}
+
+std::string emitModel(const LlamaConfig &config, StringRef commandLine) {
+  return config.family == "gpt-oss" ? emitGptOss(config, commandLine)
+                                    : emitLlama(config, commandLine);
 }
 
 std::optional<EmitModelCommand> generatingCommand(StringRef declarationText) {

@@ -62,10 +62,27 @@ struct LlamaConfig {
   /// `--set rcp=GBS:SAMPLES/...` states them.
   std::vector<std::pair<int64_t, int64_t>> rcpMeanSamples;
 
-  int64_t headDim() const { return heads > 0 ? hidden / heads : 0; }
+  // GPT-OSS-20B's differences (family "gpt-oss"; shared/reference/BENCHMARKS.md section 2).
+  /// head_dim when it is not hidden / heads (GPT-OSS: 64 with hidden 2880 and 64 heads).
+  int64_t headDimOverride = 0;
+  /// RMSNorm over the head dim of q and k before RoPE, each with its own weight.
+  bool qkNorm = false;
+  /// Sliding-window causal attention on even layers: a query sees itself and this many
+  /// earlier keys (Transformer Engine's window (W, 0)); 0: every layer fully causal.
+  int64_t slidingWindow = 0;
+  /// Mixture of experts in every layer: `experts` SwiGLU experts of width `ffn`, `topK` per
+  /// token (top-k on the raw router logits, softmax over the k), dropless.
+  int64_t experts = 0, topK = 0;
+  /// Positions whose input token is this id are left out of the loss (Megatron's
+  /// eod_mask_loss); -1: none.
+  int64_t eodToken = -1;
+
+  int64_t headDim() const {
+    return headDimOverride > 0 ? headDimOverride : heads > 0 ? hidden / heads : 0;
+  }
 };
 
-/// The model families, "llama3", "llama2" and "llama2-lora".
+/// The model families, "llama3", "llama2", "llama2-lora" and "gpt-oss".
 std::vector<std::string> llamaFamilies();
 
 /// Names of a family's presets, e.g. "llama31_8b"; the first is the family's default.
@@ -89,6 +106,25 @@ llvm::Error validateLlamaConfig(const LlamaConfig &config);
 
 /// The declaration as MLIR text. `commandLine` is recorded in the header comment.
 std::string emitLlama(const LlamaConfig &config, llvm::StringRef commandLine);
+
+/// The declaration of `config`'s family: emitLlama or emitGptOss.
+std::string emitModel(const LlamaConfig &config, llvm::StringRef commandLine);
+
+/// The GPT-OSS-20B-shaped declaration (compiler/Models/GptOss.cpp): mixture-of-experts layers,
+/// sliding-window attention on even layers, QK norm, the end-of-document loss mask.
+std::string emitGptOss(const LlamaConfig &config, llvm::StringRef commandLine);
+
+/// What every generated file starts with: the header comment, tg.benchmark, tg.batch,
+/// tg.optimizer and tg.lr_schedule, from `config`; `generator` is the source file named in
+/// the "change the generator" line.
+std::string emitModelHeader(const LlamaConfig &config, llvm::StringRef commandLine,
+                            llvm::StringRef generator);
+
+/// `tensor<AxBxtype>`.
+std::string tensorType(std::initializer_list<int64_t> shape, llvm::StringRef elementType);
+
+/// A number as the generated files write it (an MLIR float literal).
+std::string formatModelNumber(double value);
 
 /// An `mlperfc emit-model` command line.
 struct EmitModelCommand {

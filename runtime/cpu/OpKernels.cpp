@@ -102,6 +102,7 @@ private:
   Status moePermuteKernel(std::string_view op);
   Status groupedMatmulKernel(std::string_view op);
   Status scaleRowsKernel(std::string_view op);
+  Status tokenMaskKernel(std::string_view op);
 
   cpu::LinearCrossEntropyShape linearLogitsShape() const;
   const HostTensor &in(size_t i) const { return *operands[i]; }
@@ -919,6 +920,16 @@ Status Dispatch::scaleRowsKernel(std::string_view op) {
   return Status::ok();
 }
 
+Status Dispatch::tokenMaskKernel(std::string_view op) {
+  const int64_t masked = integer("masked_token");
+  const std::vector<int64_t> &tokens = in(0).ints;
+  float *mask = out().data();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    mask[i] = tokens[i] == masked ? 0.0f : 1.0f;
+  }
+  return Status::ok();
+}
+
 Status Dispatch::run(std::string_view op) {
   using Kernel = Status (Dispatch::*)(std::string_view);
   // The registry: each op the CPU backend executes and its kernel.
@@ -990,7 +1001,8 @@ Status Dispatch::run(std::string_view op) {
       {"grouped_matmul", &Dispatch::groupedMatmulKernel},
       {"grouped_matmul_weight_grad", &Dispatch::groupedMatmulKernel},
       {"scale_rows", &Dispatch::scaleRowsKernel},
-      {"row_dot", &Dispatch::scaleRowsKernel}};
+      {"row_dot", &Dispatch::scaleRowsKernel},
+      {"token_mask", &Dispatch::tokenMaskKernel}};
   auto kernel = kKernels.find(op);
   if (kernel == kKernels.end()) {
     return Status(StatusCode::kInvalidArgument,

@@ -65,6 +65,7 @@ constexpr CudaOpEntry kOps[] = {
     {"grouped_matmul_weight_grad", false, kMoe},
     {"scale_rows", false, kMoe},
     {"row_dot", false, kMoe},
+    {"token_mask", false, kMoe},
     {"fill", true, {}},
     {"mean_accumulate", true, {}},
     {"mean_finish", true, {}},

@@ -730,6 +730,13 @@ std::string Checker::run() {
                "M] and group sizes [E], got " +
                describe(x) + ", " + describe(weights) + ", " + describe(rows) + ", " +
                describe(in(2)));
+  } else if (op == "token_mask") {
+    integers(operand(0));
+    expect(result(0).dtype() == plan::F32 && out() == in(0),
+           "token_mask needs an f32 result of the tokens' shape");
+    const plan::Attribute *token = attribute("masked_token");
+    expect(token && token->value_case() == plan::Attribute::kI,
+           "attribute 'masked_token' must be an integer");
   } else if (op == "scale_rows" || op == "row_dot") {
     Shape x = in(0), reduced = op == "scale_rows" ? in(1) : out();
     floats({&operand(0), &operand(1), &result(0)});

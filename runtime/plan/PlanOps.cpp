@@ -60,6 +60,7 @@ constexpr PlanOpSignature kOps[] = {
     {"grouped_matmul_weight_grad", 3, 3, 1, 1, OpCommunication::kNone, OpCost::kGemm},
     {"scale_rows", 2, 2, 1, 1},
     {"row_dot", 2, 2, 1, 1},
+    {"token_mask", 1, 1, 1, 1},
     {"fill", 0, 0, 1, 1},
     // Evaluation's running mean [sum, count] (f64): add a loss; divide and start again.
     {"mean_accumulate", 2, 2, 1, 1},

@@ -32,6 +32,11 @@ def normalize(path):
     text = re.sub(r"tensor<([0-9]+x)+", "tensor<SHAPEx", text)
     text = re.sub(r"tg.model @\w+", "tg.model @NAME", text)
     text = re.sub(r"\b(count|times = |repeat = |seq_len = )\s*\d+", r"\1 N", text)
+    # Block and piece sizes (a fused projection's blocks, the experts' [gate; up] split), and
+    # the sizes a test variant scales with its vocabulary and sequence: top-k of its experts,
+    # the sliding window, the end-of-document id.
+    text = re.sub(r"\b(shard_blocks|sizes) = array<i64:[^>]*>", r"\1 = SIZES", text)
+    text = re.sub(r"\b(top_k|window|masked_token) = \d+", r"\1 = N", text)
     text = re.sub(r"factor = [0-9.e+-]+\} : tensor<SHAPExf32>", "factor = SCALE} : tensor<SHAPExf32>", text)
     return text
 

@@ -147,7 +147,9 @@ TEST(ClosedRules, PrintsValuesAsPythonAndTheCheckerDo) {
   EXPECT_EQ(formatRuleValue(2.2222222222222225e-06), "2.2222222222222225e-06");
   ASSERT_NE(findBenchmarkRules("llama31_8b"), nullptr);
   EXPECT_EQ(*findBenchmarkRules("llama31_8b")->epsilon, 1e-05);
-  EXPECT_EQ(findBenchmarkRules("gpt_oss_20b"), nullptr);
+  ASSERT_NE(findBenchmarkRules("gpt_oss_20b"), nullptr);
+  EXPECT_EQ(findBenchmarkRules("gpt_oss_20b")->weightDecayParams, "matrices");
+  EXPECT_EQ(findBenchmarkRules("deepseekv3_671b"), nullptr);
 }
 
 TEST(Evidence, ReducesEachMeshDegreeToTwoAndKeepsTheStrategy) {

@@ -86,11 +86,13 @@ TEST(CudaOps, TableListsEveryPlanOpInOrderAndOnlyCommunicationLacksAKernel) {
     EXPECT_EQ(table[i].hasKernel, table[i].comesWith.empty()) << table[i].op;
     // Every op of a single-GPU plan has its kernel; what talks to other ranks, or exists only
     // in a plan whose vocabulary is split over ranks, comes with NCCL. The mixture-of-experts
-    // ops (GPT-OSS-20B, issue 39) run on the CPU backend only, so far.
+    // ops and the end-of-document loss mask (GPT-OSS-20B, issue 39) run on the CPU backend
+    // only, so far.
     bool multiRankOnly =
         communicates(table[i].op) || table[i].op.find("vocab_") != std::string_view::npos;
     bool moe = table[i].op.find("moe_") == 0 || table[i].op.find("grouped_matmul") == 0 ||
-               table[i].op == "scale_rows" || table[i].op == "row_dot";
+               table[i].op == "scale_rows" || table[i].op == "row_dot" ||
+               table[i].op == "token_mask";
     EXPECT_EQ(table[i].hasKernel, !multiRankOnly && !moe) << table[i].op;
   }
 }

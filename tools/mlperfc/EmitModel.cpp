@@ -20,11 +20,11 @@ namespace cl = llvm::cl;
 
 namespace mlperf::cli {
 
-cl::SubCommand
-    emitModelCommand("emit-model",
-                     "Write a model declaration (family llama3, llama2 or llama2-lora) for any "
-                     "consistent "
-                     "configuration");
+cl::SubCommand emitModelCommand(
+    "emit-model",
+    "Write a model declaration (family llama3, llama2, llama2-lora or gpt-oss) for any "
+    "consistent "
+    "configuration");
 
 static cl::opt<std::string> emitFamily(cl::Positional, cl::Required, cl::sub(emitModelCommand),
                                        cl::desc("<family>"), cl::cat(mlperfcCategory()));
@@ -73,7 +73,7 @@ int runEmitModel() {
   }
 
   std::string text =
-      models::emitLlama(*config, models::EmitModelCommand{emitFamily, preset, settings}.str());
+      models::emitModel(*config, models::EmitModelCommand{emitFamily, preset, settings}.str());
 
   // Verify before writing: the IR verifier owns the cross-field rules (divisibility, eval
   // cadence, schedule consistency) and names the offending field.

@@ -55,6 +55,10 @@ static void printTable(const ModelSummary &s) {
        << withThousands(s.parameters - s.trainableParameters) << ")";
   }
   os << "\n";
+  if (s.activeParametersPerToken != s.parameters) {
+    os << "active parameters per token: " << withThousands(s.activeParametersPerToken)
+       << " (each mixture-of-experts layer's experts at top_k / experts)\n";
+  }
   os << "memory for training state (bytes):\n";
   int64_t total = 0;
   for (const auto &[role, byType] : s.bytes) {
@@ -99,6 +103,7 @@ static void printJson(const ModelSummary &s) {
       {"benchmark", s.benchmark},
       {"parameters", s.parameters},
       {"trainable_parameters", s.trainableParameters},
+      {"active_parameters_per_token", s.activeParametersPerToken},
       {"parameter_tensors", s.parameterTensors},
       {"bytes", std::move(bytes)},
       {"batch", llvm::json::Object{{"global_batch_size", s.globalBatch},

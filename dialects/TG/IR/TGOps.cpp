@@ -1191,3 +1191,11 @@ LogicalResult RowDotOp::verify() {
   }
   return success();
 }
+
+LogicalResult TokenMaskOp::verify() {
+  if (getResult().getType().getShape() != getTokens().getType().getShape()) {
+    return emitOpError() << "the mask " << getResult().getType() << " must have the tokens' shape "
+                         << getTokens().getType();
+  }
+  return success();
+}

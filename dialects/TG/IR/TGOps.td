@@ -344,6 +344,24 @@ def TG_AttentionOp : TG_Op<"attention", [DeclareOpInterfaceMethods<TG_VJPOpInter
 // Loss
 //===----------------------------------------------------------------------===//
 
+def TG_TokenMaskOp : TG_Op<"token_mask", [
+    DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface>, Pure]> {
+  let summary = "A loss mask that drops the positions holding one token";
+  let description = [{
+    `result[...] = 0` where `tokens[...] == masked_token`, else 1 (f32, the tokens' shape):
+    Megatron's `eod_mask_loss`, which excludes every position whose input token is the
+    end-of-document token from the loss (`tg.cross_entropy`'s mask).
+
+    ```mlir
+    %mask = tg.token_mask %tokens {masked_token = 128001 : i64} : tensor<1x8192xi32> -> tensor<1x8192xf32>
+    ```
+  }];
+  let arguments = (ins TG_IndexTensor:$tokens, I64Attr:$masked_token);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = "$tokens attr-dict `:` type($tokens) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def TG_LinearCrossEntropyOp : TG_Op<"linear_cross_entropy", [
     DeclareOpInterfaceMethods<TG_VJPOpInterface>,
     DeclareOpInterfaceMethods<TG_ShardingRuleOpInterface, ["applySplit"]>, Pure]> {

@@ -427,3 +427,7 @@ FailureOr<SplitRule> ScaleRowsOp::inferSplit(ArrayRef<TensorSplit> operands, int
   }
   return split(operands[0].dim, operands[0].blocks);
 }
+
+FailureOr<SplitRule> TokenMaskOp::inferSplit(ArrayRef<TensorSplit> operands, int64_t) {
+  return split(operands[0].dim, operands[0].blocks); // position by position
+}

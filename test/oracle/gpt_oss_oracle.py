@@ -1,0 +1,226 @@
+"""Checks the gpt_oss_20b declaration's training against an independent JAX implementation.
+
+The JAX model below is written from the reference's semantics (shared/reference/BENCHMARKS.md
+section 2), not from mlperfc's code, and runs in float64: pre-norm layers (RMSNorm eps 1e-6);
+attention with RMSNorm on each q and k head before plain rotate-half RoPE (theta 150000),
+heads x head_dim != d_model, GQA, a sliding window (query i sees keys i - W .. i) on even
+layers and full causal attention on odd ones; a dropless mixture of SwiGLU experts computed
+densely (every expert on every token, each token's top-k picked: top-k on the raw router
+logits, softmax over the k, the probabilities applied before fc2); untied head; cross-entropy
+averaged over the positions whose input token is not end-of-document (Megatron's
+eod_mask_loss), per micro-batch, then over micro-batches; AdamW with decoupled weight decay on
+matrices only, global-norm clipping, linear warmup then cosine.
+
+For the tiny preset (`emit-model gpt-oss --preset gpt_oss_20b_tiny`, f32, a larger init and
+learning rate so that routing is decisive and the model moves in STEPS steps) it trains STEPS
+steps with `mlperfc run-reference` and through compile -> plan -> mlperf-run (one Megatron
+dataset whose stream contains end-of-document tokens), which must agree to the bit, and
+requires loss, lr and gradient norm within TRAJECTORY_RTOL of JAX at every step. Then the
+same steps with the experts tensor-parallel (tp=2 under mpirun).
+
+Usage: gpt_oss_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_oracle import (jax, jnp, mpirun_env, read_safetensors, step_lines,  # noqa: E402
+                          write_megatron, write_safetensors)
+
+STEPS = 20
+TRAJECTORY_RTOL = 1e-5
+# The tiny preset's sizes (compiler/Models/Llama.cpp, gptOss20bTiny).
+LAYERS, D, HEADS, KV, HEAD_DIM, FFN, EXPERTS, TOP_K = 2, 64, 4, 2, 8, 32, 8, 2
+VOCAB, SEQ, WINDOW, EOD, GBS, MICRO = 256, 32, 8, 255, 16, 2
+THETA, EPS = 150000.0, 1e-6
+TRAIN = dict(lr=3e-3, end_lr=3e-4, warmup_steps=2, max_steps=STEPS, decay_steps=STEPS - 2,
+             init_std=0.2)
+BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP = 0.9, 0.95, 1e-5, 0.1, 1.0
+
+
+def rms(x, w):
+    return x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + EPS) * w
+
+
+def rope(x):
+    """Rotate-half RoPE over the whole head, position = token index. x: [B, S, H, Dh]."""
+    half = HEAD_DIM // 2
+    inv = 1.0 / THETA ** (np.arange(half) * 2.0 / HEAD_DIM)
+    angles = np.arange(SEQ)[:, None] * inv[None, :]
+    cos = jnp.asarray(np.concatenate([np.cos(angles)] * 2, -1))[None, :, None, :]
+    sin = jnp.asarray(np.concatenate([np.sin(angles)] * 2, -1))[None, :, None, :]
+    return x * cos + jnp.concatenate([-x[..., half:], x[..., :half]], axis=-1) * sin
+
+
+def attention(p, i, x):
+    b = x.shape[0]
+    pre = f"model.layers.{i}.self_attn."
+    q = (x @ p[pre + "q_proj.weight"].T).reshape(b, SEQ, HEADS, HEAD_DIM)
+    k = (x @ p[pre + "k_proj.weight"].T).reshape(b, SEQ, KV, HEAD_DIM)
+    v = (x @ p[pre + "v_proj.weight"].T).reshape(b, SEQ, KV, HEAD_DIM)
+    q = rope(rms(q, p[pre + "q_norm.weight"]))
+    k = jnp.repeat(rope(rms(k, p[pre + "k_norm.weight"])), HEADS // KV, axis=2)
+    v = jnp.repeat(v, HEADS // KV, axis=2)
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(HEAD_DIM)
+    qi, kj = np.arange(SEQ)[:, None], np.arange(SEQ)[None, :]
+    allowed = (kj <= qi) & ((kj >= qi - WINDOW) if i % 2 == 0 else True)
+    scores = jnp.where(allowed, scores, -jnp.inf)
+    context = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
+    return context.reshape(b, SEQ, HEADS * HEAD_DIM) @ p[pre + "o_proj.weight"].T
+
+
+def moe(p, i, x):
+    pre = f"model.layers.{i}.mlp."
+    logits = x @ p[pre + "router.weight"].T                            # [B, S, E]
+    top, chosen = jax.lax.top_k(logits, TOP_K)
+    probs = jax.nn.softmax(top, axis=-1)
+    fc1 = jnp.einsum("bsd,efd->bsef", x, p[pre + "experts.fc1.weight"])
+    act = jax.nn.silu(fc1[..., :FFN]) * fc1[..., FFN:]                 # every expert
+    picked = jnp.take_along_axis(act, chosen[..., None], axis=2)       # [B, S, k, F]
+    fc2 = p[pre + "experts.fc2.weight"][chosen]                        # [B, S, k, D, F]
+    return jnp.einsum("bskf,bskdf->bsd", picked * probs[..., None], fc2)
+
+
+def loss_fn(p, tokens, labels):
+    h = p["model.embed_tokens.weight"][tokens]
+    for i in range(LAYERS):
+        h = h + attention(p, i, rms(h, p[f"model.layers.{i}.input_layernorm.weight"]))
+        h = h + moe(p, i, rms(h, p[f"model.layers.{i}.post_attention_layernorm.weight"]))
+    logits = rms(h, p["model.norm.weight"]) @ p["lm_head.weight"].T
+    nll = -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), labels[..., None], -1)[..., 0]
+    mask = (tokens != EOD).astype(nll.dtype)                           # eod_mask_loss
+    return jnp.sum(nll * mask) / jnp.sum(mask)
+
+
+def learning_rate(step):
+    base, end, warmup, total = (TRAIN["lr"], TRAIN["end_lr"], TRAIN["warmup_steps"],
+                                TRAIN["max_steps"])
+    if step <= warmup:
+        return base * (step + 1) / (warmup + 1)
+    return end + (base - end) * 0.5 * (1 + np.cos(np.pi * (step - warmup) / (total - warmup)))
+
+
+def reference_trajectory(params, tokens, labels):
+    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
+    m = {k: jnp.zeros_like(v) for k, v in params.items()}
+    v = {k: jnp.zeros_like(x) for k, x in params.items()}
+    history = []
+    micro_batches = GBS // MICRO
+    for step in range(STEPS):
+        total, grads = 0.0, {k: jnp.zeros_like(x) for k, x in params.items()}
+        for a in range(micro_batches):
+            rows = slice(a * MICRO, (a + 1) * MICRO)
+            loss, g = grad_fn(params, jnp.asarray(tokens[step, rows]),
+                              jnp.asarray(labels[step, rows]))
+            total += float(loss)
+            grads = {k: grads[k] + g[k] / micro_batches for k in grads}
+        norm = float(jnp.sqrt(sum(jnp.sum(g * g) for g in grads.values())))
+        coefficient = min(1.0, CLIP / (norm + 1e-6))
+        lr = learning_rate(step)
+        t = step + 1
+        for k in params:
+            g = grads[k] * coefficient
+            m[k] = BETA1 * m[k] + (1 - BETA1) * g
+            v[k] = BETA2 * v[k] + (1 - BETA2) * g * g
+            update = (m[k] / (1 - BETA1 ** t)) / (jnp.sqrt(v[k] / (1 - BETA2 ** t)) + ADAM_EPS)
+            decay = WEIGHT_DECAY if params[k].ndim >= 2 else 0.0  # matrices only
+            params[k] = params[k] - lr * (update + decay * params[k])
+        history.append((total / micro_batches, lr, norm))
+    return history
+
+
+def failures_against(name, got, reference):
+    problems, worst = [], 0.0
+    if len(got) != STEPS:
+        problems.append(f"{name}: {len(got)} steps, expected {STEPS}")
+    for step, (a_row, b_row) in enumerate(zip(got, reference)):
+        for what, a, b in zip(("loss", "lr", "grad_norm"), a_row, b_row):
+            error = abs(a - b) / abs(b)
+            worst = max(worst, error)
+            if not error <= TRAJECTORY_RTOL:
+                problems.append(f"{name} step {step} {what} {a} vs JAX {b} (rel {error:.1e})")
+    return problems, worst
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mlperfc", required=True)
+    parser.add_argument("--keep", help="keep the work files in this directory")
+    args = parser.parse_args()
+    jax.config.update("jax_enable_x64", True)
+    workdir = args.keep or tempfile.mkdtemp(prefix="gpt-oss-oracle-")
+    os.makedirs(workdir, exist_ok=True)
+    mlperfc = args.mlperfc
+    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+
+    model = os.path.join(workdir, "gpt_oss_tiny.mlir")
+    sets = "dtype=f32," + ",".join(f"{k}={v}" for k, v in TRAIN.items())
+    subprocess.run([mlperfc, "emit-model", "gpt-oss", "--preset", "gpt_oss_20b_tiny", "--set",
+                    sets, "-o", model], check=True, capture_output=True)
+    # One document stream: counting runs so there is something to learn, an end-of-document
+    # token every few tokens (so that masked positions fall inside every micro-batch).
+    rng = np.random.default_rng(21)
+    windows = STEPS * GBS
+    start = rng.integers(0, VOCAB - 1, size=(windows, 1))
+    stride = rng.integers(1, 4, size=(windows, 1))
+    counting = (start + stride * np.arange(SEQ)[None, :]) % (VOCAB - 1)
+    stream = np.append(counting.reshape(-1), 0).astype(np.int64)
+    stream[rng.random(stream.size) < 0.06] = EOD
+    shape = (STEPS, GBS, SEQ)
+    tokens = np.stack([stream[i * SEQ:(i + 1) * SEQ] for i in range(windows)]).reshape(shape)
+    labels = np.stack([stream[i * SEQ + 1:(i + 1) * SEQ + 1] for i in range(windows)]).reshape(
+        shape)
+    masked = float(np.mean(tokens == EOD))
+
+    batches = os.path.join(workdir, "batches.safetensors")
+    write_safetensors(batches, {"tokens": tokens, "labels": labels})
+    weights = os.path.join(workdir, "weights.safetensors")
+    run = subprocess.run([mlperfc, "run-reference", model, "--seed", "4", "--save-params",
+                          weights, "--inputs", batches, "--train-steps", str(STEPS)],
+                         check=True, capture_output=True, text=True)
+    ours = step_lines(run.stdout)
+    plan = os.path.join(workdir, "plan.pb")
+    subprocess.run([mlperfc, "compile", model, "-o", plan], check=True, capture_output=True)
+    data = os.path.join(workdir, "train.data")
+    write_megatron(data, stream)
+    run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
+                          "--init-from", weights, "--max-steps", str(STEPS), "--print-every",
+                          "1"], check=True, capture_output=True, text=True)
+    planned = step_lines(run.stdout)
+    tp_plan = os.path.join(workdir, "tp2.pb")
+    subprocess.run([mlperfc, "compile", model, "--cluster", "1x2", "--parallel", "tp=2", "-o",
+                    tp_plan], check=True, capture_output=True)
+    run = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", mlperf_run, tp_plan, "--data",
+                          data, "--data-order", "sequential", "--init-from", weights,
+                          "--max-steps", str(STEPS), "--print-every", "1"],
+                         capture_output=True, text=True, env=mpirun_env(), timeout=280)
+    tensor_parallel = step_lines(run.stdout) if run.returncode == 0 else []
+
+    params = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in read_safetensors(weights).items()}
+    reference = reference_trajectory(params, tokens, labels)
+    failures, worst = failures_against("run-reference", ours, reference)
+    if planned != ours:
+        failures.append(f"mlperf-run on the plan {planned[:2]}... differs from run-reference "
+                        f"{ours[:2]}...")
+    tp_failures, tp_worst = failures_against("tp=2", tensor_parallel, reference)
+    if run.returncode != 0:
+        tp_failures.append(f"tp=2 under mpirun failed ({run.returncode}): "
+                           f"{run.stderr.strip()[-500:]}")
+    failures += tp_failures
+    print(f"gpt_oss_20b_tiny f32: {STEPS} steps, {masked:.1%} of positions end-of-document "
+          f"(masked), loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 {reference[0][0]:.4f} "
+          f"-> {reference[-1][0]:.4f}); worst rel diff of loss, lr, grad_norm {worst:.1e} (one "
+          f"rank), {tp_worst:.1e} (tp=2 under mpirun); mlperf-run on the plan bit-identical to "
+          f"run-reference: {planned == ours}: {'ok' if not failures else 'MISMATCH'}")
+    for failure in failures[:10]:
+        print("  " + failure)
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
