@@ -1,5 +1,6 @@
-"""Trains the tiny Llama to its target with mlperf-run and runs the official MLPerf checker
-(PyPI mlperf-logging, training 6.0.0 rules, closed division) on the log it wrote, with the
+"""Trains the tiny Llama (and the tiny GPT-OSS-20B) to its target with mlperf-run and runs the
+official MLPerf checker (PyPI mlperf-logging, training 6.0.0 rules, closed division) on the
+logs it wrote, with the
 submission fields given on the command line; checks that they are logged as given and that
 no line names a path of the machine that built the tools.
 
@@ -55,6 +56,28 @@ def main():
     absolute = {e["metadata"]["file"] for e in events if e["metadata"]["file"].startswith("/")}
     if absolute or sourcedir in open(log).read():
         sys.exit(f"the log names the build machine's paths: {sorted(absolute)[:3]}")
+
+    # The same for the tiny gpt_oss_20b declaration (mixture of experts, sliding window, the
+    # end-of-document loss mask) against the checker's closed_gpt_oss_20b rules.
+    moe_model, moe_plan = os.path.join(workdir, "gpt_oss.mlir"), os.path.join(workdir, "gpt_oss.pb")
+    moe_log = os.path.join(workdir, "gpt_oss.log")
+    run(os.path.join(bindir, "mlperfc"), "emit-model", "gpt-oss", "--preset", "gpt_oss_20b_tiny",
+        "--set", "gbs=8,micro_batch=4,lr=3e-3,warmup_steps=2,max_steps=40,eval_every=16,"
+        "eval_samples=8,target=4.5", "-o", moe_model)
+    run(os.path.join(bindir, "mlperfc"), "compile", moe_model, "-o", moe_plan,
+        stdout=subprocess.DEVNULL)
+    run(os.path.join(bindir, "mlperf-run"), moe_plan, "--data", data, "--eval-data", data,
+        "--seed", "3", "--mllog", moe_log, "--print-every", "0", "--submission-org",
+        "Example Org", "--submission-platform", "example_1xcpu", "--submission-status",
+        "research")
+    run(sys.executable, os.path.join(sourcedir, "scripts/check_mllog.py"), "--reduced-model",
+        moe_log)
+    moe_events = [json.loads(line.split(":::MLLOG ", 1)[1]) for line in open(moe_log)
+                  if line.startswith(":::MLLOG ")]
+    logged = {e["key"]: e["value"] for e in moe_events}
+    if logged.get("submission_benchmark") != "gpt_oss_20b" or logged.get("opt_name") != "adamw":
+        sys.exit(f"the gpt_oss_20b log names {logged.get('submission_benchmark')} and "
+                 f"{logged.get('opt_name')}")
 
 
 if __name__ == "__main__":
