@@ -900,7 +900,9 @@ LogicalResult PlanBuilder::buildChunkPrograms(func::FuncOp chunkForward, func::F
     }
   }
   size_t gradients = names.size();
-  if (forwardType.getNumResults() != 1 ||
+  // The forward returns its output, and the last stage's may add its loss mask
+  // (tg-train-step: evaluation weighs each micro-batch's loss by its counted tokens).
+  if (forwardType.getNumResults() < 1 || forwardType.getNumResults() > 2 ||
       fbType.getNumInputs() < forwardType.getNumInputs() + stashed ||
       fbType.getNumResults() < firstGradient + gradients ||
       (stashForward && (stashForward.getNumResults() < 1 ||
@@ -990,7 +992,12 @@ LogicalResult PlanBuilder::buildChunkPrograms(func::FuncOp chunkForward, func::F
   // buffers that nothing reads (the function stays for the audit).
   func::FuncOp reducing = lookup((chunkBackward.getSymName() + ".reduce").str());
   bool backwardRuns = !reducing || stepCalls(chunkBackward.getSymName());
-  if (failed(buildProgram(chunkForward, evalInputs, {result})) ||
+  SmallVector<FlatSymbolRefAttr> evalOutputs{result};
+  if (forwardType.getNumResults() == 2) {
+    evalOutputs.push_back(
+        addBuffer(("loss_mask" + suffix).str(), forwardType.getResult(1), persistent));
+  }
+  if (failed(buildProgram(chunkForward, evalInputs, evalOutputs)) ||
       (stashForward && failed(buildProgram(stashForward, forwardInputs, stashOutputs))) ||
       (backwardRuns && failed(buildProgram(chunkBackward, fbInputs, fbOutputs)))) {
     return failure();

@@ -100,6 +100,7 @@ private:
   LogicalResult buildTrainStep();
   LogicalResult buildEvalStep();
   LogicalResult buildEvalFinish();
+  Value returnLossMask(func::FuncOp forward);
   LogicalResult buildInitParams();
   LogicalResult buildInitOptimizer();
 
@@ -611,10 +612,15 @@ LogicalResult StepBuilder::buildEvalStep() {
     // identity.
     insertDropoutKey(chunks[c].forward, args,
                      [&] { return dropoutKey(loc, Value(), Value(), std::nullopt); });
+    Value lossMask = last ? returnLossMask(chunks[c].forward) : Value();
     auto call = func::CallOp::create(builder, loc, chunks[c].forward, args);
     if (last) {
+      // A masked loss is a mean over its counted tokens: evaluation weights each
+      // micro-batch's mean by them, so that the result is the mean over every counted token
+      // of the evaluation set (the reference's token-weighted evaluation loss).
       results.push_back(tg::MeanAccumulateOp::create(
-          builder, loc, runningMeanType(), entry->getArguments().back(), call.getResult(0)));
+          builder, loc, runningMeanType(), entry->getArguments().back(), call.getResult(0),
+          lossMask ? call.getResult(1) : Value()));
     } else {
       send(loc, call.getResult(0), shiftTo(v + 1), pipelineTag(v + 1, true));
     }
@@ -627,6 +633,34 @@ LogicalResult StepBuilder::buildEvalStep() {
     setAllRoles(func, /*arguments=*/false, {StepRole{std::string(role::kEvalSum), ""}});
   }
   return success();
+}
+
+/// The loss mask of the loss `forward` returns (tg.cross_entropy's or a fused or
+/// vocabulary-split loss's), appended to `forward`'s results so that evaluation can weight
+/// the loss by its counted tokens; null when the loss has no mask (every token counts, so
+/// the micro-batches weigh the same).
+Value StepBuilder::returnLossMask(func::FuncOp forward) {
+  auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+  if (ret.getNumOperands() != 1) {
+    return ret.getNumOperands() == 2 ? ret.getOperand(1) : Value(); // appended already
+  }
+  Operation *loss = ret.getOperand(0).getDefiningOp();
+  Value mask;
+  if (auto ce = dyn_cast_or_null<tg::CrossEntropyOp>(loss)) {
+    mask = ce.getLossMask();
+  } else if (auto fused = dyn_cast_or_null<tg::LinearCrossEntropyOp>(loss)) {
+    mask = fused.getLossMask();
+  } else if (auto pieces = dyn_cast_or_null<tg::VocabLossOp>(loss)) {
+    mask = pieces.getLossMask();
+  }
+  if (!mask) {
+    return {};
+  }
+  ret->insertOperands(1, mask);
+  forward.setFunctionType(
+      FunctionType::get(forward.getContext(), forward.getArgumentTypes(), ret.getOperandTypes()));
+  forward.setResultAttr(1, kRoleAttr, StringAttr::get(forward.getContext(), rt::role::kLossMask));
+  return mask;
 }
 
 LogicalResult StepBuilder::buildEvalFinish() {

@@ -693,9 +693,18 @@ Status Dispatch::fillKernel(std::string_view op) {
 }
 
 Status Dispatch::meanAccumulateKernel(std::string_view op) {
-  // [sum, count] + [value, 1] in f64 (the f32 value widens exactly).
+  // [sum, count] + [value, 1] in f64 (the f32 value widens exactly), or + [value · w, w] with
+  // w the sum of the weights (the micro-batch's counted tokens).
   const std::vector<double> &running = in(0).wide;
-  out().wide = {running[0] + static_cast<double>(f(1)[0]), running[1] + 1.0};
+  double weight = 1.0;
+  if (operands.size() == 3) {
+    weight = 0.0;
+    const float *weights = f(2);
+    for (int64_t i = 0, n = in(2).numElements(); i < n; ++i) {
+      weight += weights[i];
+    }
+  }
+  out().wide = {running[0] + static_cast<double>(f(1)[0]) * weight, running[1] + weight};
   return Status::ok();
 }
 

@@ -178,6 +178,10 @@ std::string unsupportedReason(const plan::Plan &plan, const plan::Command &comma
     return "op '" + op + "' with a sliding window has no CUDA kernel yet (it comes with " +
            std::string(kMoe) + ")";
   }
+  if (op == "mean_accumulate" && command.operands_size() == 3) {
+    return "op 'mean_accumulate' weighted by a loss mask has no CUDA kernel yet (it comes with " +
+           std::string(kMoe) + ")";
+  }
   // Evaluation's running mean is f64 by its definition (the loader checked its buffers).
   if (op == "call" || op == "event_record" || op == "event_wait" || op == "mean_accumulate" ||
       op == "mean_finish") {

@@ -519,6 +519,9 @@ std::string Checker::run() {
     if (op == "mean_accumulate") {
       expect(operand(1).dtype() == plan::F32 && shape(operand(1)).empty(),
              "buffer '" + operand(1).name() + "' must be the f32 scalar to add");
+      if (command.operands_size() == 3) {
+        floats({&operand(2)}); // the weights: a loss mask
+      }
       running(result(0));
     } else {
       expect(result(0).dtype() == plan::F64 && shape(result(0)).empty(),

@@ -62,8 +62,9 @@ constexpr PlanOpSignature kOps[] = {
     {"row_dot", 2, 2, 1, 1},
     {"token_mask", 1, 1, 1, 1},
     {"fill", 0, 0, 1, 1},
-    // Evaluation's running mean [sum, count] (f64): add a loss; divide and start again.
-    {"mean_accumulate", 2, 2, 1, 1},
+    // Evaluation's running mean [sum, count] (f64): add a loss (weighted by the sum of an
+    // optional loss mask); divide and start again.
+    {"mean_accumulate", 2, 3, 1, 1},
     {"mean_finish", 1, 1, 2, 2},
     {"random_normal", 1, 1, 1, 1, OpCommunication::kNone, OpCost::kMemory, "part_axis"},
     {"random_uniform", 1, 1, 1, 1, OpCommunication::kNone, OpCost::kMemory, "part_axis"},

@@ -49,6 +49,10 @@ constexpr std::string_view kLoss = "loss";     // the evaluation's mean loss (f6
 // Kept in the plan between programs: evaluation's running [sum, count] of micro-batch losses
 // (f64), which @eval_step adds to and @eval_finish reduces, divides and starts again.
 constexpr std::string_view kEvalSum = "eval_sum";
+// The loss mask @forward also returns when its loss has one (tg-train-step appends it), which
+// @eval_step weighs each micro-batch's loss with: the evaluation loss is then the mean over
+// every counted token.
+constexpr std::string_view kLossMask = "loss_mask";
 
 /// Checkpoint tensors of optimizer state start with this.
 constexpr std::string_view kOptimizerStatePrefix = "optimizer.";

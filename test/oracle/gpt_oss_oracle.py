@@ -15,8 +15,10 @@ For the tiny preset (`emit-model gpt-oss --preset gpt_oss_20b_tiny`, f32, a larg
 learning rate so that routing is decisive and the model moves in STEPS steps) it trains STEPS
 steps with `mlperfc run-reference` and through compile -> plan -> mlperf-run (one Megatron
 dataset whose stream contains end-of-document tokens), which must agree to the bit, and
-requires loss, lr and gradient norm within TRAJECTORY_RTOL of JAX at every step. Then the
-same steps with the experts tensor-parallel (tp=2 under mpirun).
+requires loss, lr and gradient norm within TRAJECTORY_RTOL of JAX at every step; the plan's
+evaluation after the last step must give the reference's token-weighted evaluation loss (the
+mean over every counted position of the evaluation sequences, not the mean of micro-batch
+means). Then the same steps with the experts tensor-parallel (tp=2 under mpirun).
 
 Usage: gpt_oss_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
@@ -38,8 +40,10 @@ TRAJECTORY_RTOL = 1e-5
 LAYERS, D, HEADS, KV, HEAD_DIM, FFN, EXPERTS, TOP_K = 2, 64, 4, 2, 8, 32, 8, 2
 VOCAB, SEQ, WINDOW, EOD, GBS, MICRO = 256, 32, 8, 255, 16, 2
 THETA, EPS = 150000.0, 1e-6
+EVAL_SAMPLES = 8
 TRAIN = dict(lr=3e-3, end_lr=3e-4, warmup_steps=2, max_steps=STEPS, decay_steps=STEPS - 2,
-             init_std=0.2)
+             init_std=0.2, eval_every=STEPS * 16, eval_samples=EVAL_SAMPLES)
+EVAL_RTOL = 1e-5
 BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP = 0.9, 0.95, 1e-5, 0.1, 1.0
 
 
@@ -188,10 +192,13 @@ def main():
     subprocess.run([mlperfc, "compile", model, "-o", plan], check=True, capture_output=True)
     data = os.path.join(workdir, "train.data")
     write_megatron(data, stream)
+    # The plan also evaluates once, after the last step, on the first EVAL_SAMPLES sequences.
     run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
-                          "--init-from", weights, "--max-steps", str(STEPS), "--print-every",
-                          "1"], check=True, capture_output=True, text=True)
+                          "--eval-data", data, "--init-from", weights, "--max-steps", str(STEPS),
+                          "--print-every", "1"], capture_output=True, text=True)
     planned = step_lines(run.stdout)
+    evals = [float(line.split("eval_loss")[1].split()[0]) for line in run.stdout.splitlines()
+             if line.startswith("eval step")]
     tp_plan = os.path.join(workdir, "tp2.pb")
     subprocess.run([mlperfc, "compile", model, "--cluster", "1x2", "--parallel", "tp=2", "-o",
                     tp_plan], check=True, capture_output=True)
@@ -207,6 +214,21 @@ def main():
     if planned != ours:
         failures.append(f"mlperf-run on the plan {planned[:2]}... differs from run-reference "
                         f"{ours[:2]}...")
+    # The reference's evaluation loss: the token-weighted mean over every counted position of
+    # the evaluation sequences, with the trained parameters.
+    eval_tokens = np.stack([stream[i * SEQ:(i + 1) * SEQ] for i in range(EVAL_SAMPLES)])
+    eval_labels = np.stack([stream[i * SEQ + 1:(i + 1) * SEQ + 1] for i in range(EVAL_SAMPLES)])
+    nll_sum, counted, means = 0.0, 0.0, []
+    for a in range(0, EVAL_SAMPLES, MICRO):
+        loss = float(loss_fn(params, jnp.asarray(eval_tokens[a:a + MICRO]),
+                             jnp.asarray(eval_labels[a:a + MICRO])))
+        count = float(np.sum(eval_tokens[a:a + MICRO] != EOD))
+        nll_sum, counted = nll_sum + loss * count, counted + count
+        means.append(loss)
+    eval_reference = nll_sum / counted
+    unweighted = float(np.mean(means))
+    if len(evals) != 1 or not abs(evals[0] - eval_reference) <= EVAL_RTOL * eval_reference:
+        failures.append(f"evaluation loss {evals} vs JAX's token-weighted {eval_reference:.6f}")
     tp_failures, tp_worst = failures_against("tp=2", tensor_parallel, reference)
     if run.returncode != 0:
         tp_failures.append(f"tp=2 under mpirun failed ({run.returncode}): "
@@ -216,7 +238,9 @@ def main():
           f"(masked), loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 {reference[0][0]:.4f} "
           f"-> {reference[-1][0]:.4f}); worst rel diff of loss, lr, grad_norm {worst:.1e} (one "
           f"rank), {tp_worst:.1e} (tp=2 under mpirun); mlperf-run on the plan bit-identical to "
-          f"run-reference: {planned == ours}: {'ok' if not failures else 'MISMATCH'}")
+          f"run-reference: {planned == ours}; evaluation loss {evals} vs JAX token-weighted "
+          f"{eval_reference:.6f} (the mean of micro-batch means would be {unweighted:.6f}): "
+          f"{'ok' if not failures else 'MISMATCH'}")
     for failure in failures[:10]:
         print("  " + failure)
     return 0 if not failures else 1

@@ -126,4 +126,21 @@ TEST(Moe, GroupedMatmulRefusesGroupSizesBeyondItsRows) {
   EXPECT_EQ(status.message(), "grouped_matmul: group size of expert 0 is negative (-1)");
 }
 
+TEST(Moe, TokenMaskDropsTheEndOfDocumentPositionsAndWeighsTheEvaluationMean) {
+  HostTensor tokens = ints({2, 3}, {5, 255, 7, 255, 1, 2});
+  std::vector<HostTensor> mask = {HostTensor::zeros(DType::kF32, {2, 3})};
+  OpAttributes attributes;
+  attributes.set("masked_token", int64_t{255});
+  ASSERT_TRUE(runHostOp("token_mask", attributes, {&tokens}, mask).isOk());
+  EXPECT_EQ(mask[0].values, (std::vector<float>{1, 0, 1, 0, 1, 1}));
+  // A micro-batch mean of 2.5 over its 4 counted tokens: [sum + 2.5 · 4, count + 4].
+  HostTensor running = HostTensor::zeros(DType::kF64, {2});
+  running.wide = {10.0, 3.0};
+  HostTensor loss = floats({}, {2.5f});
+  std::vector<HostTensor> next = {HostTensor::zeros(DType::kF64, {2})};
+  ASSERT_TRUE(
+      runHostOp("mean_accumulate", OpAttributes(), {&running, &loss, &mask[0]}, next).isOk());
+  EXPECT_EQ(next[0].wide, (std::vector<double>{20.0, 7.0}));
+}
+
 } // namespace

@@ -628,8 +628,13 @@ LogicalResult ModelOp::verifyRegions() {
   while (declaredInputs > 0 && forward.getArgAttr(declaredInputs - 1, "tg.role")) {
     --declaredInputs;
   }
+  // Likewise results a pass appended (tg-train-step's loss mask for evaluation).
+  unsigned declaredResults = forwardType.getNumResults();
+  while (declaredResults > 1 && forward.getResultAttr(declaredResults - 1, "tg.role")) {
+    --declaredResults;
+  }
   forwardType = FunctionType::get(getContext(), forwardType.getInputs().take_front(declaredInputs),
-                                  forwardType.getResults());
+                                  forwardType.getResults().take_front(declaredResults));
   auto tokenType = RankedTensorType::get(
       {batch.getMicroBatchSizeAttr().getInt(), batch.getSeqLenAttr().getInt()},
       IntegerType::get(getContext(), 32));

@@ -558,20 +558,27 @@ def TG_RunningMean : 1DTensorOf<[F64]>,
     BuildableType<"::mlir::RankedTensorType::get({2}, $_builder.getF64Type())">;
 
 def TG_MeanAccumulateOp : TG_Op<"mean_accumulate", [Pure]> {
-  let summary = "Adds a scalar and a count of one to a running [sum, count]";
+  let summary = "Adds a scalar and a count of one (or its weight) to a running [sum, count]";
   let description = [{
     `result = [running[0] + value, running[1] + 1]` in f64 (the f32 value widened exactly):
     @eval_step adds each evaluation micro-batch's loss to the running mean in persistent
-    memory, and @eval_finish reduces and divides it (`tg.mean_finish`).
+    memory, and @eval_finish reduces and divides it (`tg.mean_finish`). With `weights` (the
+    micro-batch's loss mask), `w = Σ weights` in f64 and `result = [running[0] + value · w,
+    running[1] + w]`: a mean of token-mean losses weighted by their tokens, the token-weighted
+    evaluation loss of a masked loss (GPT-OSS-20B's reference).
 
     ```mlir
     %next = tg.mean_accumulate %running, %loss : tensor<2xf64>, tensor<f32> -> tensor<2xf64>
+    %weighted = tg.mean_accumulate %running, %loss weights %mask
+        : tensor<2xf64>, tensor<f32>, tensor<2x32xf32> -> tensor<2xf64>
     ```
   }];
-  let arguments = (ins TG_RunningMean:$running, TG_F32Scalar:$value);
+  let arguments = (ins TG_RunningMean:$running, TG_F32Scalar:$value,
+                       Optional<TG_Tensor>:$weights);
   let results = (outs TG_RunningMean:$result);
   let assemblyFormat = [{
-    $running `,` $value attr-dict `:` type($running) `,` type($value) `->` type($result)
+    $running `,` $value (`weights` $weights^)? attr-dict `:` type($running) `,` type($value)
+        (`,` type($weights)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -40,3 +40,13 @@ func.func @moe_grads(%probs: tensor<16x2xf32>, %experts: tensor<16x2xi32>, %g: t
   %dp = tg.row_dot %a, %a : tensor<32x24xbf16> -> tensor<32xf32>
   return %dl, %dw, %dwn, %dp : tensor<16x8xf32>, tensor<8x48x32xbf16>, tensor<8x32x48xbf16>, tensor<32xf32>
 }
+
+// The end-of-document loss mask and the token-weighted evaluation mean.
+// CHECK-LABEL: func.func @masked_eval
+// CHECK: tg.token_mask %{{.*}} {masked_token = 255 : i64} : tensor<2x8xi32> -> tensor<2x8xf32>
+// CHECK: tg.mean_accumulate %{{.*}}, %{{.*}} weights %{{.*}} : tensor<2xf64>, tensor<f32>, tensor<2x8xf32> -> tensor<2xf64>
+func.func @masked_eval(%tokens: tensor<2x8xi32>, %running: tensor<2xf64>, %loss: tensor<f32>) -> tensor<2xf64> {
+  %mask = tg.token_mask %tokens {masked_token = 255 : i64} : tensor<2x8xi32> -> tensor<2x8xf32>
+  %next = tg.mean_accumulate %running, %loss weights %mask : tensor<2xf64>, tensor<f32>, tensor<2x8xf32> -> tensor<2xf64>
+  return %next : tensor<2xf64>
+}
