@@ -134,7 +134,9 @@ void RuleChecker::checkBatchAndData() {
     for (int i = 0; i < step->inputs_size() && i < step->input_roles_size(); ++i) {
       const std::string &role = step->input_roles(i);
       if (role == rt::role::kTokens || role == rt::role::kLabels) {
-        origin[step->inputs(i)] = role;
+        // With one micro-batch per step the whole input is micro-batch 0's: the step passes it
+        // on without slicing it.
+        origin[step->inputs(i)] = accumulation == 1 ? role + "[0]" : role;
         auto shape = plan.buffers(step->inputs(i)).shape();
         if (shape.size() != 3 || shape[0] != accumulation || shape[1] != micro || shape[2] != seq) {
           ++problems;
@@ -148,7 +150,7 @@ void RuleChecker::checkBatchAndData() {
     std::map<std::string, std::set<int64_t>> callsByProgram;
     for (int index = 0; index < step->commands_size(); ++index) {
       const plan::Command &command = step->commands(index);
-      if (command.op() == "split" && command.operands_size() == 1) {
+      if (command.op() == "split" && command.operands_size() == 1 && command.results_size() > 1) {
         auto source = origin.find(command.operands(0));
         for (int r = 0; r < command.results_size(); ++r) {
           origin[command.results(r)] = source == origin.end() || source->second.empty()

@@ -155,6 +155,13 @@ struct DistPipelinePass : PerModelPass<DistPipelinePass, impl::DistPipelinePassB
                                  << cast<tg::ParamRefOp>(def).getName() << " of stage " << from
                                  << " (tied weights cannot be split over stages)";
         }
+        if (isa<tg::TokenMaskOp>(def)) {
+          // The mask is a function of the tokens, which only the first stage receives.
+          return op->emitError()
+                 << "dist-pipeline: stage " << to << " reads the loss mask stage " << from
+                 << " computes from the tokens (tg.token_mask); a stage after the first has no "
+                    "tokens, so a token-derived loss mask cannot be pipelined yet: use pp=1";
+        }
         if (to != from + 1 || (boundary[from] && boundary[from] != operand)) {
           return op->emitError() << "dist-pipeline: stage " << to << " reads a value of stage "
                                  << from << " other than the activation passed between them";
