@@ -29,12 +29,8 @@ void emitLayer(llvm::raw_ostream &os, const LlamaConfig &c, llvm::StringRef name
     return tensorType(shape, type.empty() ? llvm::StringRef(dt) : type);
   };
   const std::string x = t({B, S, D}), q3 = t({B, S, H * HD}), kv3 = t({B, S, KV * HD});
-  const std::string q4 = t({B, S, H, HD}), kv4 = t({B, S, KV, HD});
-  const std::string qh = t({B, H, S, HD}), kvh = t({B, KV, S, HD});
-  const std::string scores = t({B, H, S, S}, "f32");
   const std::string eps = "{epsilon = " + formatModelNumber(c.normEps) + "}";
   const std::string rope = "{theta = " + formatModelNumber(c.ropeTheta) + "}";
-  const std::string toHeads = "{permutation = array<i64: 0, 2, 1, 3>}";
 
   os << "  func.func private @" << name << "(%x: " << x << ",\n"
      << "      %input_norm: " << t({D}) << ", %q_proj: " << t({H * HD, D})
@@ -51,41 +47,7 @@ void emitLayer(llvm::raw_ostream &os, const LlamaConfig &c, llvm::StringRef name
      << " -> " << kv3 << "\n";
   os << "    %v = tg.matmul %xn, %v_proj {transpose_rhs} : " << x << ", " << t({KV * HD, D})
      << " -> " << kv3 << "\n";
-  os << "    %q4 = tg.reshape %q : " << q3 << " -> " << q4 << "\n";
-  os << "    %k4 = tg.reshape %k : " << kv3 << " -> " << kv4 << "\n";
-  os << "    %v4 = tg.reshape %v : " << kv3 << " -> " << kv4 << "\n";
-  // QK norm (Megatron's qk_layernorm): RMSNorm over each head's vector, before RoPE.
-  os << "    %q_normed = tg.rms_norm %q4, %q_norm " << eps << " : " << q4 << ", " << t({HD})
-     << "\n";
-  os << "    %k_normed = tg.rms_norm %k4, %k_norm " << eps << " : " << kv4 << ", " << t({HD})
-     << "\n";
-  os << "    %q_rope = tg.rope %q_normed " << rope << " : " << q4 << "\n";
-  os << "    %k_rope = tg.rope %k_normed " << rope << " : " << kv4 << "\n";
-  os << "    %q_heads = tg.transpose %q_rope " << toHeads << " : " << q4 << " -> " << qh << "\n";
-  os << "    %k_heads = tg.transpose %k_rope " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
-  os << "    %v_heads = tg.transpose %v4 " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
-  os << "    %k_groups = tg.repeat %k_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
-     << qh << "\n";
-  os << "    %v_groups = tg.repeat %v_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
-     << qh << "\n";
-  os << "    %scores = tg.matmul %q_heads, %k_groups {transpose_rhs} : " << qh << ", " << qh
-     << " -> " << scores << "\n";
-  os << "    %scaled = tg.scale %scores {factor = "
-     << formatModelNumber(1.0 / std::sqrt(static_cast<double>(HD))) << "} : " << scores << "\n";
-  os << "    %masked = tg.causal_mask %scaled "
-     << (window > 0 ? "{window = " + std::to_string(window) + "} " : "") << ": " << scores << "\n";
-  os << "    %probs = tg.softmax %masked {dim = 3} : " << scores << "\n";
-  std::string probs = "%probs";
-  if (dt != "f32") {
-    os << "    %probs_" << dt << " = tg.convert %probs : " << scores << " -> " << t({B, H, S, S})
-       << "\n";
-    probs = "%probs_" + dt;
-  }
-  os << "    %context = tg.matmul " << probs << ", %v_groups : " << t({B, H, S, S}) << ", " << qh
-     << " -> " << qh << "\n";
-  os << "    %context_tokens = tg.transpose %context " << toHeads << " : " << qh << " -> " << q4
-     << "\n";
-  os << "    %context_flat = tg.reshape %context_tokens : " << q4 << " -> " << q3 << "\n";
+  emitAttentionCore(os, c, rope, window);
   os << "    %attn = tg.matmul %context_flat, %o_proj {transpose_rhs} : " << q3 << ", "
      << t({D, H * HD}) << " -> " << x << "\n";
   os << "    %h = tg.add %x, %attn : " << x << "\n";

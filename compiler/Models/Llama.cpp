@@ -673,6 +673,59 @@ Error validateLlamaConfig(const LlamaConfig &c) {
   return Error::success();
 }
 
+void emitAttentionCore(llvm::raw_ostream &os, const LlamaConfig &c, StringRef rope,
+                       int64_t window) {
+  const std::string dt = c.dtype;
+  const int64_t B = c.microBatch, S = c.seq, H = c.heads, KV = c.kvHeads, HD = c.headDim();
+  const std::string q3 = tensor({B, S, H * HD}, dt), kv3 = tensor({B, S, KV * HD}, dt);
+  const std::string q4 = tensor({B, S, H, HD}, dt), kv4 = tensor({B, S, KV, HD}, dt);
+  const std::string qh = tensor({B, H, S, HD}, dt), kvh = tensor({B, KV, S, HD}, dt);
+  const std::string scores = tensor({B, H, S, S}, "f32");
+  const std::string toHeads = "{permutation = array<i64: 0, 2, 1, 3>}";
+  os << "    %q4 = tg.reshape %q : " << q3 << " -> " << q4 << "\n";
+  os << "    %k4 = tg.reshape %k : " << kv3 << " -> " << kv4 << "\n";
+  os << "    %v4 = tg.reshape %v : " << kv3 << " -> " << kv4 << "\n";
+  std::string ropeQ = "%q4", ropeK = "%k4";
+  if (c.qkNorm) {
+    // QK norm (Megatron's qk_layernorm): RMSNorm over each head's vector, before RoPE.
+    const std::string eps = "{epsilon = " + formatDouble(c.normEps) + "}";
+    os << "    %q_normed = tg.rms_norm %q4, %q_norm " << eps << " : " << q4 << ", "
+       << tensor({HD}, dt) << "\n";
+    os << "    %k_normed = tg.rms_norm %k4, %k_norm " << eps << " : " << kv4 << ", "
+       << tensor({HD}, dt) << "\n";
+    ropeQ = "%q_normed";
+    ropeK = "%k_normed";
+  }
+  os << "    %q_rope = tg.rope " << ropeQ << " " << rope << " : " << q4 << "\n";
+  os << "    %k_rope = tg.rope " << ropeK << " " << rope << " : " << kv4 << "\n";
+  os << "    %q_heads = tg.transpose %q_rope " << toHeads << " : " << q4 << " -> " << qh << "\n";
+  os << "    %k_heads = tg.transpose %k_rope " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
+  os << "    %v_heads = tg.transpose %v4 " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
+  os << "    %k_groups = tg.repeat %k_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
+     << qh << "\n";
+  os << "    %v_groups = tg.repeat %v_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
+     << qh << "\n";
+  os << "    %scores = tg.matmul %q_heads, %k_groups {transpose_rhs} : " << qh << ", " << qh
+     << " -> " << scores << "\n";
+  os << "    %scaled = tg.scale %scores {factor = "
+     << formatDouble(1.0 / std::sqrt(static_cast<double>(HD))) << "} : " << scores << "\n";
+  os << "    %masked = tg.causal_mask %scaled "
+     << (window > 0 ? "{window = " + std::to_string(window) + "} " : "") << ": " << scores
+     << "\n";
+  os << "    %probs = tg.softmax %masked {dim = 3} : " << scores << "\n";
+  std::string probs = "%probs";
+  if (dt != "f32") {
+    os << "    %probs_" << dt << " = tg.convert %probs : " << scores << " -> "
+       << tensor({B, H, S, S}, dt) << "\n";
+    probs = "%probs_" + dt;
+  }
+  os << "    %context = tg.matmul " << probs << ", %v_groups : " << tensor({B, H, S, S}, dt) << ", "
+     << qh << " -> " << qh << "\n";
+  os << "    %context_tokens = tg.transpose %context " << toHeads << " : " << qh << " -> " << q4
+     << "\n";
+  os << "    %context_flat = tg.reshape %context_tokens : " << q4 << " -> " << q3 << "\n";
+}
+
 std::string emitModelHeader(const LlamaConfig &c, StringRef commandLine, StringRef generator) {
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -868,9 +921,6 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
 
   // decoder_layer: pre-norm attention and SwiGLU MLP blocks with residuals.
   const std::string q3 = tensor({B, S, H * HD}, dt), kv3 = tensor({B, S, KV * HD}, dt);
-  const std::string q4 = tensor({B, S, H, HD}, dt), kv4 = tensor({B, S, KV, HD}, dt);
-  const std::string qh = tensor({B, H, S, HD}, dt), kvh = tensor({B, KV, S, HD}, dt);
-  const std::string scores = tensor({B, H, S, S}, "f32");
   const std::string f3 = tensor({B, S, F}, dt);
   std::string rope = "{theta = " + formatDouble(c.ropeTheta);
   if (c.ropeScaling) {
@@ -881,7 +931,6 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
   }
   rope += "}";
   const std::string eps = "{epsilon = " + formatDouble(c.normEps) + "}";
-  const std::string toHeads = "{permutation = array<i64: 0, 2, 1, 3>}";
 
   os << "  // One decoder layer: h = x + attention(rms_norm(x)); out = h + mlp(rms_norm(h)).\n";
   os << "  // Attention is grouped-query attention in primitive ops: scores in f32 from " << dt
@@ -956,35 +1005,7 @@ std::string emitLlama(const LlamaConfig &c, StringRef commandLine) {
     os << "    %v = tg.matmul %xn, %v_proj {transpose_rhs} : " << x << ", "
        << tensor({KV * HD, D}, dt) << " -> " << kv3 << "\n";
   }
-  os << "    %q4 = tg.reshape %q : " << q3 << " -> " << q4 << "\n";
-  os << "    %k4 = tg.reshape %k : " << kv3 << " -> " << kv4 << "\n";
-  os << "    %v4 = tg.reshape %v : " << kv3 << " -> " << kv4 << "\n";
-  os << "    %q_rope = tg.rope %q4 " << rope << " : " << q4 << "\n";
-  os << "    %k_rope = tg.rope %k4 " << rope << " : " << kv4 << "\n";
-  os << "    %q_heads = tg.transpose %q_rope " << toHeads << " : " << q4 << " -> " << qh << "\n";
-  os << "    %k_heads = tg.transpose %k_rope " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
-  os << "    %v_heads = tg.transpose %v4 " << toHeads << " : " << kv4 << " -> " << kvh << "\n";
-  os << "    %k_groups = tg.repeat %k_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
-     << qh << "\n";
-  os << "    %v_groups = tg.repeat %v_heads {dim = 1, times = " << H / KV << "} : " << kvh << " -> "
-     << qh << "\n";
-  os << "    %scores = tg.matmul %q_heads, %k_groups {transpose_rhs} : " << qh << ", " << qh
-     << " -> " << scores << "\n";
-  os << "    %scaled = tg.scale %scores {factor = "
-     << formatDouble(1.0 / std::sqrt(static_cast<double>(HD))) << "} : " << scores << "\n";
-  os << "    %masked = tg.causal_mask %scaled : " << scores << "\n";
-  os << "    %probs = tg.softmax %masked {dim = 3} : " << scores << "\n";
-  std::string probs = "%probs";
-  if (dt != "f32") {
-    os << "    %probs_" << dt << " = tg.convert %probs : " << scores << " -> "
-       << tensor({B, H, S, S}, dt) << "\n";
-    probs = "%probs_" + dt;
-  }
-  os << "    %context = tg.matmul " << probs << ", %v_groups : " << tensor({B, H, S, S}, dt) << ", "
-     << qh << " -> " << qh << "\n";
-  os << "    %context_tokens = tg.transpose %context " << toHeads << " : " << qh << " -> " << q4
-     << "\n";
-  os << "    %context_flat = tg.reshape %context_tokens : " << q4 << " -> " << q3 << "\n";
+  emitAttentionCore(os, c, rope, /*window=*/0);
   os << "    %" << (lora ? "attn_base" : "attn")
      << " = tg.matmul %context_flat, %o_proj {transpose_rhs} : " << q3 << ", "
      << tensor({D, H * HD}, dt) << " -> " << x << "\n";

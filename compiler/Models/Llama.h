@@ -19,6 +19,10 @@
 #include <utility>
 #include <vector>
 
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
 namespace mlperf::models {
 
 struct LlamaConfig {
@@ -119,6 +123,15 @@ std::string emitGptOss(const LlamaConfig &config, llvm::StringRef commandLine);
 /// the "change the generator" line.
 std::string emitModelHeader(const LlamaConfig &config, llvm::StringRef commandLine,
                             llvm::StringRef generator);
+
+/// A decoder layer's attention from `%q`, `%k`, `%v` ([B, S, heads·head_dim], [B, S,
+/// kv_heads·head_dim]) to `%context_flat` [B, S, heads·head_dim], in primitive ops
+/// tg-fuse-attention recognizes: the heads, RMSNorm of each q and k head (`%q_norm`,
+/// `%k_norm`) when `config.qkNorm`, RoPE (`rope`: the attribute dictionary), grouped-query
+/// scores in f32 scaled by 1/sqrt(head_dim), the causal mask (a sliding `window` when > 0),
+/// the softmax, the context.
+void emitAttentionCore(llvm::raw_ostream &os, const LlamaConfig &config, llvm::StringRef rope,
+                       int64_t window);
 
 /// `tensor<AxBxtype>`.
 std::string tensorType(std::initializer_list<int64_t> shape, llvm::StringRef elementType);

@@ -17,17 +17,16 @@ to agree to the bit and with JAX.
 
 Usage: attention_variants_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
-import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_oracle import (compare, jax, jnp, read_safetensors, step_lines,  # noqa: E402
                           write_megatron, write_safetensors)
+from trajectory import (adamw_trajectory, start_oracle, trajectory_failures)  # noqa: E402
 
 SEQ, D, HEADS, KV, HEAD_DIM, VOCAB, WINDOW = 16, 24, 4, 2, 8, 64, 3
 THETA, EPS = 150000.0, 1e-6
@@ -153,14 +152,7 @@ def loss_fn(p, tokens, labels):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mlperfc", required=True)
-    parser.add_argument("--keep", help="keep the work files in this directory")
-    args = parser.parse_args()
-    jax.config.update("jax_enable_x64", True)
-    workdir = args.keep or tempfile.mkdtemp(prefix="attention-variants-")
-    os.makedirs(workdir, exist_ok=True)
-    mlperfc = args.mlperfc
+    mlperfc, workdir = start_oracle("attention-variants-")
     model = os.path.join(workdir, "attention_variants.mlir")
     with open(model, "w") as f:
         f.write(MODEL)
@@ -222,32 +214,12 @@ def main():
                           "1"], check=True, capture_output=True, text=True)
     planned = step_lines(run.stdout)
 
-    m = {k: jnp.zeros_like(v) for k, v in params.items()}
-    v = {k: jnp.zeros_like(x) for k, x in params.items()}
-    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
-    reference = []
-    for step in range(STEPS):
-        loss, g = grad_fn(params, jnp.asarray(tokens[step]), jnp.asarray(labels[step]))
-        norm = float(jnp.sqrt(sum(jnp.sum(x * x) for x in g.values())))
-        coefficient = min(1.0, CLIP / (norm + 1e-6))
-        t = step + 1
-        for k in params:
-            gk = g[k] * coefficient
-            m[k] = BETA1 * m[k] + (1 - BETA1) * gk
-            v[k] = BETA2 * v[k] + (1 - BETA2) * gk * gk
-            update = (m[k] / (1 - BETA1 ** t)) / (jnp.sqrt(v[k] / (1 - BETA2 ** t)) + ADAM_EPS)
-            params[k] = params[k] - LR * (update + WEIGHT_DECAY * params[k])
-        reference.append((float(loss), LR, norm))
-    worst = 0.0
-    failures = []
-    if len(ours) != STEPS or planned != ours:
+    reference = adamw_trajectory(loss_fn, params, lambda step: [(tokens[step], labels[step])],
+                                 STEPS, lambda step: LR, betas=(BETA1, BETA2), eps=ADAM_EPS,
+                                 weight_decay=WEIGHT_DECAY, clip=CLIP)
+    failures, worst = trajectory_failures("run-reference", ours, reference, TRAJECTORY_RTOL)
+    if planned != ours:
         failures.append(f"mlperf-run on the plan {planned} differs from run-reference {ours}")
-    for step, (got, want) in enumerate(zip(ours, reference)):
-        for name, a, b in zip(("loss", "lr", "grad_norm"), got, want):
-            error = abs(a - b) / abs(b)
-            worst = max(worst, error)
-            if not error <= TRAJECTORY_RTOL:
-                failures.append(f"step {step} {name} {a} vs JAX {b} (rel {error:.1e})")
     print(f"training: {STEPS} steps, loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 "
           f"{reference[0][0]:.4f} -> {reference[-1][0]:.4f}), worst rel diff {worst:.1e}; "
           f"the plan's fused attention ({windows} commands with a window) bit-identical to the "

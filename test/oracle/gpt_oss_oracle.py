@@ -22,17 +22,17 @@ means). Then the same steps with the experts tensor-parallel (tp=2 under mpirun)
 
 Usage: gpt_oss_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
-import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_oracle import (jax, jnp, mpirun_env, read_safetensors, step_lines,  # noqa: E402
                           write_megatron, write_safetensors)
+from trajectory import (adamw_trajectory, cosine_warmup_lr, start_oracle,  # noqa: E402
+                        trajectory_failures)
 
 STEPS = 20
 TRAJECTORY_RTOL = 1e-5
@@ -102,64 +102,12 @@ def loss_fn(p, tokens, labels):
 
 
 def learning_rate(step):
-    base, end, warmup, total = (TRAIN["lr"], TRAIN["end_lr"], TRAIN["warmup_steps"],
-                                TRAIN["max_steps"])
-    if step <= warmup:
-        return base * (step + 1) / (warmup + 1)
-    return end + (base - end) * 0.5 * (1 + np.cos(np.pi * (step - warmup) / (total - warmup)))
-
-
-def reference_trajectory(params, tokens, labels):
-    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
-    m = {k: jnp.zeros_like(v) for k, v in params.items()}
-    v = {k: jnp.zeros_like(x) for k, x in params.items()}
-    history = []
-    micro_batches = GBS // MICRO
-    for step in range(STEPS):
-        total, grads = 0.0, {k: jnp.zeros_like(x) for k, x in params.items()}
-        for a in range(micro_batches):
-            rows = slice(a * MICRO, (a + 1) * MICRO)
-            loss, g = grad_fn(params, jnp.asarray(tokens[step, rows]),
-                              jnp.asarray(labels[step, rows]))
-            total += float(loss)
-            grads = {k: grads[k] + g[k] / micro_batches for k in grads}
-        norm = float(jnp.sqrt(sum(jnp.sum(g * g) for g in grads.values())))
-        coefficient = min(1.0, CLIP / (norm + 1e-6))
-        lr = learning_rate(step)
-        t = step + 1
-        for k in params:
-            g = grads[k] * coefficient
-            m[k] = BETA1 * m[k] + (1 - BETA1) * g
-            v[k] = BETA2 * v[k] + (1 - BETA2) * g * g
-            update = (m[k] / (1 - BETA1 ** t)) / (jnp.sqrt(v[k] / (1 - BETA2 ** t)) + ADAM_EPS)
-            decay = WEIGHT_DECAY if params[k].ndim >= 2 else 0.0  # matrices only
-            params[k] = params[k] - lr * (update + decay * params[k])
-        history.append((total / micro_batches, lr, norm))
-    return history
-
-
-def failures_against(name, got, reference):
-    problems, worst = [], 0.0
-    if len(got) != STEPS:
-        problems.append(f"{name}: {len(got)} steps, expected {STEPS}")
-    for step, (a_row, b_row) in enumerate(zip(got, reference)):
-        for what, a, b in zip(("loss", "lr", "grad_norm"), a_row, b_row):
-            error = abs(a - b) / abs(b)
-            worst = max(worst, error)
-            if not error <= TRAJECTORY_RTOL:
-                problems.append(f"{name} step {step} {what} {a} vs JAX {b} (rel {error:.1e})")
-    return problems, worst
+    return cosine_warmup_lr(step, TRAIN["lr"], TRAIN["end_lr"], TRAIN["warmup_steps"],
+                            TRAIN["max_steps"])
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mlperfc", required=True)
-    parser.add_argument("--keep", help="keep the work files in this directory")
-    args = parser.parse_args()
-    jax.config.update("jax_enable_x64", True)
-    workdir = args.keep or tempfile.mkdtemp(prefix="gpt-oss-oracle-")
-    os.makedirs(workdir, exist_ok=True)
-    mlperfc = args.mlperfc
+    mlperfc, workdir = start_oracle("gpt-oss-oracle-")
     mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
 
     model = os.path.join(workdir, "gpt_oss_tiny.mlir")
@@ -209,8 +157,15 @@ def main():
     tensor_parallel = step_lines(run.stdout) if run.returncode == 0 else []
 
     params = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in read_safetensors(weights).items()}
-    reference = reference_trajectory(params, tokens, labels)
-    failures, worst = failures_against("run-reference", ours, reference)
+
+    def micro_batches(step):
+        return [(tokens[step, a:a + MICRO], labels[step, a:a + MICRO])
+                for a in range(0, GBS, MICRO)]
+
+    reference = adamw_trajectory(loss_fn, params, micro_batches, STEPS, learning_rate,
+                                 betas=(BETA1, BETA2), eps=ADAM_EPS, weight_decay=WEIGHT_DECAY,
+                                 clip=CLIP, decays=lambda name, value: value.ndim >= 2)
+    failures, worst = trajectory_failures("run-reference", ours, reference, TRAJECTORY_RTOL)
     if planned != ours:
         failures.append(f"mlperf-run on the plan {planned[:2]}... differs from run-reference "
                         f"{ours[:2]}...")
@@ -229,7 +184,8 @@ def main():
     unweighted = float(np.mean(means))
     if len(evals) != 1 or not abs(evals[0] - eval_reference) <= EVAL_RTOL * eval_reference:
         failures.append(f"evaluation loss {evals} vs JAX's token-weighted {eval_reference:.6f}")
-    tp_failures, tp_worst = failures_against("tp=2", tensor_parallel, reference)
+    tp_failures, tp_worst = trajectory_failures("tp=2", tensor_parallel, reference,
+                                                TRAJECTORY_RTOL)
     if run.returncode != 0:
         tp_failures.append(f"tp=2 under mpirun failed ({run.returncode}): "
                            f"{run.stderr.strip()[-500:]}")

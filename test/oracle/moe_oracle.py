@@ -23,17 +23,17 @@ For a hand-written one-block model (embedding, RMSNorm, MoE, residual, head, mea
 
 Usage: moe_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
-import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_oracle import (compare, jax, jnp, mpirun_env, read_safetensors,  # noqa: E402
                           step_lines, write_megatron, write_safetensors)
+from trajectory import (adamw_trajectory, cosine_warmup_lr, start_oracle,  # noqa: E402
+                        trajectory_failures)
 
 TOKENS, D, E, K, F, VOCAB = 16, 32, 8, 2, 24, 64
 EPS = 1e-6
@@ -138,10 +138,7 @@ def run_case(name, mlperfc, workdir, rng, edit=None):
 
 
 def learning_rate(step):
-    """tg.lr_value's cosine_with_linear_warmup (docs/dialects/tg.md), written from NeMo's."""
-    if step <= WARMUP:
-        return LR * (step + 1) / (WARMUP + 1)
-    return END_LR + (LR - END_LR) * 0.5 * (1 + np.cos(np.pi * (step - WARMUP) / (STEPS - WARMUP)))
+    return cosine_warmup_lr(step, LR, END_LR, WARMUP, STEPS)
 
 
 def check_training(mlperfc, workdir):
@@ -170,23 +167,9 @@ def check_training(mlperfc, workdir):
     planned = step_lines(run.stdout)
 
     params = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in read_safetensors(weights).items()}
-    m = {k: jnp.zeros_like(v) for k, v in params.items()}
-    v = {k: jnp.zeros_like(x) for k, x in params.items()}
-    grad_fn = jax.jit(jax.value_and_grad(moe_loss))
-    reference = []
-    for step in range(STEPS):
-        loss, grads = grad_fn(params, jnp.asarray(tokens[step]), jnp.asarray(labels[step]))
-        norm = float(jnp.sqrt(sum(jnp.sum(g * g) for g in grads.values())))
-        coefficient = min(1.0, CLIP / (norm + 1e-6))
-        lr = learning_rate(step)
-        t = step + 1
-        for k in params:  # AdamW, decoupled decay on every parameter ("all")
-            g = grads[k] * coefficient
-            m[k] = BETA1 * m[k] + (1 - BETA1) * g
-            v[k] = BETA2 * v[k] + (1 - BETA2) * g * g
-            update = (m[k] / (1 - BETA1 ** t)) / (jnp.sqrt(v[k] / (1 - BETA2 ** t)) + ADAM_EPS)
-            params[k] = params[k] - lr * (update + WEIGHT_DECAY * params[k])
-        reference.append((float(loss), lr, norm))
+    reference = adamw_trajectory(moe_loss, params, lambda step: [(tokens[step], labels[step])],
+                                 STEPS, learning_rate, betas=(BETA1, BETA2), eps=ADAM_EPS,
+                                 weight_decay=WEIGHT_DECAY, clip=CLIP)
 
     # Expert tensor parallelism (fc1 column-parallel in [gate; up] blocks, fc2 row-parallel)
     # under mpirun, against the same JAX trajectory.
@@ -207,12 +190,9 @@ def check_training(mlperfc, workdir):
                         f"{run.returncode}): {run.stderr.strip()[-500:]}")
     worst = 0.0
     for tag, trajectory in (("one rank", ours), ("tp=2", tensor_parallel)):
-        for step, (got, want) in enumerate(zip(trajectory, reference)):
-            for name, a, b in zip(("loss", "lr", "grad_norm"), got, want):
-                error = abs(a - b) / abs(b)
-                worst = max(worst, error)
-                if not error <= TRAJECTORY_RTOL:
-                    failures.append(f"{tag} step {step} {name} {a} vs JAX {b} (rel {error:.1e})")
+        problems, tag_worst = trajectory_failures(tag, trajectory, reference, TRAJECTORY_RTOL)
+        failures += problems
+        worst = max(worst, tag_worst)
     print(f"training: {STEPS} steps, loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 "
           f"{reference[0][0]:.4f} -> {reference[-1][0]:.4f}); one rank and tp=2 (mpirun) worst "
           f"rel diff {worst:.1e}; mlperf-run on the plan bit-identical to run-reference: "
@@ -223,17 +203,11 @@ def check_training(mlperfc, workdir):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mlperfc", required=True)
-    parser.add_argument("--keep", help="keep the work files in this directory")
-    args = parser.parse_args()
-    jax.config.update("jax_enable_x64", True)
-    workdir = args.keep or tempfile.mkdtemp(prefix="moe-oracle-")
-    os.makedirs(workdir, exist_ok=True)
+    mlperfc, workdir = start_oracle("moe-oracle-")
     rng = np.random.default_rng(11)
     results = []
 
-    ok, params, ours = run_case("routed", args.mlperfc, workdir, rng)
+    ok, params, ours = run_case("routed", mlperfc, workdir, rng)
     results.append(ok)
 
     # Experts 2 and 5 with the same router row: equal logits for every token; where they
@@ -246,7 +220,7 @@ def main():
         p["router"] = r
         return p
 
-    ok, params, ours = run_case("tied", args.mlperfc, workdir, rng, edit=tie)
+    ok, params, ours = run_case("tied", mlperfc, workdir, rng, edit=tie)
     # The case only means something if the tie decides a selection: some token with experts
     # 2 and 5 competing for its last slot.
     tokens = read_safetensors(os.path.join(workdir, "tied.batch.safetensors"))["tokens"][0]
@@ -270,14 +244,14 @@ def main():
         p["embed"] = e
         return p
 
-    ok, params, ours = run_case("crowded", args.mlperfc, workdir, rng, edit=one_token)
+    ok, params, ours = run_case("crowded", mlperfc, workdir, rng, edit=one_token)
     unused = sum(1 for e in range(E) if not np.any(ours["grad.fc1"][e]))
     if unused != E - K:
         print(f"crowded: {unused} experts have zero fc1 gradients, expected {E - K}")
         ok = False
     results.append(ok)
 
-    results.append(check_training(args.mlperfc, workdir))
+    results.append(check_training(mlperfc, workdir))
 
     if all(results):
         print(f"moe oracle: {len(results)} cases ok")
