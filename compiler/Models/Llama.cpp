@@ -710,8 +710,7 @@ void emitAttentionCore(llvm::raw_ostream &os, const LlamaConfig &c, StringRef ro
   os << "    %scaled = tg.scale %scores {factor = "
      << formatDouble(1.0 / std::sqrt(static_cast<double>(HD))) << "} : " << scores << "\n";
   os << "    %masked = tg.causal_mask %scaled "
-     << (window > 0 ? "{window = " + std::to_string(window) + "} " : "") << ": " << scores
-     << "\n";
+     << (window > 0 ? "{window = " + std::to_string(window) + "} " : "") << ": " << scores << "\n";
   os << "    %probs = tg.softmax %masked {dim = 3} : " << scores << "\n";
   std::string probs = "%probs";
   if (dt != "f32") {
