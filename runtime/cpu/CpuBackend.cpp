@@ -475,7 +475,7 @@ public:
 private:
   static bool isCollective(const std::string &op) {
     return op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" || op == "send" ||
-           op == "recv";
+           op == "recv" || op == "all_to_all";
   }
 
   /// Sums (or maxima) in f32 through the communicator, f64 sums in double; the result is
@@ -517,7 +517,58 @@ private:
     if (op == "reduce_scatter") {
       return communicator->reduceScatterSum(axis, input.values, result.values);
     }
+    if (op == "all_to_all") {
+      return allToAll(axis, input, operands[1]->ints, results);
+    }
     return communicator->allGather(axis, input.values, result.values);
+  }
+
+  /// Exchanges the rows of `input` ([N, d]) in chunks of `rowsPerMember` rows; the rows
+  /// received fill results[0] ([R, d], zeros after them) and their count from each member
+  /// results[1]. More rows than R (a routing beyond the plan's static bound) is an error that
+  /// names both, never a silent drop.
+  Status allToAll(MeshAxis axis, const HostTensor &input, const std::vector<int64_t> &rowsPerMember,
+                  std::vector<HostTensor> &results) {
+    const int64_t width = input.shape[1], capacity = results[0].shape[0];
+    std::vector<int64_t> sendCounts;
+    int64_t rows = 0;
+    for (int64_t count : rowsPerMember) {
+      if (count < 0 || rows + count > input.shape[0]) {
+        return Status(StatusCode::kInvalidArgument,
+                      "all_to_all: rows per member [" + describeCounts(rowsPerMember) +
+                          "] do not fit the " + std::to_string(input.shape[0]) + " rows to send");
+      }
+      rows += count;
+      sendCounts.push_back(count * width);
+    }
+    std::vector<float> send(input.values.begin(), input.values.begin() + rows * width), received;
+    std::vector<int64_t> receivedCounts;
+    MLPERF_RETURN_IF_ERROR(
+        communicator->allToAll(axis, send, sendCounts, received, receivedCounts));
+    int64_t receivedRows = static_cast<int64_t>(received.size()) / width;
+    if (receivedRows > capacity) {
+      return Status(StatusCode::kInvalidArgument,
+                    "all_to_all: rank " + std::to_string(communicator->rank()) + " receives " +
+                        std::to_string(receivedRows) + " rows, more than the " +
+                        std::to_string(capacity) +
+                        " its buffer holds (the plan's static bound on routed rows)");
+    }
+    std::vector<float> &out = results[0].values;
+    std::copy(received.begin(), received.end(), out.begin());
+    std::fill(out.begin() + received.size(), out.end(), 0.0f);
+    results[1].ints.assign(receivedCounts.size(), 0);
+    for (size_t j = 0; j < receivedCounts.size(); ++j) {
+      results[1].ints[j] = receivedCounts[j] / width;
+    }
+    return Status::ok();
+  }
+
+  static std::string describeCounts(const std::vector<int64_t> &counts) {
+    std::string text;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      text += (i ? ", " : "") + std::to_string(counts[i]);
+    }
+    return text;
   }
 
   const plan::Plan *plan = nullptr;

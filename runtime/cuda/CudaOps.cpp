@@ -90,6 +90,7 @@ constexpr CudaOpEntry kOps[] = {
     {"all_reduce", false, kPart3},
     {"reduce_scatter", false, kPart3},
     {"all_gather", false, kPart3},
+    {"all_to_all", false, kPart3},
     {"send", false, kPart3},
     {"recv", false, kPart3},
     {"call", true, {}},

@@ -41,6 +41,13 @@ public:
   /// Concatenation of every member's `shard`, in group order.
   virtual Status allGather(MeshAxis axis, const std::vector<float> &shard,
                            std::vector<float> &output) = 0;
+  /// Personalized exchange over `axis`'s group (expert parallelism's dispatch and combine):
+  /// `send` holds one chunk per member, consecutive in group order, member j's of
+  /// `sendCounts[j]` values; `received` gets every member's chunk for this rank in group
+  /// order and `receivedCounts[j]` the size of member j's. Counts differ between members.
+  virtual Status allToAll(MeshAxis axis, const std::vector<float> &send,
+                          const std::vector<int64_t> &sendCounts, std::vector<float> &received,
+                          std::vector<int64_t> &receivedCounts) = 0;
   /// Pipeline point-to-point: sends `values` to the rank `shift` steps along `axis`. The data
   /// is copied, the send completes in the background; waitForSends() waits for all of them.
   virtual Status send(MeshAxis axis, int64_t shift, int tag, const std::vector<float> &values) = 0;
@@ -50,6 +57,11 @@ public:
   /// Host-side values (loss sums, counts, flags) summed over every rank in rank order.
   virtual Status allReduceWorldSum(std::vector<double> &values) = 0;
 };
+
+/// That an all-to-all's `counts` has one non-negative count per member and that they add up
+/// to `send`'s size; the error names `rank` and the sizes.
+Status checkAllToAllChunks(const std::vector<float> &send, const std::vector<int64_t> &counts,
+                           int64_t members, int64_t rank);
 
 /// One process, a mesh of one rank: every collective is the identity.
 std::unique_ptr<Communicator> createSingleRankCommunicator();

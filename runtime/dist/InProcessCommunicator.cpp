@@ -55,8 +55,8 @@ struct InProcessMesh::Hub {
 
   /// Every member of a group deposits `mine` and receives all members' values in group order.
   Status exchange(std::pair<int, int64_t> key, int64_t member, int64_t members, int64_t rank,
-                  const char *what, std::vector<double> mine,
-                  std::vector<std::vector<double>> &all) {
+                  const char *what, std::vector<double> mine, std::vector<std::vector<double>> &all,
+                  bool sameSize = true) {
     std::unique_lock<std::mutex> lock(mutex);
     Round &round = rounds[key];
     MLPERF_RETURN_IF_ERROR(wait(lock, [&] { return !round.draining; }, rank, what));
@@ -75,7 +75,7 @@ struct InProcessMesh::Hub {
       changed.notify_all();
     }
     for (const std::vector<double> &slot : all) {
-      if (slot.size() != all[member].size()) {
+      if (sameSize && slot.size() != all[member].size()) {
         return Status(StatusCode::kInvalidArgument,
                       "rank " + std::to_string(rank) + ": " + what + " of " +
                           std::to_string(all[member].size()) + " values met one of " +
@@ -211,6 +211,40 @@ public:
     MLPERF_RETURN_IF_ERROR(hub.exchange({3, 0}, worldRank, worldSize(), worldRank,
                                         "an all-reduce over every rank", values, all));
     sumInGroupOrder(all, values);
+    return Status::ok();
+  }
+
+  Status allToAll(MeshAxis axis, const std::vector<float> &send,
+                  const std::vector<int64_t> &sendCounts, std::vector<float> &received,
+                  std::vector<int64_t> &receivedCounts) override {
+    int64_t members = hub.mesh.axisSize(axis);
+    MLPERF_RETURN_IF_ERROR(checkAllToAllChunks(send, sendCounts, members, worldRank));
+    // Each member deposits its counts, then its chunks; each reads its own chunk of everyone's.
+    std::vector<double> mine(sendCounts.begin(), sendCounts.end());
+    mine.insert(mine.end(), send.begin(), send.end());
+    std::vector<std::vector<double>> all;
+    if (members == 1) {
+      all = {std::move(mine)};
+    } else {
+      std::pair<int, int64_t> key{static_cast<int>(axis),
+                                  axisGroupColor(hub.mesh, worldRank, axis)};
+      MLPERF_RETURN_IF_ERROR(hub.exchange(key, coordinates().along(axis), members, worldRank,
+                                          "an all-to-all", std::move(mine), all,
+                                          /*sameSize=*/false));
+    }
+    const int64_t self = coordinates().along(axis);
+    received.clear();
+    receivedCounts.assign(members, 0);
+    for (int64_t j = 0; j < members; ++j) {
+      const std::vector<double> &theirs = all[j];
+      int64_t offset = members;
+      for (int64_t i = 0; i < self; ++i) {
+        offset += static_cast<int64_t>(theirs[i]);
+      }
+      receivedCounts[j] = static_cast<int64_t>(theirs[self]);
+      received.insert(received.end(), theirs.begin() + offset,
+                      theirs.begin() + offset + receivedCounts[j]);
+    }
     return Status::ok();
   }
 

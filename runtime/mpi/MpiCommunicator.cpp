@@ -224,6 +224,40 @@ public:
     return Status::ok();
   }
 
+  Status allToAll(MeshAxis axis, const std::vector<float> &send,
+                  const std::vector<int64_t> &sendCounts, std::vector<float> &received,
+                  std::vector<int64_t> &receivedCounts) override {
+    int64_t members = meshShape.axisSize(axis);
+    MLPERF_RETURN_IF_ERROR(checkAllToAllChunks(send, sendCounts, members, rank()));
+    // The counts first (every member learns what it receives), then the chunks.
+    receivedCounts.assign(members, 0);
+    {
+      Watchdog::Guard guard(watchdog, "an all-to-all of chunk sizes");
+      MPI_CHECK(MPI_Alltoall(sendCounts.data(), 1, MPI_INT64_T, receivedCounts.data(), 1,
+                             MPI_INT64_T, comm(axis)));
+    }
+    std::vector<int> sendSizes(members), sendOffsets(members), receiveSizes(members),
+        receiveOffsets(members);
+    int64_t sent = 0, total = 0;
+    for (int64_t j = 0; j < members; ++j) {
+      if (receivedCounts[j] < 0) {
+        return Status(StatusCode::kInternal, "an all-to-all peer announced a negative chunk");
+      }
+      MLPERF_RETURN_IF_ERROR(messageCount(sendCounts[j], sendSizes[j]));
+      MLPERF_RETURN_IF_ERROR(messageCount(sent, sendOffsets[j]));
+      MLPERF_RETURN_IF_ERROR(messageCount(receivedCounts[j], receiveSizes[j]));
+      MLPERF_RETURN_IF_ERROR(messageCount(total, receiveOffsets[j]));
+      sent += sendCounts[j];
+      total += receivedCounts[j];
+    }
+    received.resize(total);
+    Watchdog::Guard guard(watchdog, "an all-to-all");
+    MPI_CHECK(MPI_Alltoallv(send.data(), sendSizes.data(), sendOffsets.data(), MPI_FLOAT,
+                            received.data(), receiveSizes.data(), receiveOffsets.data(), MPI_FLOAT,
+                            comm(axis)));
+    return Status::ok();
+  }
+
   Status send(MeshAxis axis, int64_t shift, int tag, const std::vector<float> &values) override {
     int peer = 0;
     MLPERF_RETURN_IF_ERROR(neighbour(axis, shift, peer));

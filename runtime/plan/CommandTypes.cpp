@@ -540,6 +540,23 @@ std::string Checker::run() {
     if (op == "clip_coefficient" || op == "sqrt") {
       scalar(operand(0));
     }
+  } else if (op == "all_to_all") {
+    // rows [N, d] and i32 rows per member [G] -> received rows [R, d] and i32 rows from each
+    // member [G], G the axis' group size.
+    int64_t members = axisMembers(attribute("axis"));
+    if (members < 1) {
+      return problem;
+    }
+    Shape rows = in(0), received = out(0);
+    floats({&operand(0), &result(0)});
+    expect(operand(0).dtype() == result(0).dtype(), "an all_to_all keeps the dtype");
+    expect(operand(1).dtype() == plan::I32 && result(1).dtype() == plan::I32,
+           "an all_to_all's rows per member are i32");
+    expect(rows.size() == 2 && received.size() == 2 && rows[1] == received[1] && rows[1] > 0 &&
+               in(1) == Shape{members} && out(1) == Shape{members},
+           "an all_to_all needs rows [N, d] and [R, d] and one row count per member of the " +
+               std::to_string(members) + ", got " + describe(rows) + ", " + describe(received) +
+               ", " + describe(in(1)) + ", " + describe(out(1)));
   } else if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather") {
     const plan::Attribute *reduction = attribute("reduction");
     expect(!reduction || (op == "all_reduce" && reduction->value_case() == plan::Attribute::kS &&

@@ -92,6 +92,11 @@ constexpr PlanOpSignature kOps[] = {
     {"all_reduce", 1, 1, 1, 1, OpCommunication::kAlways, OpCost::kCollective},
     {"reduce_scatter", 1, 1, 1, 1, OpCommunication::kAlways, OpCost::kCollective},
     {"all_gather", 1, 1, 1, 1, OpCommunication::kAlways, OpCost::kCollective},
+    // Rows [N, d] in per-member chunks (i32 rows per member) exchanged over the axis: each
+    // member receives its chunk from every member, in group order, into a buffer of a static
+    // number of rows, and the i32 rows it got from each (expert parallelism's dispatch and
+    // combine).
+    {"all_to_all", 2, 2, 2, 2, OpCommunication::kAlways, OpCost::kCollective},
     // Point-to-point over one mesh axis (attributes "axis", "shift" != 0, "tag"): a send
     // copies its operand and completes in the background; a receive blocks until the message
     // of its sender and tag arrived.

@@ -1,11 +1,14 @@
 //===- CpuBackendTest.cpp - The CPU backend's buffers and commands --------===//
 
 #include "runtime/cpu/Numerics.h"
+#include "runtime/dist/InProcessCommunicator.h"
 #include "runtime/exec/Backend.h"
 #include "runtime/plan/PlanBuilding.h"
 #include "runtime/plan/PlanLoader.h"
 
 #include <gtest/gtest.h>
+
+#include <thread>
 
 using namespace mlperf;
 
@@ -214,6 +217,140 @@ TEST(CpuBackend, UnknownBackendsAreNamed) {
   EXPECT_NE(rt::createBackend("tpu", backend).message().find("unknown backend 'tpu'"),
             std::string::npos);
   EXPECT_EQ(rt::createBackend("cuda", backend).code(), rt::StatusCode::kUnavailable);
+}
+
+/// Two data-parallel ranks exchanging rows: rows f32 [4, 2] and i32 rows per member [2]
+/// (persistent) -> received [capacity, 2] and rows from each member [2] (activations).
+plan::Plan allToAllPlan(int64_t capacity) {
+  plan::Plan p;
+  p.set_format_version(rt::kPlanFormatVersion);
+  plan::Mesh *mesh = p.mutable_mesh();
+  mesh->set_nodes(1);
+  mesh->set_gpus_per_node(2);
+  mesh->set_dp(2);
+  mesh->set_tp(1);
+  mesh->set_pp(1);
+  mesh->set_vp(1);
+  uint64_t used[2] = {0, 0};
+  auto buffer = [&](const char *name, plan::DType type, std::vector<int64_t> shape,
+                    plan::MemoryClass cls) {
+    plan::Buffer *b = p.add_buffers();
+    b->set_id(p.buffers_size() - 1);
+    b->set_name(name);
+    b->set_dtype(type);
+    int64_t count = 1;
+    for (int64_t d : shape) {
+      b->add_shape(d);
+      count *= d;
+    }
+    b->set_memory_class(cls);
+    b->set_offset(used[cls == plan::PERSISTENT ? 0 : 1]);
+    b->set_size(count * 4);
+    used[cls == plan::PERSISTENT ? 0 : 1] += 256;
+  };
+  buffer("rows", plan::F32, {4, 2}, plan::PERSISTENT);
+  buffer("rows_per_member", plan::I32, {2}, plan::PERSISTENT);
+  buffer("received", plan::F32, {capacity, 2}, plan::ACTIVATIONS);
+  buffer("received_per_member", plan::I32, {2}, plan::ACTIVATIONS);
+  for (auto cls : {plan::PERSISTENT, plan::ACTIVATIONS}) {
+    plan::Arena *arena = p.add_arenas();
+    arena->set_memory_class(cls);
+    arena->set_size(512); // two 256-byte slots each
+  }
+  plan::Program *program = p.add_programs();
+  program->set_name("exchange");
+  plan::Command *command = rt::addCommand(*program, "all_to_all", {0, 1}, {2, 3});
+  plan::Attribute *axis = command->add_attributes();
+  axis->set_name("axis");
+  axis->set_s("dp");
+  return p;
+}
+
+/// Runs the exchange on both ranks: rank r sends rows 10r + i, `split[r]` of them to rank 0.
+std::vector<rt::Status> exchange(const plan::Plan &p, const int64_t split[2],
+                                 std::vector<rt::HostTensor> received[2]) {
+  rt::InProcessMesh ranks(rt::planMesh(p), 30);
+  std::vector<rt::Status> statuses(2, rt::Status::ok());
+  std::vector<std::thread> threads;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      std::unique_ptr<rt::Backend> backend;
+      rt::Status status = rt::createBackend("cpu", backend);
+      if (status.isOk()) {
+        status = backend->prepare(p, ranks.communicator(rank));
+      }
+      rt::HostTensor rows = rt::HostTensor::zeros(rt::DType::kF32, {4, 2});
+      for (int64_t i = 0; i < 8; ++i) {
+        rows.values[i] = static_cast<float>(10 * rank + i / 2);
+      }
+      rt::HostTensor counts = rt::HostTensor::zeros(rt::DType::kI32, {2});
+      counts.ints = {split[rank], 4 - split[rank]};
+      if (status.isOk()) {
+        status = backend->write(0, rows);
+      }
+      if (status.isOk()) {
+        status = backend->write(1, counts);
+      }
+      if (status.isOk()) {
+        status = backend->execute(0);
+      }
+      received[rank].resize(2);
+      if (status.isOk()) {
+        status = backend->read(2, received[rank][0]);
+      }
+      if (status.isOk()) {
+        status = backend->read(3, received[rank][1]);
+      }
+      if (!status.isOk()) {
+        ranks.abort(status.message());
+      }
+      statuses[rank] = status;
+    });
+  }
+  for (std::thread &thread : threads) {
+    thread.join();
+  }
+  return statuses;
+}
+
+TEST(CpuBackend, AllToAllSendsEachRanksChunksAndZeroesTheRestOfTheBuffer) {
+  plan::Plan p = allToAllPlan(6);
+  ASSERT_TRUE(rt::validatePlan(p).isOk()) << rt::validatePlan(p).toString();
+  const int64_t split[2] = {1, 3}; // rank 0 keeps 1 row and sends 3; rank 1 sends 3, keeps 1
+  std::vector<rt::HostTensor> received[2];
+  std::vector<rt::Status> statuses = exchange(p, split, received);
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(statuses[rank].isOk()) << statuses[rank].toString();
+  }
+  // Rank 0: its row 0, then rank 1's rows 0..2; rank 1: rank 0's rows 1..3, then its row 3.
+  EXPECT_EQ(received[0][0].values, (std::vector<float>{0, 0, 10, 10, 11, 11, 12, 12, 0, 0, 0, 0}));
+  EXPECT_EQ(received[0][1].ints, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(received[1][0].values, (std::vector<float>{1, 1, 2, 2, 3, 3, 13, 13, 0, 0, 0, 0}));
+  EXPECT_EQ(received[1][1].ints, (std::vector<int64_t>{3, 1}));
+}
+
+TEST(CpuBackend, AllToAllNeedsOneRowCountPerMember) {
+  plan::Plan p = allToAllPlan(6);
+  p.mutable_buffers(1)->set_shape(0, 3);
+  p.mutable_buffers(1)->set_size(12);
+  rt::Status status = rt::validatePlan(p);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("an all_to_all needs rows [N, d] and [R, d] and one row count "
+                                  "per member of the 2, got [4x2], [6x2], [3], [2]"),
+            std::string::npos)
+      << status.toString();
+}
+
+TEST(CpuBackend, AllToAllBeyondTheStaticBoundStopsNamingIt) {
+  plan::Plan p = allToAllPlan(3);
+  const int64_t split[2] = {4, 4}; // every row to rank 0: 8 rows for a buffer of 3
+  std::vector<rt::HostTensor> received[2];
+  std::vector<rt::Status> statuses = exchange(p, split, received);
+  ASSERT_FALSE(statuses[0].isOk());
+  EXPECT_NE(statuses[0].message().find("all_to_all: rank 0 receives 8 rows, more than the 3 its "
+                                       "buffer holds (the plan's static bound on routed rows)"),
+            std::string::npos)
+      << statuses[0].toString();
 }
 
 } // namespace

@@ -195,6 +195,48 @@ TEST(InProcessCommunicator, SumsInGroupOrderLikeMpiAndGathersInOrder) {
   }
 }
 
+TEST(InProcessCommunicator, AllToAllDeliversEachMembersChunkInGroupOrder) {
+  // dp = 3: member i sends (i + j + 1) values to member j, value 100·i + 10·j + k.
+  rt::MeshShape m = mesh(3, 1, 1);
+  rt::InProcessMesh ranks(m, 30);
+  std::vector<std::vector<float>> received(3);
+  std::vector<std::vector<int64_t>> counts(3);
+  auto results = onEveryRank(ranks, 3, [&](int64_t rank, rt::Communicator &c) -> rt::Status {
+    std::vector<float> send;
+    std::vector<int64_t> sendCounts;
+    for (int64_t j = 0; j < 3; ++j) {
+      sendCounts.push_back(rank + j + 1);
+      for (int64_t k = 0; k <= rank + j; ++k) {
+        send.push_back(float(100 * rank + 10 * j + k));
+      }
+    }
+    return c.allToAll(rt::MeshAxis::kDP, send, sendCounts, received[rank], counts[rank]);
+  });
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(results[rank].isOk()) << results[rank].message();
+    std::vector<float> expected;
+    for (int64_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(counts[rank][i], i + rank + 1);
+      for (int64_t k = 0; k <= i + rank; ++k) {
+        expected.push_back(float(100 * i + 10 * rank + k));
+      }
+    }
+    EXPECT_EQ(received[rank], expected) << "rank " << rank;
+  }
+}
+
+TEST(InProcessCommunicator, AllToAllRefusesChunksThatDoNotAddUp) {
+  std::unique_ptr<rt::Communicator> single = rt::createSingleRankCommunicator();
+  std::vector<float> received;
+  std::vector<int64_t> counts;
+  rt::Status status = single->allToAll(rt::MeshAxis::kDP, {1, 2, 3}, {2}, received, counts);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(),
+            "rank 0: an all-to-all of 3 values in 1 chunks adding up to 2 for 1 members");
+  ASSERT_TRUE(single->allToAll(rt::MeshAxis::kDP, {1, 2, 3}, {3}, received, counts).isOk());
+  EXPECT_EQ(received, (std::vector<float>{1, 2, 3}));
+}
+
 TEST(InProcessCommunicator, DeliversPipelineMessagesByTagInOrder) {
   rt::MeshShape m = mesh(1, 1, 2);
   rt::InProcessMesh ranks(m, 30);
