@@ -73,8 +73,9 @@ static void printTable(const ModelSummary &s) {
   os << "batch: " << s.globalBatch << " sequences x " << s.seqLen << " tokens per step, "
      << "micro-batch " << s.microBatch << " (" << s.globalBatch / std::max<int64_t>(1, s.microBatch)
      << " micro-batches per step on one data-parallel rank)\n";
-  os << "model FLOPs (2·M·N·K per matmul; causal attention at half; backward = 2 x forward, 1 x "
-        "where the weight is frozen):\n";
+  os << "model FLOPs (2·M·N·K per matmul and per routed row of a grouped GEMM; causal attention "
+        "at half, sliding-window at the share it sees; backward = 2 x forward, 1 x where the "
+        "weight is frozen):\n";
   os << "  forward per token   " << scientific(s.forwardFlopsPerToken) << "\n";
   os << "  training per token  " << scientific(s.trainFlopsPerToken) << "\n";
   os << "  training per step   " << scientific(s.trainFlopsPerStep) << "\n";
