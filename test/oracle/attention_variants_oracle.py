@@ -24,9 +24,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_oracle import (compare, jax, jnp, read_safetensors, step_lines,  # noqa: E402
-                          write_megatron, write_safetensors)
-from trajectory import (adamw_trajectory, start_oracle, trajectory_failures)  # noqa: E402
+from llama_oracle import (compare, jax, jnp, read_safetensors,  # noqa: E402
+                          write_safetensors)
+from trajectory import (adamw_trajectory, start_oracle, stream_batches,  # noqa: E402
+                        train_on_interpreter, train_on_plan, trajectory_failures)
 
 SEQ, D, HEADS, KV, HEAD_DIM, VOCAB, WINDOW = 16, 24, 4, 2, 8, 64, 3
 THETA, EPS = 150000.0, 1e-6
@@ -158,8 +159,7 @@ def main():
         f.write(MODEL)
     rng = np.random.default_rng(13)
     stream = rng.integers(0, VOCAB, size=STEPS * SEQ + 1).astype(np.int64)
-    tokens = np.stack([stream[i * SEQ:(i + 1) * SEQ] for i in range(STEPS)])[:, None]
-    labels = np.stack([stream[i * SEQ + 1:(i + 1) * SEQ + 1] for i in range(STEPS)])[:, None]
+    tokens, labels = stream_batches(stream, SEQ, STEPS, 1)
 
     # 1. Loss and gradients of the first micro-batch on the unfused graph.
     batch = os.path.join(workdir, "batch.safetensors")
@@ -191,12 +191,7 @@ def main():
         ok = False
 
     # 2. Training on the interpreter and on the plan (fused attention with the window).
-    batches = os.path.join(workdir, "batches.safetensors")
-    write_safetensors(batches, {"tokens": tokens, "labels": labels})
-    run = subprocess.run([mlperfc, "run-reference", model, "--params", weights, "--inputs",
-                          batches, "--train-steps", str(STEPS)],
-                         check=True, capture_output=True, text=True)
-    ours = step_lines(run.stdout)
+    ours, _ = train_on_interpreter(mlperfc, model, workdir, tokens, labels, STEPS, params=weights)
     plan = os.path.join(workdir, "plan.pb")
     subprocess.run([mlperfc, "compile", model, "--precision", "fp32", "-o", plan,
                     "--dump-ir", os.path.join(workdir, "ir")], check=True, capture_output=True)
@@ -206,13 +201,7 @@ def main():
     if "attention" not in fused or windows == 0:
         print("the plan has no fused attention with a window")
         ok = False
-    data = os.path.join(workdir, "train.data")
-    write_megatron(data, stream)
-    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
-    run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
-                          "--init-from", weights, "--max-steps", str(STEPS), "--print-every",
-                          "1"], check=True, capture_output=True, text=True)
-    planned = step_lines(run.stdout)
+    planned, _ = train_on_plan(mlperfc, plan, stream, workdir, weights, STEPS)
 
     reference = adamw_trajectory(loss_fn, params, lambda step: [(tokens[step], labels[step])],
                                  STEPS, lambda step: LR, betas=(BETA1, BETA2), eps=ADAM_EPS,

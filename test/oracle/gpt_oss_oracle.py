@@ -29,9 +29,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_oracle import (jax, jnp, mpirun_env, read_safetensors, step_lines,  # noqa: E402
-                          write_megatron, write_safetensors)
+from llama_oracle import jax, jnp, mpirun_env, read_safetensors  # noqa: E402
 from trajectory import (adamw_trajectory, cosine_warmup_lr, start_oracle,  # noqa: E402
+                        stream_batches, train_on_interpreter, train_on_plan,
                         trajectory_failures)
 
 STEPS = 20
@@ -108,7 +108,6 @@ def learning_rate(step):
 
 def main():
     mlperfc, workdir = start_oracle("gpt-oss-oracle-")
-    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
 
     model = os.path.join(workdir, "gpt_oss_tiny.mlir")
     sets = "dtype=f32," + ",".join(f"{k}={v}" for k, v in TRAIN.items())
@@ -123,38 +122,24 @@ def main():
     counting = (start + stride * np.arange(SEQ)[None, :]) % (VOCAB - 1)
     stream = np.append(counting.reshape(-1), 0).astype(np.int64)
     stream[rng.random(stream.size) < 0.06] = EOD
-    shape = (STEPS, GBS, SEQ)
-    tokens = np.stack([stream[i * SEQ:(i + 1) * SEQ] for i in range(windows)]).reshape(shape)
-    labels = np.stack([stream[i * SEQ + 1:(i + 1) * SEQ + 1] for i in range(windows)]).reshape(
-        shape)
+    tokens, labels = stream_batches(stream, SEQ, STEPS, GBS)
     masked = float(np.mean(tokens == EOD))
 
-    batches = os.path.join(workdir, "batches.safetensors")
-    write_safetensors(batches, {"tokens": tokens, "labels": labels})
-    weights = os.path.join(workdir, "weights.safetensors")
-    run = subprocess.run([mlperfc, "run-reference", model, "--seed", "4", "--save-params",
-                          weights, "--inputs", batches, "--train-steps", str(STEPS)],
-                         check=True, capture_output=True, text=True)
-    ours = step_lines(run.stdout)
+    ours, weights = train_on_interpreter(mlperfc, model, workdir, tokens, labels, STEPS, seed=4)
     plan = os.path.join(workdir, "plan.pb")
     subprocess.run([mlperfc, "compile", model, "-o", plan], check=True, capture_output=True)
-    data = os.path.join(workdir, "train.data")
-    write_megatron(data, stream)
     # The plan also evaluates once, after the last step, on the first EVAL_SAMPLES sequences.
-    run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
-                          "--eval-data", data, "--init-from", weights, "--max-steps", str(STEPS),
-                          "--print-every", "1"], capture_output=True, text=True)
-    planned = step_lines(run.stdout)
+    data = os.path.join(workdir, "train.data")
+    planned, run = train_on_plan(mlperfc, plan, stream, workdir, weights, STEPS,
+                                 extra=("--eval-data", data))
     evals = [float(line.split("eval_loss")[1].split()[0]) for line in run.stdout.splitlines()
              if line.startswith("eval step")]
     tp_plan = os.path.join(workdir, "tp2.pb")
     subprocess.run([mlperfc, "compile", model, "--cluster", "1x2", "--parallel", "tp=2", "-o",
                     tp_plan], check=True, capture_output=True)
-    run = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", mlperf_run, tp_plan, "--data",
-                          data, "--data-order", "sequential", "--init-from", weights,
-                          "--max-steps", str(STEPS), "--print-every", "1"],
-                         capture_output=True, text=True, env=mpirun_env(), timeout=280)
-    tensor_parallel = step_lines(run.stdout) if run.returncode == 0 else []
+    tensor_parallel, run = train_on_plan(mlperfc, tp_plan, stream, workdir, weights, STEPS,
+                                         launcher=("mpirun", "--oversubscribe", "-np", "2"),
+                                         env=mpirun_env(), timeout=280)
 
     params = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in read_safetensors(weights).items()}
 

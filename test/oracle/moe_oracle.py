@@ -31,8 +31,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_oracle import (compare, jax, jnp, mpirun_env, read_safetensors,  # noqa: E402
-                          step_lines, write_megatron, write_safetensors)
+                          step_lines, write_safetensors)
 from trajectory import (adamw_trajectory, cosine_warmup_lr, start_oracle,  # noqa: E402
+                        stream_batches, train_on_interpreter, train_on_plan,
                         trajectory_failures)
 
 TOKENS, D, E, K, F, VOCAB = 16, 32, 8, 2, 24, 64
@@ -146,41 +147,25 @@ def check_training(mlperfc, workdir):
     model = os.path.join(workdir, "moe_block.mlir")
     rng = np.random.default_rng(5)
     stream = rng.integers(0, VOCAB, size=STEPS * TOKENS + 1).astype(np.int64)
-    tokens = np.stack([stream[i * TOKENS:(i + 1) * TOKENS] for i in range(STEPS)])[:, None]
-    labels = np.stack([stream[i * TOKENS + 1:(i + 1) * TOKENS + 1] for i in range(STEPS)])[:, None]
-    batches = os.path.join(workdir, "train.batches.safetensors")
-    write_safetensors(batches, {"tokens": tokens, "labels": labels})
-    weights = os.path.join(workdir, "train.weights.safetensors")
-    run = subprocess.run([mlperfc, "run-reference", model, "--seed", "3", "--save-params",
-                          weights, "--inputs", batches, "--train-steps", str(STEPS)],
-                         check=True, capture_output=True, text=True)
-    ours = step_lines(run.stdout)
+    tokens, labels = stream_batches(stream, TOKENS, STEPS, 1)
+    ours, weights = train_on_interpreter(mlperfc, model, workdir, tokens, labels, STEPS, seed=3)
     plan = os.path.join(workdir, "train.plan.pb")
     subprocess.run([mlperfc, "compile", model, "--precision", "fp32", "-o", plan], check=True,
                    capture_output=True)
-    data = os.path.join(workdir, "train.data")
-    write_megatron(data, stream)
-    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
-    run = subprocess.run([mlperf_run, plan, "--data", data, "--data-order", "sequential",
-                          "--init-from", weights, "--max-steps", str(STEPS), "--print-every",
-                          "1"], check=True, capture_output=True, text=True)
-    planned = step_lines(run.stdout)
-
-    params = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in read_safetensors(weights).items()}
-    reference = adamw_trajectory(moe_loss, params, lambda step: [(tokens[step], labels[step])],
-                                 STEPS, learning_rate, betas=(BETA1, BETA2), eps=ADAM_EPS,
-                                 weight_decay=WEIGHT_DECAY, clip=CLIP)
-
+    planned, _ = train_on_plan(mlperfc, plan, stream, workdir, weights, STEPS)
     # Expert tensor parallelism (fc1 column-parallel in [gate; up] blocks, fc2 row-parallel)
     # under mpirun, against the same JAX trajectory.
     tp_plan = os.path.join(workdir, "train.tp2.pb")
     subprocess.run([mlperfc, "compile", model, "--precision", "fp32", "--cluster", "1x2",
                     "--parallel", "tp=2", "-o", tp_plan], check=True, capture_output=True)
-    run = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", mlperf_run, tp_plan, "--data",
-                          data, "--data-order", "sequential", "--init-from", weights,
-                          "--max-steps", str(STEPS), "--print-every", "1"],
-                         capture_output=True, text=True, env=mpirun_env(), timeout=240)
-    tensor_parallel = step_lines(run.stdout) if run.returncode == 0 else []
+    tensor_parallel, run = train_on_plan(mlperfc, tp_plan, stream, workdir, weights, STEPS,
+                                         launcher=("mpirun", "--oversubscribe", "-np", "2"),
+                                         env=mpirun_env(), timeout=240)
+
+    params = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in read_safetensors(weights).items()}
+    reference = adamw_trajectory(moe_loss, params, lambda step: [(tokens[step], labels[step])],
+                                 STEPS, learning_rate, betas=(BETA1, BETA2), eps=ADAM_EPS,
+                                 weight_decay=WEIGHT_DECAY, clip=CLIP)
 
     failures = []
     if len(ours) != STEPS or planned != ours:

@@ -3,6 +3,7 @@ references run them, and the comparison of a run's printed steps with one. Share
 GPT-OSS oracles (llama_oracle.py keeps its own, which also covers Adagrad)."""
 import argparse
 import os
+import subprocess
 import tempfile
 
 import numpy as np
@@ -81,3 +82,46 @@ def trajectory_failures(name, got, reference, rtol):
             if not error <= rtol:
                 problems.append(f"{name} step {step} {what} {a} vs JAX {b} (rel {error:.1e})")
     return problems, worst
+
+
+def stream_batches(stream, seq, steps, rows):
+    """Tokens and next-token labels [steps, rows, seq] of consecutive seq + 1-token windows of
+    `stream` overlapping by one token: Megatron GPT samples of a one-document dataset read in
+    file order (`--data-order sequential`)."""
+    count = steps * rows
+    tokens = np.stack([stream[i * seq:(i + 1) * seq] for i in range(count)])
+    labels = np.stack([stream[i * seq + 1:(i + 1) * seq + 1] for i in range(count)])
+    return tokens.reshape(steps, rows, seq), labels.reshape(steps, rows, seq)
+
+
+def train_on_plan(mlperfc, plan, stream, workdir, weights, steps, extra=(), launcher=(),
+                  env=None, timeout=None):
+    """Trains `plan` with mlperf-run for `steps` steps from `weights` on `stream` written as a
+    Megatron dataset (read in order): returns the printed (loss, lr, grad_norm) per step and
+    the completed process, whose exit status the caller judges (a run that evaluates and
+    misses its target exits 1 after its steps)."""
+    # Imported here: llama_oracle imports JAX's configuration before this module is used.
+    from llama_oracle import step_lines, write_megatron
+    data = os.path.join(workdir, "train.data")
+    if not os.path.exists(data + ".bin"):
+        write_megatron(data, stream)
+    mlperf_run = os.path.join(os.path.dirname(mlperfc), "mlperf-run")
+    run = subprocess.run([*launcher, mlperf_run, plan, "--data", data, "--data-order",
+                          "sequential", "--init-from", weights, "--max-steps", str(steps),
+                          "--print-every", "1", *extra], capture_output=True, text=True,
+                         env=env, timeout=timeout)
+    return step_lines(run.stdout), run
+
+
+def train_on_interpreter(mlperfc, model, workdir, tokens, labels, steps, seed=None, params=None):
+    """Trains `model` with `mlperfc run-reference --train-steps` on the batches `tokens`,
+    `labels` ([steps, global batch, seq]) from weights drawn with `seed` (saved) or read from
+    `params`: returns the printed (loss, lr, grad_norm) per step and the initial weights' file."""
+    from llama_oracle import step_lines, write_safetensors
+    batches = os.path.join(workdir, "train.batches.safetensors")
+    write_safetensors(batches, {"tokens": tokens, "labels": labels})
+    weights = params or os.path.join(workdir, "train.weights.safetensors")
+    source = ["--params", params] if params else ["--seed", str(seed), "--save-params", weights]
+    run = subprocess.run([mlperfc, "run-reference", model, *source, "--inputs", batches,
+                          "--train-steps", str(steps)], check=True, capture_output=True, text=True)
+    return step_lines(run.stdout), weights
