@@ -18,7 +18,8 @@ dataset whose stream contains end-of-document tokens), which must agree to the b
 requires loss, lr and gradient norm within TRAJECTORY_RTOL of JAX at every step; the plan's
 evaluation after the last step must give the reference's token-weighted evaluation loss (the
 mean over every counted position of the evaluation sequences, not the mean of micro-batch
-means). Then the same steps with the experts tensor-parallel (tp=2 under mpirun).
+means). Then the same steps with the experts tensor-parallel (tp=2 under mpirun), whose
+checkpoint, reassembled, must hold JAX's final parameters.
 
 Usage: gpt_oss_oracle.py --mlperfc build/bin/mlperfc [--keep DIR]
 """
@@ -29,7 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_oracle import jax, jnp, mpirun_env, read_safetensors  # noqa: E402
+from llama_oracle import jax, jnp, mpirun_env, read_safetensors, reassemble  # noqa: E402
 from trajectory import (adamw_trajectory, cosine_warmup_lr, start_oracle,  # noqa: E402
                         stream_batches, train_on_interpreter, train_on_plan,
                         trajectory_failures)
@@ -44,6 +45,8 @@ EVAL_SAMPLES = 8
 TRAIN = dict(lr=3e-3, end_lr=3e-4, warmup_steps=2, max_steps=STEPS, decay_steps=STEPS - 2,
              init_std=0.2, eval_every=STEPS * 16, eval_samples=EVAL_SAMPLES)
 EVAL_RTOL = 1e-5
+# Final parameters after STEPS f32 steps against float64, of each tensor's largest magnitude.
+PARAM_RTOL = 1e-4
 BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP = 0.9, 0.95, 1e-5, 0.1, 1.0
 
 
@@ -137,7 +140,9 @@ def main():
     tp_plan = os.path.join(workdir, "tp2.pb")
     subprocess.run([mlperfc, "compile", model, "--cluster", "1x2", "--parallel", "tp=2", "-o",
                     tp_plan], check=True, capture_output=True)
+    tp_checkpoint = os.path.join(workdir, "tp2.final.safetensors")
     tensor_parallel, run = train_on_plan(mlperfc, tp_plan, stream, workdir, weights, STEPS,
+                                         extra=("--save", tp_checkpoint),
                                          launcher=("mpirun", "--oversubscribe", "-np", "2"),
                                          env=mpirun_env(), timeout=280)
 
@@ -171,14 +176,29 @@ def main():
         failures.append(f"evaluation loss {evals} vs JAX's token-weighted {eval_reference:.6f}")
     tp_failures, tp_worst = trajectory_failures("tp=2", tensor_parallel, reference,
                                                 TRAJECTORY_RTOL)
+    param_worst = 0.0
     if run.returncode != 0:
         tp_failures.append(f"tp=2 under mpirun failed ({run.returncode}): "
                            f"{run.stderr.strip()[-500:]}")
+    else:
+        # The tensor-parallel checkpoint (expert weights split along their feature dims, fc1
+        # in its [gate; up] blocks) reassembled against JAX's final parameters.
+        stem = tp_checkpoint[:-len(".safetensors")]
+        final = reassemble([f"{stem}.rank{r}-of-2.safetensors" for r in range(2)])
+        for name, value in params.items():
+            ref = np.asarray(value)
+            got = final.get(name)
+            error = (float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+                     if got is not None and got.shape == ref.shape else float("inf"))
+            param_worst = max(param_worst, error)
+            if not error <= PARAM_RTOL:
+                tp_failures.append(f"tp=2 final {name}: {error:.1e} of its scale")
     failures += tp_failures
     print(f"gpt_oss_20b_tiny f32: {STEPS} steps, {masked:.1%} of positions end-of-document "
           f"(masked), loss {ours[0][0]:.4f} -> {ours[-1][0]:.4f} (JAX f64 {reference[0][0]:.4f} "
           f"-> {reference[-1][0]:.4f}); worst rel diff of loss, lr, grad_norm {worst:.1e} (one "
-          f"rank), {tp_worst:.1e} (tp=2 under mpirun); mlperf-run on the plan bit-identical to "
+          f"rank), {tp_worst:.1e} (tp=2 under mpirun, its reassembled final parameters "
+          f"{param_worst:.1e} of their scale); mlperf-run on the plan bit-identical to "
           f"run-reference: {planned == ours}; evaluation loss {evals} vs JAX token-weighted "
           f"{eval_reference:.6f} (the mean of micro-batch means would be {unweighted:.6f}): "
           f"{'ok' if not failures else 'MISMATCH'}")
