@@ -1,6 +1,7 @@
 //===- CommandCost.cpp - What one command of a plan costs --------*- C++ -*-===//
 
 #include "compiler/Analysis/CommandCost.h"
+#include "compiler/Analysis/ModelSummary.h"
 
 #include "runtime/plan/PlanLoader.h"
 #include "runtime/plan/PlanOps.h"
@@ -224,13 +225,9 @@ CommandCost commandCost(const plan::Plan &plan, const plan::Command &command,
     const plan::Buffer &q = operand(0), &key = operand(1);
     double flops = 4.0 * elements(q) * static_cast<double>(key.shape(2));
     if (flag(command, "causal")) {
-      flops *= 0.5;
-      if (const plan::Attribute *window = rt::findAttribute(command, "window")) {
-        // Query i sees min(i, W) + 1 keys: a band W + 1 wide but for the first W rows.
-        double seq = static_cast<double>(key.shape(2)), w = std::min<double>(window->i(), seq);
-        double seen = (w + 1.0) * seq - w * (w + 1.0) / 2.0;
-        flops *= seen / (seq * (seq + 1.0) / 2.0);
-      }
+      const plan::Attribute *window = rt::findAttribute(command, "window");
+      flops *= causalScoreShare(window ? std::optional<int64_t>(window->i()) : std::nullopt,
+                                key.shape(2));
     }
     if (op == "attention_grad") {
       flops *= 2.5;

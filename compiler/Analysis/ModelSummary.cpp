@@ -57,17 +57,6 @@ tg::CausalMaskOp maskOfProbabilities(Value value) {
   return dyn_cast_or_null<tg::CausalMaskOp>(input);
 }
 
-/// The share of a [seq, seq] score matrix causal attention computes: half, as Megatron's MFU
-/// counts it, or with a sliding window of W keys the (W + 1)·seq − W(W + 1)/2 entries each
-/// query sees (GPT-OSS-20B's even layers: 1.6 % of 8192²).
-double causalShare(std::optional<int64_t> window, int64_t seq) {
-  if (!window || *window >= seq) {
-    return 0.5;
-  }
-  double s = static_cast<double>(seq), w = static_cast<double>(*window);
-  return ((w + 1.0) * s - w * (w + 1.0) / 2.0) / (s * s);
-}
-
 std::optional<int64_t> windowOf(tg::CausalMaskOp mask) {
   if (IntegerAttr window = mask.getWindowAttr()) {
     return window.getInt();
@@ -87,12 +76,20 @@ double matmulFlops(tg::MatmulOp matmul) {
   }
   if (mask) {
     auto scores = cast<RankedTensorType>(mask.getType());
-    flops *= causalShare(windowOf(mask), scores.getDimSize(scores.getRank() - 1));
+    flops *= causalScoreShare(windowOf(mask), scores.getDimSize(scores.getRank() - 1));
   }
   return flops;
 }
 
 } // namespace
+
+double causalScoreShare(std::optional<int64_t> window, int64_t seq) {
+  if (!window || *window >= seq) {
+    return 0.5;
+  }
+  double s = static_cast<double>(seq), w = static_cast<double>(*window);
+  return ((w + 1.0) * s - w * (w + 1.0) / 2.0) / (s * s);
+}
 
 double modelFlops(Operation *op) {
   if (auto matmul = dyn_cast<tg::MatmulOp>(op)) {
@@ -109,8 +106,9 @@ double modelFlops(Operation *op) {
     if (IntegerAttr attr = attention.getWindowAttr()) {
       window = attr.getInt();
     }
-    return attention.getCausal() ? flops * causalShare(window, key.getDimSize(key.getRank() - 2))
-                                 : flops;
+    return attention.getCausal()
+               ? flops * causalScoreShare(window, key.getDimSize(key.getRank() - 2))
+               : flops;
   }
   if (auto grouped = dyn_cast<tg::GroupedMatmulOp>(op)) {
     // Each of the N routed rows meets one expert's [K, M] matrix: 2·N·K·M.

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace mlperf {
@@ -39,6 +40,12 @@ struct ModelSummary {
   /// Ops executed by one @forward call, layer stacks unrolled.
   std::map<std::string, int64_t> forwardOps;
 };
+
+/// The share of a [seq, seq] score matrix causal attention computes: half, as Megatron's MFU
+/// counts it, or with a sliding window of W keys the (W + 1)·seq − W(W + 1)/2 entries each
+/// query sees (GPT-OSS-20B's even layers: 1.6 % of 8192²). The model FLOPs and the step-time
+/// model both count attention by it.
+double causalScoreShare(std::optional<int64_t> window, int64_t seq);
 
 /// Model FLOPs of one forward op, as MFU counts them: 2·M·N·K per matmul (tg.matmul, the
 /// two of tg.attention, the logits of tg.linear_cross_entropy), causal attention at half;

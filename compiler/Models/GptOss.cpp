@@ -188,7 +188,6 @@ std::string emitGptOss(const LlamaConfig &c, llvm::StringRef commandLine) {
   os << "\n";
   emitLayer(os, c, "full_attention_layer", 0);
   os << "}\n";
-  (void)F;
   return out;
 }
 

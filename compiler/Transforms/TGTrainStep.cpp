@@ -641,9 +641,6 @@ LogicalResult StepBuilder::buildEvalStep() {
 /// the micro-batches weigh the same).
 Value StepBuilder::returnLossMask(func::FuncOp forward) {
   auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
-  if (ret.getNumOperands() != 1) {
-    return ret.getNumOperands() == 2 ? ret.getOperand(1) : Value(); // appended already
-  }
   Operation *loss = ret.getOperand(0).getDefiningOp();
   Value mask;
   if (auto ce = dyn_cast_or_null<tg::CrossEntropyOp>(loss)) {

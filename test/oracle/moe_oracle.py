@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_oracle import (compare, jax, jnp, mpirun_env, read_safetensors,  # noqa: E402
-                          step_lines, write_safetensors)
+                          write_safetensors)
 from trajectory import (adamw_trajectory, cosine_warmup_lr, start_oracle,  # noqa: E402
                         stream_batches, train_on_interpreter, train_on_plan,
                         trajectory_failures)

@@ -11,6 +11,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from llama_oracle import step_lines, write_megatron, write_safetensors
+
 
 def start_oracle(prefix):
     """The command line every such oracle takes (--mlperfc PATH [--keep DIR]), with JAX in
@@ -100,8 +102,6 @@ def train_on_plan(mlperfc, plan, stream, workdir, weights, steps, extra=(), laun
     Megatron dataset (read in order): returns the printed (loss, lr, grad_norm) per step and
     the completed process, whose exit status the caller judges (a run that evaluates and
     misses its target exits 1 after its steps)."""
-    # Imported here: llama_oracle imports JAX's configuration before this module is used.
-    from llama_oracle import step_lines, write_megatron
     data = os.path.join(workdir, "train.data")
     if not os.path.exists(data + ".bin"):
         write_megatron(data, stream)
@@ -117,7 +117,6 @@ def train_on_interpreter(mlperfc, model, workdir, tokens, labels, steps, seed=No
     """Trains `model` with `mlperfc run-reference --train-steps` on the batches `tokens`,
     `labels` ([steps, global batch, seq]) from weights drawn with `seed` (saved) or read from
     `params`: returns the printed (loss, lr, grad_norm) per step and the initial weights' file."""
-    from llama_oracle import step_lines, write_safetensors
     batches = os.path.join(workdir, "train.batches.safetensors")
     write_safetensors(batches, {"tokens": tokens, "labels": labels})
     weights = params or os.path.join(workdir, "train.weights.safetensors")
